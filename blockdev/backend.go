@@ -1,0 +1,62 @@
+package blockdev
+
+import "errors"
+
+// Backend is a block device that a namespace serves.
+//
+// All offsets and counts are in logical blocks of BlockSize bytes. Buffers
+// are owned by the caller and are only used during the call. ReadAt and
+// WriteAt take a vector of buffers whose lengths add up to a whole number
+// of blocks; the buffers are filled / drained in order.
+//
+// Methods may be called concurrently from several goroutines. A Backend
+// may block in any method; the target runs blocking backends off its
+// queue pollers (see NonBlocking).
+type Backend interface {
+	// BlockSize is the logical block size in bytes (512 or 4096).
+	BlockSize() int
+	// Blocks is the capacity in logical blocks.
+	Blocks() uint64
+	// ReadAt fills bufs from the device starting at block lba.
+	ReadAt(bufs [][]byte, lba uint64) error
+	// WriteAt writes bufs to the device starting at block lba. With
+	// WriteFUA the data is durable when WriteAt returns.
+	WriteAt(bufs [][]byte, lba uint64, flags WriteFlags) error
+	// Flush makes every completed write durable.
+	Flush() error
+	// WriteZeroes makes blocks [lba, lba+n) read back as zeroes.
+	WriteZeroes(lba, n uint64) error
+	// Discard tells the device blocks [lba, lba+n) are unused; their
+	// content is undefined afterwards (file backends read zeroes).
+	Discard(lba, n uint64) error
+	// Close flushes and releases the device.
+	Close() error
+}
+
+// WriteFlags modify WriteAt.
+type WriteFlags uint8
+
+const (
+	// WriteFUA: force unit access; the write is durable on return.
+	WriteFUA WriteFlags = 1 << iota
+)
+
+// NonBlocking is implemented by backends whose methods never block on I/O
+// (mem, null), so that the target may call them inline on its pollers.
+type NonBlocking interface {
+	NonBlocking() bool
+}
+
+// Errors. Backends wrap them; the target maps them to NVMe status codes.
+var (
+	// ErrOutOfRange: the range exceeds the device (LBA out of range).
+	ErrOutOfRange = errors.New("blockdev: LBA out of range")
+	// ErrUnaligned: a buffer length is not a multiple of the block size.
+	ErrUnaligned = errors.New("blockdev: buffer not a multiple of the block size")
+	// ErrMedium: the device failed the I/O (unrecovered read / write fault).
+	ErrMedium = errors.New("blockdev: medium error")
+	// ErrClosed: the backend was closed.
+	ErrClosed = errors.New("blockdev: closed")
+	// ErrReadOnly: write to a read-only backend.
+	ErrReadOnly = errors.New("blockdev: read-only")
+)

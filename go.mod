@@ -1,0 +1,3 @@
+module github.com/rdmablk/rdmablk
+
+go 1.26.8
