@@ -51,7 +51,9 @@ type NonBlocking interface {
 var (
 	// ErrOutOfRange: the range exceeds the device (LBA out of range).
 	ErrOutOfRange = errors.New("blockdev: LBA out of range")
-	// ErrUnaligned: a buffer length is not a multiple of the block size.
+	// ErrUnaligned: the buffers of a ReadAt/WriteAt add up to a length that
+	// is not a multiple of the block size. (Individual buffers may hold
+	// part of a block; only the total must be whole blocks.)
 	ErrUnaligned = errors.New("blockdev: buffer not a multiple of the block size")
 	// ErrMedium: the device failed the I/O (unrecovered read / write fault).
 	ErrMedium = errors.New("blockdev: medium error")
