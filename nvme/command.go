@@ -99,3 +99,20 @@ func (s *SQE) FCType() uint8 { return s[4] }
 
 // SetFCType sets the fabrics command type.
 func (s *SQE) SetFCType(t uint8) { s[4] = t }
+
+// begin starts a SetXxx command setter: it writes the opcode and zeroes
+// every byte the setter owns, i.e. all bytes except CDW0 bits 31:8 (flags
+// byte with FUSE/PSDT, and CID) and the data pointer (bytes 39:24). So a
+// setter never leaves stale fields or non-zero reserved bytes from an
+// earlier use of the SQE, and the CID and SGL1 may be set before or after it.
+func (s *SQE) begin(op uint8) {
+	s[0] = op
+	clear(s[4:24])
+	clear(s[40:SQESize])
+}
+
+// beginFabrics is begin for a fabrics command of type fctype.
+func (s *SQE) beginFabrics(fctype uint8) {
+	s.begin(OpFabrics)
+	s[4] = fctype
+}

@@ -33,12 +33,12 @@ func (c ConnectCmd) CATTR() uint8 { return c.SQE[connectCattrOff] }
 // KATO is the keep-alive timeout in milliseconds (admin queue only).
 func (c ConnectCmd) KATO() uint32 { return binary.LittleEndian.Uint32(c.SQE[connectKATOOff:]) }
 
-// SetConnect fills a Connect command (opcode, fctype and fields). The SGL
-// must be set separately; the connect data is ConnectDataSize bytes.
+// SetConnect fills a Connect command (opcode, fctype and fields; RECFMT 0).
+// Like every SQE setter it zeroes all bytes except the flags byte, CID and
+// SGL1, which the caller sets separately; the connect data is
+// ConnectDataSize bytes.
 func (s *SQE) SetConnect(qid, sqsize uint16, cattr uint8, kato uint32) {
-	s.SetOpcode(OpFabrics)
-	s.SetFCType(FabricsConnect)
-	binary.LittleEndian.PutUint16(s[connectRecfmtOff:], 0)
+	s.beginFabrics(FabricsConnect)
 	binary.LittleEndian.PutUint16(s[connectQIDOff:], qid)
 	binary.LittleEndian.PutUint16(s[connectSQSizeOff:], sqsize)
 	s[connectCattrOff] = cattr
@@ -150,22 +150,21 @@ func (p PropertyCmd) Offset() uint32 { return binary.LittleEndian.Uint32(p.SQE[p
 // Value is the value of a Property Set.
 func (p PropertyCmd) Value() uint64 { return binary.LittleEndian.Uint64(p.SQE[propValueOff:]) }
 
-// SetPropertyGet fills a Property Get command.
+// SetPropertyGet fills a Property Get command (zeroing all bytes except
+// flags, CID and SGL1).
 func (s *SQE) SetPropertyGet(offset uint32, size8 bool) {
-	s.SetOpcode(OpFabrics)
-	s.SetFCType(FabricsPropertyGet)
-	s[propAttribOff] = 0
+	s.beginFabrics(FabricsPropertyGet)
 	if size8 {
 		s[propAttribOff] = 1
 	}
 	binary.LittleEndian.PutUint32(s[propOffsetOff:], offset)
 }
 
-// SetPropertySet fills a Property Set command.
+// SetPropertySet fills a Property Set command (zeroing all bytes except
+// flags, CID and SGL1). For a 4-byte property only the low 32 bits of
+// value are meaningful.
 func (s *SQE) SetPropertySet(offset uint32, size8 bool, value uint64) {
-	s.SetOpcode(OpFabrics)
-	s.SetFCType(FabricsPropertySet)
-	s[propAttribOff] = 0
+	s.beginFabrics(FabricsPropertySet)
 	if size8 {
 		s[propAttribOff] = 1
 	}

@@ -51,14 +51,19 @@ func ParseCMRequest(b []byte) (CMRequest, error) {
 	return r, nil
 }
 
-// Marshal encodes r into b (len ≥ CMRequestSize) zeroing the reserved bytes.
-func (r *CMRequest) Marshal(b []byte) {
+// Marshal encodes r into b[:CMRequestSize], zeroing the reserved bytes.
+// It returns ErrShort, writing nothing, when len(b) < CMRequestSize.
+func (r *CMRequest) Marshal(b []byte) error {
+	if len(b) < CMRequestSize {
+		return ErrShort
+	}
 	clear(b[:CMRequestSize])
 	binary.LittleEndian.PutUint16(b[0:], r.Recfmt)
 	binary.LittleEndian.PutUint16(b[2:], r.QID)
 	binary.LittleEndian.PutUint16(b[4:], r.HRQSize)
 	binary.LittleEndian.PutUint16(b[6:], r.HSQSize)
 	binary.LittleEndian.PutUint16(b[8:], r.CNTLID)
+	return nil
 }
 
 // CMAccept is the RDMA_CM accept private data sent by the controller.
@@ -67,7 +72,9 @@ type CMAccept struct {
 	CRQSize uint16 // controller receive queue size
 }
 
-// ParseCMAccept decodes accept private data.
+// ParseCMAccept decodes accept private data. Only the first 4 bytes carry
+// fields, so any input of at least 4 bytes is accepted (the 28 reserved
+// bytes are ignored).
 func ParseCMAccept(b []byte) (CMAccept, error) {
 	var a CMAccept
 	if len(b) < 4 {
@@ -81,11 +88,16 @@ func ParseCMAccept(b []byte) (CMAccept, error) {
 	return a, nil
 }
 
-// Marshal encodes a into b (len ≥ CMAcceptSize).
-func (a *CMAccept) Marshal(b []byte) {
+// Marshal encodes a into b[:CMAcceptSize], zeroing the reserved bytes. It
+// returns ErrShort, writing nothing, when len(b) < CMAcceptSize.
+func (a *CMAccept) Marshal(b []byte) error {
+	if len(b) < CMAcceptSize {
+		return ErrShort
+	}
 	clear(b[:CMAcceptSize])
 	binary.LittleEndian.PutUint16(b[0:], a.Recfmt)
 	binary.LittleEndian.PutUint16(b[2:], a.CRQSize)
+	return nil
 }
 
 // CMReject is the RDMA_CM reject private data sent by the controller.
@@ -105,8 +117,13 @@ func ParseCMReject(b []byte) (CMReject, error) {
 	return r, nil
 }
 
-// Marshal encodes r into b (len ≥ CMRejectSize).
-func (r *CMReject) Marshal(b []byte) {
+// Marshal encodes r into b[:CMRejectSize]. It returns ErrShort, writing
+// nothing, when len(b) < CMRejectSize.
+func (r *CMReject) Marshal(b []byte) error {
+	if len(b) < CMRejectSize {
+		return ErrShort
+	}
 	binary.LittleEndian.PutUint16(b[0:], r.Recfmt)
 	binary.LittleEndian.PutUint16(b[2:], r.Status)
+	return nil
 }

@@ -84,11 +84,16 @@ func (d *SGL) IsInCapsule() bool {
 }
 
 // InCapsuleSpan validates an in-capsule data descriptor against the number
-// of in-capsule bytes actually received (icdLen) and the controller's
-// in-capsule data offset support, returning the byte span within the
-// in-capsule data. The arithmetic cannot overflow: offset and length are
-// checked against icdLen separately before being added.
+// of in-capsule bytes actually received (icdLen), returning the byte span
+// [off, off+n) within the in-capsule data. It does not check the descriptor
+// type (see IsInCapsule) nor whether the controller allows a non-zero
+// offset (SGLS bit 20); the caller does. A negative icdLen is never ok. The
+// arithmetic cannot overflow: offset and length are each checked against
+// icdLen before being added.
 func (d *SGL) InCapsuleSpan(icdLen int) (off, n int, ok bool) {
+	if icdLen < 0 {
+		return 0, 0, false
+	}
 	o := d.Address()
 	l := uint64(d.Length())
 	if o > uint64(icdLen) || l > uint64(icdLen) || o+l > uint64(icdLen) {
