@@ -1,0 +1,77 @@
+// Package file is a Backend over a regular file or a Linux block device.
+//
+// # Opening
+//
+// Open takes a path and Options. A regular file is created sparse (mode
+// 0600) or grown sparse to Options.Size; it is never shrunk. A block
+// device is sized with BLKGETSIZE64 and its logical block size read with
+// BLKSSZGET. The backend's capacity is Options.Size when given, else the
+// file's or device's size, rounded down to whole blocks.
+//
+// # Two descriptors: direct and buffered
+//
+// Unless Options.Direct is DirectOff, the file is opened twice: once with
+// O_DIRECT and once through the page cache. Each ReadAt/WriteAt goes to the
+// direct descriptor when the byte offset and every buffer's address and
+// length are multiples of DirectAlign(); otherwise it goes buffered.
+// Alignment is checked here, not left to the kernel: some kernels and
+// filesystems accept misaligned memory with O_DIRECT (this project's build
+// host does), which would hide alignment bugs. If the kernel still refuses
+// a direct I/O (EINVAL), it is redone buffered. Linux keeps the two paths
+// coherent: a direct write writes back and invalidates cached pages of its
+// range, a direct read writes back dirty cached pages first. Stats counts
+// how many I/Os took each path.
+//
+// DirectAuto (the default) quietly runs buffered-only when the filesystem
+// refuses O_DIRECT (EINVAL on open, or statx reporting no direct I/O);
+// DirectOn makes that an error (ErrDirectUnsupported).
+//
+// # Ownership and buffer lifetimes
+//
+// The caller owns every buffer. ReadAt and WriteAt pass them to the kernel
+// by address (pread/pwrite, preadv/pwritev/pwritev2) and keep no reference
+// after returning. Vectored I/O builds its iovec array on the stack, in
+// batches of up to 64 entries, so I/O allocates nothing on the success
+// path (see the benchmarks). Buffers should come from AlignedBuffer or
+// registered memory with 4096-byte alignment to take the direct path.
+//
+// # Durability
+//
+//   - Flush is fdatasync.
+//   - WriteAt with blockdev.WriteFUA uses pwritev2(RWF_DSYNC); where the
+//     kernel lacks it (ENOSYS/EOPNOTSUPP) the write is followed by
+//     fdatasync of the whole file.
+//   - Close is fdatasync then close.
+//
+// # Zeroes and discard
+//
+// Regular files: WriteZeroes is fallocate(ZERO_RANGE|KEEP_SIZE), else
+// fallocate(PUNCH_HOLE|KEEP_SIZE), else zero blocks written in chunks of at
+// most 1 MiB. Discard is fallocate(PUNCH_HOLE|KEEP_SIZE), else the
+// WriteZeroes path, so discarded blocks of a file always read back zero.
+// Which calls the filesystem refused is remembered, so a refused call is
+// not retried on every request.
+//
+// Block devices: WriteZeroes is BLKZEROOUT (else zero blocks written);
+// Discard is BLKDISCARD and is only a hint: afterwards the blocks' content
+// is whatever the device returns, and a device without discard support
+// ignores it.
+//
+// # Concurrency
+//
+// All methods are safe for concurrent use and may block in the kernel; the
+// target must call them off its queue pollers. Every call holds a read lock
+// for its duration; Close takes the write lock, so it waits for calls in
+// progress, and every call that starts after it returns blockdev.ErrClosed.
+//
+// # Errors
+//
+// Range, length and closed checks return the blockdev sentinels. OS errors
+// are wrapped together with the errno (errors.Is works for both): EIO,
+// EBADMSG and EUCLEAN become blockdev.ErrMedium, EROFS becomes
+// blockdev.ErrReadOnly, and a read that hits end of file early (the file
+// was truncated behind our back) is blockdev.ErrMedium with
+// io.ErrUnexpectedEOF.
+//
+// The package is Linux-only; elsewhere Open returns ErrUnsupportedFile.
+package file

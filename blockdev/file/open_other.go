@@ -1,0 +1,11 @@
+//go:build !linux
+
+package file
+
+import "github.com/rdmablk/rdmablk/blockdev"
+
+// Backend is only implemented on Linux.
+type Backend struct{ blockdev.Backend }
+
+// Open returns ErrUnsupportedFile on this platform.
+func Open(path string, opts Options) (*Backend, error) { return nil, ErrUnsupportedFile }

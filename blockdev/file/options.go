@@ -1,0 +1,68 @@
+package file
+
+import (
+	"errors"
+	"fmt"
+)
+
+// DirectMode selects whether the backend uses O_DIRECT.
+type DirectMode uint8
+
+const (
+	// DirectAuto uses O_DIRECT for aligned I/O when the filesystem allows
+	// it and silently runs buffered-only when it does not.
+	DirectAuto DirectMode = iota
+	// DirectOn uses O_DIRECT for aligned I/O; Open fails with
+	// ErrDirectUnsupported if the filesystem refuses it. Misaligned I/O
+	// still goes buffered.
+	DirectOn
+	// DirectOff never uses O_DIRECT.
+	DirectOff
+)
+
+// String returns "auto", "on" or "off".
+func (m DirectMode) String() string {
+	switch m {
+	case DirectAuto:
+		return "auto"
+	case DirectOn:
+		return "on"
+	case DirectOff:
+		return "off"
+	}
+	return fmt.Sprintf("DirectMode(%d)", uint8(m))
+}
+
+// Options configure Open.
+type Options struct {
+	// Size in bytes. A regular file that is missing or smaller is created
+	// or grown (sparse) to this size; a larger file is left as it is but
+	// only Size bytes of it are served. For a block device, Size must not
+	// exceed the device. 0 means the existing size (the file must exist).
+	Size int64
+	// BlockSize is the logical block size: a power of two in
+	// [blockdev.MinBlockSize, blockdev.MaxBlockSize]. 0 means 512 for
+	// files and the device's logical block size for block devices, which
+	// it may not undercut.
+	BlockSize int
+	// ReadOnly opens the file read-only; writes, zeroes and discards
+	// return blockdev.ErrReadOnly and the file is never created or grown.
+	ReadOnly bool
+	// Direct selects O_DIRECT use; the zero value is DirectAuto.
+	Direct DirectMode
+}
+
+// Errors returned by Open.
+var (
+	// ErrInvalidOptions: an Options field is out of range.
+	ErrInvalidOptions = errors.New("file: invalid options")
+	// ErrUnsupportedFile: the path is neither a regular file nor a block
+	// device, or the platform is not Linux.
+	ErrUnsupportedFile = errors.New("file: not a regular file or block device")
+	// ErrTooSmall: the file or device is smaller than Options.Size and
+	// cannot be grown, or holds less than one block.
+	ErrTooSmall = errors.New("file: too small")
+	// ErrDirectUnsupported: DirectOn was asked for and the filesystem
+	// refuses O_DIRECT.
+	ErrDirectUnsupported = errors.New("file: O_DIRECT not supported here")
+)
