@@ -141,3 +141,35 @@ func ParseNSDescriptors(b []byte) ([]NSDescriptor, error) {
 	}
 	return out, nil
 }
+
+// Changed Namespace List log page (NVMe base spec 2.0 §5.16.1.5; LID 04h):
+// the same format as a namespace list, except that when more than 1024
+// namespaces changed the first entry is ChangedNSListOverflow and the rest
+// are zero.
+const (
+	ChangedNSListSize     = IdentifySize
+	ChangedNSListOverflow = 0xFFFFFFFF
+)
+
+// MarshalChangedNSList writes a Changed Namespace List log page into
+// b[:min(len(b), ChangedNSListSize)] (the caller passes a full
+// ChangedNSListSize buffer; a shorter one is filled as far as it goes).
+// More than NSListMax non-zero NSIDs encode the overflow form. Zero NSIDs
+// are skipped and the remainder is zeroed.
+func MarshalChangedNSList(b []byte, nsids []uint32) {
+	n := 0
+	for _, id := range nsids {
+		if id != 0 {
+			n++
+		}
+	}
+	if n > NSListMax {
+		b = b[:min(len(b), ChangedNSListSize)]
+		clear(b)
+		if len(b) >= 4 {
+			binary.LittleEndian.PutUint32(b, ChangedNSListOverflow)
+		}
+		return
+	}
+	MarshalNSList(b, nsids)
+}

@@ -25,18 +25,14 @@ func putSpacePadded(dst []byte, s string) {
 	}
 }
 
-// putPadded writes s into dst, which must be large enough, padding with
-// spaces, and reports false (writing nothing) when s does not fit or holds
-// a NUL. Unlike putSpacePadded it never truncates: it is for addresses.
-func putPadded(dst []byte, s string) bool {
-	if len(s) > len(dst) || strings.IndexByte(s, 0) >= 0 {
-		return false
-	}
+// putPadded writes s into dst padding with spaces, without any
+// substitution; the caller has checked that s fits and holds no NUL (it
+// is for addresses, where truncation would change meaning).
+func putPadded(dst []byte, s string) {
 	n := copy(dst, s)
 	for i := n; i < len(dst); i++ {
 		dst[i] = ' '
 	}
-	return true
 }
 
 // trimPadded returns the field without trailing spaces and NULs (decoders
