@@ -6,6 +6,18 @@
 // sizes 512 and 4096, each on its own backend, and closes each backend
 // when its subtest ends (a backend the subtest already closed is fine).
 //
+// Properties checked: geometry; a fresh device reads zeroes; single and
+// vectored round trips (pieces may straddle blocks, empty pieces are
+// ignored, vectors longer than 64 pieces); a total that is not whole
+// blocks fails with ErrUnaligned and writes nothing; ranges past the end,
+// and lba+n that wraps 2^64, fail with ErrOutOfRange and write nothing;
+// empty requests succeed at lba <= Blocks; FUA writes and Flush; WriteZeroes
+// and Discard read back zeroes (unless Caps says otherwise) and leave
+// neighbouring blocks alone; concurrent writers on disjoint ranges; every
+// method, a second Close included, returns ErrClosed after Close; and,
+// with Caps.Reopen, that flushed, FUA and pre-Close writes and zeroes
+// survive a reopen.
+//
 // The suite's buffers are 4096-byte aligned (see AlignedBuffer) so that
 // backends with a direct-I/O path exercise it; the partial-block vectors it
 // also sends exercise their fallback paths.

@@ -367,16 +367,31 @@ func TestFUAWithoutPwritev2(t *testing.T) {
 	}
 }
 
+// TestTruncatedBehindOurBack shrinks the file under an open backend: a
+// read across the new end gets a short transfer (the cursor must advance
+// across buffers correctly), then end of file, reported as a medium error.
 func TestTruncatedBehindOurBack(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "v")
-	b := mustOpen(t, path, Options{Size: 1 << 20, Direct: DirectOff})
-	if err := os.Truncate(path, 4096); err != nil {
-		t.Fatal(err)
-	}
-	p := AlignedBuffer(8192, 4096)
-	err := b.ReadAt([][]byte{p}, 4)
-	if !errors.Is(err, blockdev.ErrMedium) || !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Fatalf("read across the new end of file: %v", err)
+	for _, mode := range []DirectMode{DirectOff, DirectAuto} {
+		path := filepath.Join(t.TempDir(), "v")
+		b := mustOpen(t, path, Options{Size: 1 << 20, Direct: mode})
+		data := fill(AlignedBuffer(8192, 4096), 4)
+		if err := b.WriteAt([][]byte{data}, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(path, 5000); err != nil {
+			t.Fatal(err)
+		}
+		p := AlignedBuffer(8192, 4096)
+		err := b.ReadAt([][]byte{p[:1024], p[1024:2048], p[2048:4096], p[4096:]}, 0)
+		if !errors.Is(err, blockdev.ErrMedium) || !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("Direct %v: read across the new end of file: %v", mode, err)
+		}
+		if !bytes.Equal(p[:5000], data[:5000]) {
+			t.Fatalf("Direct %v: the bytes before the end of file were not read in place", mode)
+		}
+		if s := b.Stats(); mode == DirectAuto && b.DirectAlign() > 8 && s.DirectRefused != 1 {
+			t.Fatalf("Direct %v: a short direct read with a misaligned remainder must go buffered: %+v", mode, s)
+		}
 	}
 }
 
