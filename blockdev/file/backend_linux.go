@@ -42,11 +42,13 @@ var _ blockdev.Backend = (*Backend)(nil)
 
 // Stats counts how I/O was carried out since Open.
 type Stats struct {
-	// DirectIOs counts ReadAt/WriteAt calls issued on the O_DIRECT
-	// descriptor (all buffers, lengths and the offset aligned).
+	// DirectIOs counts transfers issued on the O_DIRECT descriptor (all
+	// buffers, lengths and the offset aligned). A transfer is one
+	// ReadAt/WriteAt call, or one chunk of zeroes written by the
+	// WriteZeroes/Discard fallback.
 	DirectIOs uint64
-	// BufferedIOs counts ReadAt/WriteAt calls issued through the page
-	// cache: direct I/O off, or something misaligned.
+	// BufferedIOs counts transfers issued through the page cache: direct
+	// I/O off, or something misaligned.
 	BufferedIOs uint64
 	// DirectRefused counts direct I/Os finished buffered because the
 	// kernel refused O_DIRECT (EINVAL) or a short transfer left a
