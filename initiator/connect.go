@@ -1,0 +1,341 @@
+package initiator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rdmablk/rdmablk/nvme"
+)
+
+// Connect connects to subsystem subNQN at addr ("host:port", the RDMA CM
+// address of the target's port): admin queue, controller enable, Identify,
+// Number of Queues, asynchronous events, the I/O queues, and the active
+// namespaces. It honours ctx and Options.ConnectTimeout. Errors carry the
+// cause: a *ConnectRejectedError for an RDMA CM reject, a *StatusError
+// (errors.Is(err, nvme.StatusConnectInvalidHost)...) for a failed NVMe
+// command.
+func Connect(ctx context.Context, addr, subNQN string, opts Options) (*Controller, error) {
+	if opts.Provider == nil {
+		return nil, fmt.Errorf("%w: Options.Provider is nil", ErrInvalid)
+	}
+	if subNQN == "" || len(subNQN) > nvme.MaxNQNLength {
+		return nil, fmt.Errorf("%w: subsystem NQN %q", ErrInvalid, subNQN)
+	}
+	opts = opts.withDefaults()
+	ctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
+	defer cancel()
+	c := newController(addr, subNQN, opts)
+	if err := c.bringUp(ctx, false); err != nil {
+		c.abort()
+		return nil, err
+	}
+	c.log.Info("nvme-of controller connected", "addr", addr, "subnqn", subNQN, "cntlid", c.cntlid,
+		"ioqueues", len(c.queues), "maxTransfer", c.maxTransfer, "inCapsule", c.inCapsule)
+	return c, nil
+}
+
+// Discover connects to the discovery controller at addr, reads the whole
+// discovery log page and disconnects.
+func Discover(ctx context.Context, addr string, opts Options) ([]nvme.DiscoveryLogEntry, error) {
+	if opts.Provider == nil {
+		return nil, fmt.Errorf("%w: Options.Provider is nil", ErrInvalid)
+	}
+	opts = opts.withDefaults()
+	opts.KeepAlive = 0 // a short-lived discovery association needs none
+	ctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
+	defer cancel()
+	c := newController(addr, nvme.DiscoveryNQN, opts)
+	if err := c.bringUp(ctx, true); err != nil {
+		c.abort()
+		return nil, err
+	}
+	entries, err := c.readDiscoveryLog(ctx)
+	if cerr := c.Close(); err == nil && cerr != nil {
+		c.log.Warn("discovery controller shutdown", "err", cerr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return entries, nil
+}
+
+// abort releases a controller whose bring-up failed.
+func (c *Controller) abort() {
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
+	c.closed = true
+	c.markClosed()
+	c.teardown()
+}
+
+// bringUp performs the connect sequence. discovery limits it to the admin
+// queue of a discovery controller.
+func (c *Controller) bringUp(ctx context.Context, discovery bool) error {
+	o := &c.opts
+	aq, pd, err := dialQueue(ctx, queueSetup{
+		provider: o.Provider, addr: c.addr, qid: 0, depth: AdminQueueDepth, sendSGE: 1,
+		cntlid: nvme.DynamicCNTLID,
+	})
+	c.pd = pd
+	if err != nil {
+		return err
+	}
+	attr := aq.id.Device().Attr()
+	admin, err := newAdminQueue(c, aq, pd, attr.MaxMRSize)
+	if err != nil {
+		_ = aq.destroy()
+		return err
+	}
+	c.admin = admin
+	c.track(aq)
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		admin.run()
+	}()
+
+	// Fabrics Connect (admin queue, dynamic controller).
+	kato := o.katoMillis()
+	cd := nvme.ConnectData{HostID: o.HostID, CNTLID: nvme.DynamicCNTLID, SubNQN: c.subNQN, HostNQN: o.HostNQN}
+	if c.cntlid, err = admin.fabricsConnect(ctx, uint16(len(aq.slots)-1), kato, &cd); err != nil {
+		return err
+	}
+	if kato > 0 {
+		c.bg.Add(1)
+		go c.keepAliveLoop(time.Duration(kato) * time.Millisecond)
+	}
+
+	// Registers and enable (NVMe base spec §3.5.1 initialisation).
+	capv, err := admin.propertyGet(ctx, nvme.PropCAP, true)
+	if err != nil {
+		return err
+	}
+	c.cap = capv
+	vs, err := admin.propertyGet(ctx, nvme.PropVS, false)
+	if err != nil {
+		return err
+	}
+	c.vs = uint32(vs)
+	if err := c.enable(ctx); err != nil {
+		return err
+	}
+
+	raw, err := admin.identify(ctx, nvme.CNSController, 0)
+	if err != nil {
+		return err
+	}
+	if c.ident, err = nvme.ParseIdentifyController(raw); err != nil {
+		return fmt.Errorf("%w: identify controller: %w", ErrProtocol, err)
+	}
+	if c.ident.SGLS&nvme.SGLSKeyed == 0 {
+		return fmt.Errorf("%w: controller does not support keyed SGL data blocks (SGLS %#x)", ErrNotSupported, c.ident.SGLS)
+	}
+	c.maxTransfer = c.computeMaxTransfer()
+	isDisc := c.ident.CNTRLTYPE == nvme.CntrlTypeDiscovery
+	if discovery {
+		if c.ident.CNTRLTYPE != 0 && !isDisc {
+			return fmt.Errorf("%w: %s is not a discovery controller (CNTRLTYPE %d)", ErrNotSupported, c.subNQN, c.ident.CNTRLTYPE)
+		}
+		return nil
+	}
+	if isDisc {
+		return fmt.Errorf("%w: %s is a discovery controller; use Discover", ErrNotSupported, c.subNQN)
+	}
+	if err := c.setupEvents(ctx); err != nil {
+		return err
+	}
+	if err := c.setupIOQueues(ctx, attr.MaxMRSize, attr.MaxSGE); err != nil {
+		return err
+	}
+	return c.scanNamespaces(ctx)
+}
+
+// enable writes CC (EN, IOSQES 6, IOCQES 4, NVM command set, 4 KiB pages)
+// and waits for CSTS.RDY within CAP.TO.
+func (c *Controller) enable(ctx context.Context) error {
+	cc := uint32(nvme.CCEN | 6<<nvme.CCIOSQESShift | 4<<nvme.CCIOCQESShift)
+	if err := c.admin.propertySet(ctx, nvme.PropCC, cc); err != nil {
+		return err
+	}
+	c.cc = cc
+	to := time.Duration((c.cap>>nvme.CAPTOShift)&0xFF) * 500 * time.Millisecond
+	if to < 500*time.Millisecond {
+		to = 500 * time.Millisecond
+	}
+	rctx, cancel := context.WithTimeout(ctx, to)
+	defer cancel()
+	err := c.pollCSTS(rctx, func(csts uint32) bool { return csts&nvme.CSTSRDY != 0 })
+	if err != nil && ctx.Err() == nil && errors.Is(err, ErrTimeout) {
+		return fmt.Errorf("initiator: controller not ready within CAP.TO (%v): %w", to, err)
+	}
+	return err
+}
+
+// computeMaxTransfer derives the per-command transfer limit from MDTS
+// (units of the minimum memory page size, CAP.MPSMIN) and the buffer size
+// cap, as a multiple of 4 KiB.
+func (c *Controller) computeMaxTransfer() int {
+	mt := DefaultMaxTransfer
+	if m := c.ident.MDTS; m != 0 {
+		page := 4096 << ((c.cap >> nvme.CAPMPSMINShift) & 0xF)
+		if m < 30 && page<<m < mt {
+			mt = page << m
+		}
+	}
+	if mt > nvme.MaxKeyedSGLLength {
+		mt = nvme.MaxKeyedSGLLength
+	}
+	return mt &^ 4095
+}
+
+// setupEvents enables namespace attribute notices (when supported) and
+// starts the Asynchronous Event Request loop.
+func (c *Controller) setupEvents(ctx context.Context) error {
+	if c.ident.OAES&nvme.OAESNSAttr == 0 {
+		return nil
+	}
+	if _, err := c.admin.setFeatures(ctx, nvme.FeatAsyncEventConfig, nvme.AECNSAttr); err != nil {
+		// Not fatal: the host just misses notices.
+		c.log.Warn("set async event configuration", "err", err)
+		var se *StatusError
+		if !errors.As(err, &se) {
+			return err
+		}
+		return nil
+	}
+	c.bg.Add(1)
+	go c.aerLoop()
+	return nil
+}
+
+// setupIOQueues negotiates the number of I/O queues and connects them.
+func (c *Controller) setupIOQueues(ctx context.Context, maxMR uint64, maxSGE int) error {
+	o := &c.opts
+	want := min(o.IOQueues, 0xFFFF)
+	res, err := c.admin.setFeatures(ctx, nvme.FeatNumQueues, nvme.NumQueuesValue(uint16(want), uint16(want)))
+	if err != nil {
+		return err
+	}
+	nsq, ncq := nvme.ParseNumQueues(res)
+	n := min(want, int(nsq), int(ncq))
+	if n < 1 {
+		return fmt.Errorf("%w: controller grants no I/O queues", ErrNotSupported)
+	}
+	depth := min(o.QueueDepth, int(c.cap&nvme.CAPMQESMask)+1)
+	if c.ident.MAXCMD > 0 {
+		depth = min(depth, int(c.ident.MAXCMD))
+	}
+	sendSGE := 1
+	inCapsule := 0
+	if c.ident.SGLS&nvme.SGLSOffset != 0 && c.ident.IOCCSZ > 4 && c.ident.ICDOFF == 0 && maxSGE >= 2 {
+		inCapsule = min(int(c.ident.IOCCSZ)*16-nvme.SQESize, c.maxTransfer)
+		sendSGE = 2
+	}
+	c.inCapsule = inCapsule
+	c.freeQueues = make(chan *IOQueue, n)
+	cd := nvme.ConnectData{HostID: o.HostID, CNTLID: c.cntlid, SubNQN: c.subNQN, HostNQN: o.HostNQN}
+	for i := 0; i < n; i++ {
+		qid := uint16(i + 1)
+		qp, _, err := dialQueue(ctx, queueSetup{
+			provider: o.Provider, addr: c.addr, qid: qid, depth: depth, sendSGE: sendSGE,
+			vector: i, cntlid: c.cntlid, pd: c.pd,
+		})
+		if err != nil {
+			return err
+		}
+		ioq, err := newIOQueue(c, i, qp, c.maxTransfer, inCapsule, maxMR)
+		if err != nil {
+			_ = qp.destroy()
+			return err
+		}
+		c.queues = append(c.queues, ioq)
+		c.track(qp)
+		if err := ioq.connect(ctx, &cd); err != nil {
+			return err
+		}
+		c.freeQueues <- ioq
+	}
+	return nil
+}
+
+// scanNamespaces reads the active namespace list and identifies each
+// namespace, replacing the controller's namespace table. Namespace
+// objects of NSIDs that stay active are kept (their data refreshed).
+func (c *Controller) scanNamespaces(ctx context.Context) error {
+	c.nsMu.Lock()
+	defer c.nsMu.Unlock()
+	var ids []uint32
+	for start := uint32(0); ; {
+		raw, err := c.admin.identify(ctx, nvme.CNSActiveNSList, start)
+		if err != nil {
+			return err
+		}
+		list := nvme.ParseNSList(raw)
+		ids = append(ids, list...)
+		if len(list) < nvme.IdentifySize/4 {
+			break
+		}
+		start = list[len(list)-1]
+	}
+	old := *c.nsByID.Load()
+	next := make(map[uint32]*Namespace, len(ids))
+	for _, id := range ids {
+		raw, err := c.admin.identify(ctx, nvme.CNSNamespace, id)
+		if err != nil {
+			var se *StatusError
+			if errors.As(err, &se) {
+				c.log.Warn("identify namespace", "nsid", id, "err", err)
+				continue
+			}
+			return err
+		}
+		info, err := nvme.ParseIdentifyNamespace(raw)
+		if err != nil {
+			return fmt.Errorf("%w: identify namespace %d: %w", ErrProtocol, id, err)
+		}
+		if info.NSZE == 0 || info.BlockSize() == 0 {
+			c.log.Warn("skipping unusable namespace", "nsid", id, "nsze", info.NSZE, "blockSize", info.BlockSize())
+			continue
+		}
+		ns := old[id]
+		if ns == nil {
+			ns = &Namespace{c: c, nsid: id}
+		}
+		ns.info.Store(&info)
+		next[id] = ns
+	}
+	c.nsByID.Store(&next)
+	return nil
+}
+
+// readDiscoveryLog reads the discovery log page: the header first, then
+// the whole page, retrying while the generation counter changes.
+func (c *Controller) readDiscoveryLog(ctx context.Context) ([]nvme.DiscoveryLogEntry, error) {
+	for attempt := 0; attempt < 5; attempt++ {
+		hdr, err := c.admin.getLogPage(ctx, nvme.LogDiscovery, 0, nvme.DiscoveryLogSize(0), 0, c.maxTransfer)
+		if err != nil {
+			return nil, err
+		}
+		h, _, err := nvme.ParseDiscoveryLog(hdr)
+		if err != nil {
+			return nil, fmt.Errorf("%w: discovery log header: %w", ErrProtocol, err)
+		}
+		if h.NumRec > 1<<16 {
+			return nil, fmt.Errorf("%w: discovery log claims %d records", ErrProtocol, h.NumRec)
+		}
+		full, err := c.admin.getLogPage(ctx, nvme.LogDiscovery, 0, nvme.DiscoveryLogSize(int(h.NumRec)), 0, c.maxTransfer)
+		if err != nil {
+			return nil, err
+		}
+		h2, entries, err := nvme.ParseDiscoveryLog(full)
+		if err != nil {
+			return nil, fmt.Errorf("%w: discovery log: %w", ErrProtocol, err)
+		}
+		if h2.GenCtr == h.GenCtr {
+			return entries, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: discovery log kept changing", ErrProtocol)
+}

@@ -1,0 +1,374 @@
+package initiator
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/rdmablk/rdmablk/nvme"
+	"github.com/rdmablk/rdmablk/verbs"
+)
+
+const (
+	// sendBatch is the number of queued SENDs that forces a PostSend in
+	// Submit; fewer are posted by the next Poll or Wait.
+	sendBatch = 16
+	// spinPolls is how many times Wait polls the CQ (yielding between
+	// polls) before arming it and sleeping.
+	spinPolls = 32
+)
+
+// IOQueue is one I/O queue (its own RC QP and CQ) with its registered
+// buffer pool, for the asynchronous API.
+//
+// An IOQueue is owned by ONE goroutine at a time: Submit, Poll, Wait,
+// AllocBuffer and FreeBuffer must not run concurrently on the same queue
+// (hand a queue over with your own synchronisation, e.g. a channel). None
+// of them allocates. Close of the controller may run concurrently: these
+// methods then return ErrClosed (or nothing).
+type IOQueue struct {
+	c           *Controller
+	index       int
+	q           *qpair
+	pool        *bufferPool
+	maxTransfer int
+	inCapsule   int
+
+	// life is read-locked by every public method and write-locked by
+	// Controller.Close before it frees the queue's memory.
+	life   sync.RWMutex
+	closed bool // guarded by life
+
+	ready []uint16 // ring of completed slots not yet returned by Poll
+	rHead int
+	rLen  int
+
+	syncIOs  []IO  // preallocated IOs for the blocking API
+	syncFree []*IO // free-IO stack storage for the blocking API
+}
+
+// newIOQueue wraps a connected qpair and allocates its buffer pool of
+// depth buffers of maxTransfer bytes.
+func newIOQueue(c *Controller, index int, q *qpair, maxTransfer, inCapsule int, maxMR uint64) (*IOQueue, error) {
+	pool, err := newBufferPool(c.pd, q.depth, maxTransfer, maxMR)
+	if err != nil {
+		return nil, err
+	}
+	ioq := &IOQueue{
+		c: c, index: index, q: q, pool: pool,
+		maxTransfer: maxTransfer, inCapsule: inCapsule,
+		ready:    make([]uint16, q.depth),
+		syncIOs:  make([]IO, q.depth),
+		syncFree: make([]*IO, 0, q.depth),
+	}
+	q.onComplete = ioq.complete
+	q.onFail = c.lose
+	return ioq, nil
+}
+
+// Index is the queue's position in the controller (QID - 1).
+func (q *IOQueue) Index() int { return q.index }
+
+// Depth is the maximum number of IOs outstanding (submitted and not yet
+// returned by Poll).
+func (q *IOQueue) Depth() int { return q.q.depth }
+
+// MaxTransfer is the size of every Buffer of this queue and the largest
+// data transfer of one IO, in bytes.
+func (q *IOQueue) MaxTransfer() int { return q.maxTransfer }
+
+// AllocBuffer takes a registered buffer of MaxTransfer bytes from the
+// queue's pool (Depth buffers in all); false when none is free or the
+// controller is closed.
+func (q *IOQueue) AllocBuffer() (*Buffer, bool) {
+	q.life.RLock()
+	defer q.life.RUnlock()
+	if q.closed {
+		return nil, false
+	}
+	return q.pool.alloc()
+}
+
+// FreeBuffer returns b to the pool. Buffers of other queues, nil, and
+// buffers already free are ignored. The buffer must not be attached to an
+// outstanding IO.
+func (q *IOQueue) FreeBuffer(b *Buffer) {
+	q.life.RLock()
+	defer q.life.RUnlock()
+	if q.closed {
+		return
+	}
+	q.pool.release(b)
+}
+
+// Submit queues io for execution without blocking. It returns
+// ErrQueueFull when Depth IOs are outstanding (Poll some first),
+// ErrInvalid for a malformed IO, ErrControllerLost or ErrClosed when the
+// controller is gone. On success the IO will be returned by Poll exactly
+// once. Submissions are posted to the device in batches: at the latest by
+// the next Poll or Wait.
+func (q *IOQueue) Submit(io *IO) error {
+	q.life.RLock()
+	defer q.life.RUnlock()
+	if q.closed {
+		return ErrClosed
+	}
+	return q.submit(io)
+}
+
+func (q *IOQueue) submit(io *IO) error {
+	if io == nil {
+		return ErrInvalid
+	}
+	if q.c.isDead() {
+		return q.c.deadErr()
+	}
+	if q.q.err != nil {
+		return ErrControllerLost
+	}
+	n := 0
+	switch io.Op {
+	case IORead, IOWrite:
+		bs := q.c.blockSize(io.NSID)
+		if bs == 0 || io.Blocks == 0 || io.Blocks > MaxBlocksPerIO || !q.pool.owns(io.Buf) {
+			return ErrInvalid
+		}
+		n = int(io.Blocks) * bs
+		if n > q.maxTransfer {
+			return ErrInvalid
+		}
+	case IOWriteZeroes:
+		if io.Blocks == 0 || io.Blocks > MaxBlocksPerIO {
+			return ErrInvalid
+		}
+	case IODeallocate:
+		if io.Blocks == 0 {
+			return ErrInvalid
+		}
+	case IOFlush:
+	default:
+		return ErrInvalid
+	}
+	i, e, ok := q.q.alloc()
+	if !ok {
+		return ErrQueueFull
+	}
+	var capsule *Buffer
+	var flags uint32
+	if io.FUA {
+		flags = nvme.RWFUA
+	}
+	switch io.Op {
+	case IORead:
+		e.SetRW(nvme.IORead, io.NSID, io.LBA, io.Blocks, 0)
+		setKeyed(e, io.Buf.addr, n, io.Buf.rkey)
+	case IOWrite:
+		e.SetRW(nvme.IOWrite, io.NSID, io.LBA, io.Blocks, flags)
+		if n <= q.inCapsule {
+			e.SGL1().SetDataBlock(0, uint32(n), nvme.SGLSubtypeOffset)
+			capsule = io.Buf
+		} else {
+			setKeyed(e, io.Buf.addr, n, io.Buf.rkey)
+		}
+	case IOFlush:
+		e.SetFlush(io.NSID)
+		e.SGL1().SetNull()
+	case IOWriteZeroes:
+		e.SetRW(nvme.IOWriteZeroes, io.NSID, io.LBA, io.Blocks, flags)
+		e.SGL1().SetNull()
+	case IODeallocate:
+		area := q.q.dsmArea(i)
+		nvme.PutDSMRange(area, 0, nvme.DSMRange{NLB: io.Blocks, SLBA: io.LBA})
+		e.SetDSM(io.NSID, 1, nvme.DSMAttrDeallocate)
+		setKeyed(e, q.q.ctrlMR.Addr()+uint64(q.q.dsmOff(int(i))), nvme.DSMRangeSize, q.q.ctrlMR.RKey())
+	}
+	// Setters keep CID and PSDT, but do not rely on it.
+	e.SetCID(q.q.cid(i))
+	e.SetPSDT(nvme.PSDTSGL)
+	io.Status, io.Err, io.Latency = 0, nil, 0
+	s := &q.q.slots[i]
+	s.io = io
+	s.start = time.Now()
+	q.q.queueSend(i, capsule, n)
+	if len(q.q.sends) >= sendBatch {
+		// A failure loses the controller; the IO then comes back from
+		// Poll with ErrControllerLost, so Submit still succeeded.
+		_ = q.q.flush()
+	}
+	return nil
+}
+
+// complete is the qpair's onComplete: record the result and queue the
+// slot for Poll.
+func (q *IOQueue) complete(i uint16) {
+	s := &q.q.slots[i]
+	if io := s.io; io != nil {
+		io.Status = s.cqe.Status()
+		io.Err = nil
+		io.Latency = time.Since(s.start)
+	}
+	q.push(i)
+}
+
+func (q *IOQueue) push(i uint16) {
+	q.ready[(q.rHead+q.rLen)%len(q.ready)] = i
+	q.rLen++
+}
+
+// drainReady moves completed IOs into done and frees their slots.
+func (q *IOQueue) drainReady(done []*IO) int {
+	n := 0
+	for n < len(done) && q.rLen > 0 {
+		i := q.ready[q.rHead]
+		q.rHead = (q.rHead + 1) % len(q.ready)
+		q.rLen--
+		done[n] = q.q.slots[i].io
+		q.q.release(i)
+		n++
+	}
+	return n
+}
+
+// checkDead fails every outstanding IO once the queue or the controller
+// is dead.
+func (q *IOQueue) checkDead() {
+	if q.q.err == nil && !q.c.isDead() {
+		return
+	}
+	err := q.c.deadErr()
+	q.q.failOutstanding(func(i uint16) {
+		if io := q.q.slots[i].io; io != nil {
+			io.Err = err
+			io.Latency = time.Since(q.q.slots[i].start)
+		}
+		q.push(i)
+	})
+}
+
+// Poll posts pending submissions, reaps completions without blocking and
+// stores up to len(done) completed IOs in done, returning how many. After
+// the controller is lost every outstanding IO is returned with Err set.
+// After Close it returns 0.
+func (q *IOQueue) Poll(done []*IO) int {
+	q.life.RLock()
+	defer q.life.RUnlock()
+	if q.closed {
+		return 0
+	}
+	return q.reap(done)
+}
+
+func (q *IOQueue) reap(done []*IO) int {
+	_ = q.q.flush()
+	n := q.drainReady(done)
+	if n < len(done) {
+		q.q.poll()
+		q.checkDead()
+		n += q.drainReady(done[n:])
+	}
+	return n
+}
+
+// Wait posts pending submissions and blocks until at least one
+// completion can be reaped by Poll, busy-polling briefly before arming the
+// CQ and sleeping. It returns nil when Poll has something (including IOs
+// failed by a lost controller), ErrIdle when nothing is outstanding,
+// ErrControllerLost / ErrClosed when the controller is gone and nothing is
+// left to reap, or ctx's error.
+func (q *IOQueue) Wait(ctx context.Context) error {
+	q.life.RLock()
+	defer q.life.RUnlock()
+	if q.closed {
+		return ErrClosed
+	}
+	return q.wait(ctx)
+}
+
+func (q *IOQueue) wait(ctx context.Context) error {
+	for {
+		_ = q.q.flush()
+		if q.rLen > 0 {
+			return nil
+		}
+		q.q.poll()
+		q.checkDead()
+		if q.rLen > 0 {
+			return nil
+		}
+		if q.c.isDead() {
+			return q.c.deadErr()
+		}
+		if q.q.busy == 0 {
+			return ErrIdle
+		}
+		for k := 0; k < spinPolls && q.q.err == nil; k++ {
+			runtime.Gosched()
+			if q.q.poll() > 0 && q.rLen > 0 {
+				return nil
+			}
+		}
+		if q.q.err != nil {
+			continue
+		}
+		if err := q.q.cq.ReqNotify(); err != nil {
+			q.q.fail(fmt.Errorf("%w: queue %d: arm CQ: %w", ErrControllerLost, q.q.qid, err))
+			continue
+		}
+		if q.q.poll() > 0 && q.rLen > 0 {
+			return nil
+		}
+		select {
+		case <-q.q.cq.Notify():
+		case <-q.c.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// connect sends the fabrics Connect command for this I/O queue and waits
+// for its response (before the queue is handed to anyone).
+func (q *IOQueue) connect(ctx context.Context, d *nvme.ConnectData) error {
+	b, ok := q.pool.alloc()
+	if !ok {
+		return fmt.Errorf("%w: queue %d: no buffer for connect data", ErrInvalid, q.q.qid)
+	}
+	defer q.pool.release(b)
+	if err := d.Marshal(b.b); err != nil {
+		return fmt.Errorf("%w: connect data: %w", ErrInvalid, err)
+	}
+	i, e, _ := q.q.alloc()
+	e.SetConnect(q.q.qid, uint16(len(q.q.slots)-1), 0, 0)
+	e.SetCID(q.q.cid(i))
+	e.SetPSDT(nvme.PSDTSGL)
+	setKeyed(e, b.addr, nvme.ConnectDataSize, b.rkey)
+	var (
+		got bool
+		cqe nvme.CQE
+	)
+	q.q.onComplete = func(idx uint16) {
+		got = true
+		cqe = q.q.slots[idx].cqe
+		q.q.release(idx)
+	}
+	defer func() { q.q.onComplete = q.complete }()
+	q.q.queueSend(i, nil, 0)
+	if err := q.q.flush(); err != nil {
+		return err
+	}
+	for !got {
+		q.q.poll()
+		if q.q.err != nil {
+			return q.q.err
+		}
+		if got {
+			break
+		}
+		if err := verbs.Wait(ctx, q.q.cq); err != nil {
+			return fmt.Errorf("initiator: queue %d: connect: %w", q.q.qid, err)
+		}
+	}
+	return statusErr(fmt.Sprintf("connect I/O queue %d", q.q.qid), cqe.Status())
+}

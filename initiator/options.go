@@ -1,0 +1,128 @@
+package initiator
+
+import (
+	"crypto/rand"
+	"io"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/rdmablk/rdmablk/nvme"
+	"github.com/rdmablk/rdmablk/verbs"
+)
+
+// Options configure Connect and Discover. The zero value of every field
+// except Provider selects a default.
+type Options struct {
+	// Provider is the verbs implementation (soft, ibverbs). Required.
+	Provider verbs.Provider
+	// HostNQN identifies the host; default nvme.HostNQNFromUUID(HostID).
+	HostNQN string
+	// HostID is the 128-bit host identifier sent in the Connect data;
+	// default: a random UUID generated once per process.
+	HostID [16]byte
+	// IOQueues is the number of I/O queues to create; default
+	// min(4, GOMAXPROCS). It is clamped to what Set Features (Number of
+	// Queues) grants.
+	IOQueues int
+	// QueueDepth is the number of entries per I/O queue; default 128. It
+	// is clamped to CAP.MQES+1, the device's MaxQPWR and MaxCQE, and the
+	// controller receive queue size the target accepts.
+	QueueDepth int
+	// KeepAlive is the KATO sent in the admin Connect; the host sends Keep
+	// Alive every KeepAlive/2. Default 5s; a negative value disables keep
+	// alive (KATO 0). (The zero value selects the default, so "0 disables"
+	// is spelled KeepAlive: -1.)
+	KeepAlive time.Duration
+	// ConnectTimeout bounds Connect and Discover as a whole; default 10s.
+	ConnectTimeout time.Duration
+	// Logger receives control-path events; default: discard.
+	Logger *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultIOQueues       = 4
+	DefaultQueueDepth     = 128
+	DefaultKeepAlive      = 5 * time.Second
+	DefaultConnectTimeout = 10 * time.Second
+	// AdminQueueDepth is the admin queue size (NVMF_AQ_DEPTH, the fabrics
+	// minimum that the Linux host uses as well).
+	AdminQueueDepth = 32
+	// MinQueueDepth is the smallest I/O queue depth accepted.
+	MinQueueDepth = 2
+	// DefaultMaxTransfer caps the data buffer size per command when the
+	// controller reports no MDTS limit (or a larger one).
+	DefaultMaxTransfer = 128 << 10
+	// maxMRChunk is the largest memory region registered at once (PVRDMA
+	// user MR limit: 262144 pages of 4 KiB).
+	maxMRChunk = 1 << 30
+)
+
+var (
+	processHostIDOnce sync.Once
+	processHostID     [16]byte
+)
+
+// defaultHostID returns a random (version 4) UUID, the same for the whole
+// process.
+func defaultHostID() [16]byte {
+	processHostIDOnce.Do(func() {
+		if _, err := io.ReadFull(rand.Reader, processHostID[:]); err != nil {
+			// crypto/rand does not fail on supported platforms; a fixed
+			// but valid identifier is better than none.
+			processHostID = [16]byte{0x72, 0x64, 0x6d, 0x61, 0x62, 0x6c, 0x6b}
+		}
+		processHostID[6] = processHostID[6]&0x0f | 0x40
+		processHostID[8] = processHostID[8]&0x3f | 0x80
+	})
+	return processHostID
+}
+
+// withDefaults returns o with defaults filled in.
+func (o Options) withDefaults() Options {
+	if o.HostID == ([16]byte{}) {
+		o.HostID = defaultHostID()
+	}
+	if o.HostNQN == "" {
+		o.HostNQN = nvme.HostNQNFromUUID(o.HostID)
+	}
+	if o.IOQueues <= 0 {
+		o.IOQueues = min(DefaultIOQueues, runtime.GOMAXPROCS(0))
+	}
+	if o.QueueDepth <= 0 {
+		o.QueueDepth = DefaultQueueDepth
+	}
+	if o.QueueDepth < MinQueueDepth {
+		o.QueueDepth = MinQueueDepth
+	}
+	if o.KeepAlive == 0 {
+		o.KeepAlive = DefaultKeepAlive
+	}
+	if o.KeepAlive < 0 {
+		o.KeepAlive = 0
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// katoMillis is the KATO field of the admin Connect command.
+func (o *Options) katoMillis() uint32 {
+	if o.KeepAlive <= 0 {
+		return 0
+	}
+	ms := o.KeepAlive.Milliseconds()
+	if ms < 1 {
+		ms = 1
+	}
+	if ms > 1<<32-1 {
+		ms = 1<<32 - 1
+	}
+	return uint32(ms)
+}
