@@ -1,5 +1,59 @@
 package target
 
-// requestCore is the core's private per-request state (placeholder until
-// the core lands).
-type requestCore struct{}
+// reqState is where a Request is in the core (SPDK-style explicit states).
+type reqState uint8
+
+const (
+	// stateIdle: not in the core (before Execute, after completion).
+	stateIdle reqState = iota
+	// stateExecuting: inside Queue.Execute on the transport goroutine.
+	stateExecuting
+	// stateQueued: waiting in the worker pool's channel.
+	stateQueued
+	// stateWorking: a worker runs the backend call.
+	stateWorking
+	// stateHeld: an Asynchronous Event Request held until an event.
+	stateHeld
+	// stateCompleted: the CQE is final; handed to QueueConn.Complete.
+	stateCompleted
+)
+
+var reqStateNames = [...]string{"idle", "executing", "queued", "working", "held", "completed"}
+
+func (s reqState) String() string {
+	if int(s) < len(reqStateNames) {
+		return reqStateNames[s]
+	}
+	return "invalid"
+}
+
+// execKind is the backend operation a request performs once parsed.
+type execKind uint8
+
+const (
+	kindNone        execKind = iota
+	kindRead                 // ReadAt(vec, slba)
+	kindWrite                // WriteAt(vec, slba, flags)
+	kindFlush                // Flush of ns
+	kindFlushAll             // Flush of every namespace in tbl (NSID FFFFFFFFh)
+	kindWriteZeroes          // WriteZeroes(slba, nlb)
+	kindDiscard              // Dataset Management deallocate: nlb ranges in Data
+	kindShutdown             // CC.SHN: flush tbl, then report shutdown complete
+)
+
+// requestCore is the core's private per-request state, embedded in the
+// transport-owned Request so that the I/O path allocates nothing. It is
+// written by the goroutine that currently owns the request (the queue's
+// goroutine in Execute, then at most one worker or event raiser).
+type requestCore struct {
+	state reqState
+	kind  execKind
+	fua   bool
+	q     *Queue
+	ns    *namespace  // holds a reference (ns.ref) while non-nil
+	ctrl  *Controller // SMART counters; shutdown target
+	tbl   *nsTable    // kindFlushAll, kindShutdown
+	slba  uint64
+	nlb   uint64 // blocks; kindDiscard: number of ranges
+	vec   [1][]byte
+}

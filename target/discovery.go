@@ -1,0 +1,59 @@
+package target
+
+import "github.com/rdmablk/rdmablk/nvme"
+
+// Discovery log entry constants.
+const (
+	// discoveryASQSZ is the admin SQ size the entries advertise (the
+	// largest admin queue Connect accepts).
+	discoveryASQSZ = maxAdminSQSize + 1
+)
+
+// discoveryEntries lists what host may connect to: every NVM subsystem that
+// admits it, on every port (subsystems are not bound to ports here).
+func (t *Target) discoveryEntries(host string) (uint64, []nvme.DiscoveryLogEntry) {
+	genctr := t.genctr.Load()
+	t.mu.Lock()
+	ports := t.portsLocked()
+	subs := t.subsystemsLocked()
+	t.mu.Unlock()
+	var es []nvme.DiscoveryLogEntry
+	for _, s := range subs {
+		if !s.allowed(host) {
+			continue
+		}
+		for _, p := range ports {
+			es = append(es, nvme.DiscoveryLogEntry{
+				TrType:  p.TrType,
+				AdrFam:  p.AdrFam,
+				SubType: nvme.SubTypeNVM,
+				TReq:    nvme.TReqSecureNotSpecified,
+				PortID:  p.ID,
+				CNTLID:  nvme.DynamicCNTLID,
+				ASQSZ:   discoveryASQSZ,
+				TrSvcID: p.TrSvcID,
+				SubNQN:  s.nqn,
+				TrAddr:  p.TrAddr,
+				TSAS:    p.TSAS,
+			})
+		}
+	}
+	return genctr, es
+}
+
+// discoveryLog serves the Discovery log page (LID 70h) of a discovery
+// controller. Reading it without RAE re-arms the discovery change event.
+// GENCTR is sampled before the entries, so an entry list changed during
+// the read is never paired with a newer counter: a host that compares the
+// counters of two reads re-reads.
+func (c *Controller) discoveryLog(b []byte, off uint64, rae bool) nvme.Status {
+	genctr, es := c.t.discoveryEntries(c.hostNQN)
+	page := make([]byte, nvme.DiscoveryLogSize(len(es)))
+	if err := nvme.MarshalDiscoveryLog(page, genctr, es); err != nil {
+		return nvme.StatusInternalError // AddPort validated the strings
+	}
+	if !rae {
+		c.unmask(nvme.AECDiscoveryChange)
+	}
+	return copyLog(b, page, off)
+}

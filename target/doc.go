@@ -1,0 +1,59 @@
+// Package target is the transport-agnostic NVMe-over-Fabrics target core:
+// Target, Port, Subsystem, namespace, Controller, Queue and the per-command
+// dispatch (fabrics, admin, discovery, NVM I/O), modelled on Linux nvmet
+// (a transport is an ops table, the request lives in the transport's slot,
+// the I/O path speaks nvme.Status) and SPDK lib/nvmf (explicit request
+// states; execution says whether it completed synchronously).
+//
+// # Ownership
+//
+// The Target owns subsystems, controllers and queues. A Subsystem owns its
+// namespace table but NOT the blockdev.Backend behind a namespace: the
+// caller who passed the backend to AddNamespace keeps owning it and closes
+// it, but only after RemoveNamespace, RemoveSubsystem or Target.Close has
+// returned — from then on the core never touches that backend again
+// (in-flight I/O is reference counted per namespace and drained first).
+//
+// A transport (target/rdma, later target/tcp) owns each Request and its
+// Data buffer (see transport.go). The core uses a Request from the call to
+// Queue.Execute until it completes it: either Execute returns done=true, or
+// it returns false and the core calls QueueConn.Complete exactly once.
+// Between those points the transport must not read or write the Request.
+//
+// # Buffer lifetimes
+//
+// Request.Data is the transport's buffer (registered RDMA memory for
+// zero copy). For host-to-controller commands the core only reads it; for
+// controller-to-host commands it writes at most Length bytes. It hands
+// slices of Data to backends (ReadAt/WriteAt), which by the blockdev
+// contract do not retain them. The core keeps no reference to Data after
+// completion. Identify, log page and feature data are marshalled straight
+// into Data.
+//
+// # Goroutines
+//
+//   - Queue.Execute and Queue.Destroy run on the transport goroutine that
+//     owns the queue (one goroutine per queue). Execute never blocks on a
+//     backend that may block; it may block briefly sending to the worker
+//     pool when that pool's buffer is full (backpressure).
+//   - Backends implementing blockdev.NonBlocking (and reporting true) run
+//     inline in Execute. Others run on a fixed pool of Options.Workers
+//     goroutines that complete requests through QueueConn.Complete.
+//   - Asynchronous event requests complete from whatever goroutine raised
+//     the event (AddNamespace, a subsystem change, ...).
+//   - Keep-alive timers run on time.AfterFunc goroutines, one timer per
+//     controller (never one per command).
+//   - Control-path methods (AddPort, AddSubsystem, AddNamespace, ...) may
+//     be called from any goroutine. RemoveNamespace, RemoveSubsystem and
+//     Close block until in-flight I/O on the affected namespaces finished.
+//
+// The I/O path takes no lock: the namespace table is an immutable value
+// behind an atomic pointer (copy on write), counters are sharded atomics.
+// Admin state of a controller is guarded by Controller.mu.
+//
+// # Errors
+//
+// Control-path methods return Go errors wrapping the sentinel errors in
+// errors.go. The command path never returns a Go error and never panics on
+// bad input: every malformed command completes with an NVMe status.
+package target

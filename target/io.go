@@ -1,0 +1,211 @@
+package target
+
+import (
+	"errors"
+
+	"github.com/rdmablk/rdmablk/blockdev"
+	"github.com/rdmablk/rdmablk/nvme"
+)
+
+// execIO parses an NVM I/O command on an I/O queue of a ready controller,
+// checks it completely (namespace, direction, range, transfer length),
+// takes a reference on the namespace and runs it inline (non-blocking
+// backend) or on the worker pool. Nothing here allocates.
+func (q *Queue) execIO(r *Request, c *Controller) bool {
+	sqe := &r.SQE
+	op := sqe.Opcode()
+	switch op {
+	case nvme.IORead, nvme.IOWrite, nvme.IOWriteZeroes, nvme.IOFlush, nvme.IODatasetMgmt:
+	default:
+		return q.completeInline(r, nvme.StatusInvalidOpcode.WithDNR())
+	}
+	tbl := c.subsys.ns.Load()
+	nsid := sqe.NSID()
+	if op == nvme.IOFlush && nsid == nsidBroadcast {
+		if r.Length != 0 {
+			return q.completeInline(r, nvme.StatusDataSGLLengthInvalid.WithDNR())
+		}
+		rc := &r.core
+		rc.kind = kindFlushAll
+		rc.tbl = tbl
+		return q.runOrSubmit(r, tbl.allInline)
+	}
+	n := tbl.get(nsid)
+	if n == nil {
+		return q.completeInline(r, nvme.StatusInvalidNamespace.WithDNR())
+	}
+	rc := &r.core
+	switch op {
+	case nvme.IORead, nvme.IOWrite:
+		st := q.parseRW(r, n, op == nvme.IOWrite)
+		if st != nvme.StatusSuccess {
+			return q.completeInline(r, st)
+		}
+	case nvme.IOWriteZeroes:
+		if n.readOnly {
+			return q.completeInline(r, nvme.StatusNamespaceWriteProtected.WithDNR())
+		}
+		if r.Length != 0 {
+			return q.completeInline(r, nvme.StatusDataSGLLengthInvalid.WithDNR())
+		}
+		cmd := nvme.RWCmd{SQE: sqe}
+		slba, nlb := cmd.SLBA(), uint64(cmd.NLB())
+		if !blockdev.RangeOK(slba, nlb, n.backend.Blocks()) {
+			return q.completeInline(r, nvme.StatusLBAOutOfRange.WithDNR())
+		}
+		rc.kind, rc.slba, rc.nlb = kindWriteZeroes, slba, nlb
+	case nvme.IOFlush:
+		if r.Length != 0 {
+			return q.completeInline(r, nvme.StatusDataSGLLengthInvalid.WithDNR())
+		}
+		rc.kind = kindFlush
+	case nvme.IODatasetMgmt:
+		cmd := nvme.DSMCmd{SQE: sqe}
+		if cmd.Attributes()&nvme.DSMAttrDeallocate == 0 {
+			// Only hints (IDR/IDW): nothing to do.
+			return q.completeInline(r, nvme.StatusSuccess)
+		}
+		st := q.parseDSM(r, n, cmd.NR())
+		if st != nvme.StatusSuccess {
+			return q.completeInline(r, st)
+		}
+	}
+	if !n.ref.enter() {
+		// Removed since the table was loaded.
+		return q.completeInline(r, nvme.StatusInvalidNamespace.WithDNR())
+	}
+	rc.ns = n
+	return q.runOrSubmit(r, n.inline)
+}
+
+// parseRW checks a Read or Write and fills the request core.
+func (q *Queue) parseRW(r *Request, n *namespace, write bool) nvme.Status {
+	want := nvme.DirCtrlToHost
+	if write {
+		if n.readOnly {
+			return nvme.StatusNamespaceWriteProtected.WithDNR()
+		}
+		want = nvme.DirHostToCtrl
+	}
+	if r.Dir != want {
+		return nvme.StatusInvalidField.WithDNR()
+	}
+	cmd := nvme.RWCmd{SQE: &r.SQE}
+	slba, nlb := cmd.SLBA(), uint64(cmd.NLB())
+	if !blockdev.RangeOK(slba, nlb, n.backend.Blocks()) {
+		return nvme.StatusLBAOutOfRange.WithDNR()
+	}
+	// nlb ≤ 65536 and a block ≤ 64 KiB: the product fits easily.
+	if nlb<<n.shift != uint64(r.Length) || uint64(len(r.Data)) < uint64(r.Length) {
+		return nvme.StatusDataSGLLengthInvalid.WithDNR()
+	}
+	rc := &r.core
+	rc.kind = kindRead
+	if write {
+		rc.kind = kindWrite
+		rc.fua = cmd.FUA()
+	}
+	rc.slba, rc.nlb = slba, nlb
+	rc.vec[0] = r.Data[:r.Length]
+	return nvme.StatusSuccess
+}
+
+// parseDSM checks a Dataset Management deallocate: NR ranges in Data, each
+// within the namespace, all checked before any is discarded.
+func (q *Queue) parseDSM(r *Request, n *namespace, nr int) nvme.Status {
+	if n.readOnly {
+		return nvme.StatusNamespaceWriteProtected.WithDNR()
+	}
+	need := uint64(nr) * nvme.DSMRangeSize
+	if r.Dir != nvme.DirHostToCtrl || uint64(r.Length) < need || uint64(len(r.Data)) < need {
+		return nvme.StatusDataSGLLengthInvalid.WithDNR()
+	}
+	blocks := n.backend.Blocks()
+	for i := range nr {
+		rg, _ := nvme.ParseDSMRange(r.Data, i) // length checked above
+		if !blockdev.RangeOK(rg.SLBA, uint64(rg.NLB), blocks) {
+			return nvme.StatusLBAOutOfRange.WithDNR()
+		}
+	}
+	rc := &r.core
+	rc.kind = kindDiscard
+	rc.nlb = uint64(nr)
+	return nvme.StatusSuccess
+}
+
+// run performs the backend work of a parsed request and returns its
+// status. It runs on the queue goroutine (inline backends) or a worker.
+func run(r *Request) nvme.Status {
+	rc := &r.core
+	switch rc.kind {
+	case kindRead:
+		return backendStatus(rc.ns.backend.ReadAt(rc.vec[:], rc.slba), true)
+	case kindWrite:
+		var fl blockdev.WriteFlags
+		if rc.fua {
+			fl = blockdev.WriteFUA
+		}
+		return backendStatus(rc.ns.backend.WriteAt(rc.vec[:], rc.slba, fl), false)
+	case kindFlush:
+		return backendStatus(rc.ns.backend.Flush(), false)
+	case kindWriteZeroes:
+		return backendStatus(rc.ns.backend.WriteZeroes(rc.slba, rc.nlb), false)
+	case kindDiscard:
+		for i := range int(rc.nlb) {
+			rg, _ := nvme.ParseDSMRange(r.Data, i)
+			if rg.NLB == 0 {
+				continue
+			}
+			if err := rc.ns.backend.Discard(rg.SLBA, uint64(rg.NLB)); err != nil {
+				return backendStatus(err, false)
+			}
+		}
+		return nvme.StatusSuccess
+	case kindFlushAll:
+		return backendStatus(flushAll(rc.tbl), false)
+	case kindShutdown:
+		rc.ctrl.shutdownDone(flushAll(rc.tbl))
+		return nvme.StatusSuccess
+	}
+	return nvme.StatusInternalError
+}
+
+// flushAll flushes every namespace of tbl that is still attached and
+// returns the first error.
+func flushAll(tbl *nsTable) error {
+	var first error
+	for _, n := range tbl.byID {
+		if n == nil || !n.ref.enter() {
+			continue
+		}
+		if err := n.backend.Flush(); err != nil && first == nil {
+			first = err
+		}
+		n.ref.leave()
+	}
+	return first
+}
+
+// backendStatus maps a backend error to an NVMe status (see the blockdev
+// package documentation for the table).
+func backendStatus(err error, read bool) nvme.Status {
+	switch {
+	case err == nil:
+		return nvme.StatusSuccess
+	case errors.Is(err, blockdev.ErrOutOfRange):
+		return nvme.StatusLBAOutOfRange.WithDNR()
+	case errors.Is(err, blockdev.ErrUnaligned):
+		return nvme.StatusInvalidField.WithDNR()
+	case errors.Is(err, blockdev.ErrMedium):
+		if read {
+			return nvme.StatusUnrecoveredRead
+		}
+		return nvme.StatusWriteFault
+	case errors.Is(err, blockdev.ErrReadOnly):
+		return nvme.StatusNamespaceWriteProtected.WithDNR()
+	case errors.Is(err, blockdev.ErrClosed):
+		return nvme.StatusNamespaceNotReady
+	default:
+		return nvme.StatusInternalError
+	}
+}

@@ -1,0 +1,148 @@
+package target
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"math/bits"
+	"slices"
+
+	"github.com/rdmablk/rdmablk/blockdev"
+)
+
+// MaxNSID is the largest namespace ID a subsystem accepts; Identify
+// Controller NN reports it. (Linux nvmet uses the same limit.)
+const MaxNSID = 1024
+
+// NamespaceConfig describes a namespace to attach to a subsystem.
+type NamespaceConfig struct {
+	// NSID is 1..MaxNSID, unique in the subsystem.
+	NSID uint32
+	// Backend serves the blocks. The caller keeps owning it: the core
+	// never closes it (see Subsystem.RemoveNamespace).
+	Backend blockdev.Backend
+	// UUID, NGUID and EUI64 are the namespace identifiers reported by
+	// Identify (CNS 00h, 03h); zero values are not reported. If all three
+	// are zero, AddNamespace derives an NGUID from SHA-256 of the
+	// subsystem NQN and the NSID, so a host sees a stable unique ID.
+	UUID  [16]byte
+	NGUID [16]byte
+	EUI64 [8]byte
+	// ReadOnly rejects writes, write zeroes and deallocation with
+	// Namespace Is Write Protected.
+	ReadOnly bool
+	// ANAGroup is recorded for the ANA work to come; the controller does
+	// not report ANA yet (CMIC bit 3 clear), so Identify shows ANAGRPID 0.
+	ANAGroup uint32
+}
+
+// namespace is an attached namespace. Every field except ref is immutable
+// after creation; it is shared by the I/O path of every queue.
+type namespace struct {
+	nsid     uint32
+	backend  blockdev.Backend
+	shift    uint8 // log2 of the block size
+	readOnly bool
+	inline   bool // backend is blockdev.NonBlocking: run on the queue goroutine
+	uuid     [16]byte
+	nguid    [16]byte
+	eui64    [8]byte
+	anaGroup uint32
+
+	// ref counts commands using the backend; closed by removal, whose
+	// caller waits for the drain before telling the owner it may close
+	// the backend.
+	ref gate
+}
+
+// newNamespace validates c and builds a namespace of subsystem subNQN.
+func newNamespace(subNQN string, c NamespaceConfig) (*namespace, error) {
+	if c.NSID == 0 || c.NSID > MaxNSID {
+		return nil, fmt.Errorf("%w: %d (want 1..%d)", ErrBadNSID, c.NSID, MaxNSID)
+	}
+	if c.Backend == nil {
+		return nil, fmt.Errorf("%w: nil backend for nsid %d", ErrBadBackend, c.NSID)
+	}
+	bs := c.Backend.BlockSize()
+	if !blockdev.ValidBlockSize(bs) {
+		return nil, fmt.Errorf("%w: block size %d", ErrBadBackend, bs)
+	}
+	if c.Backend.Blocks() == 0 {
+		return nil, fmt.Errorf("%w: no blocks", ErrBadBackend)
+	}
+	n := &namespace{
+		nsid:     c.NSID,
+		backend:  c.Backend,
+		shift:    uint8(bits.TrailingZeros(uint(bs))),
+		readOnly: c.ReadOnly,
+		uuid:     c.UUID,
+		nguid:    c.NGUID,
+		eui64:    c.EUI64,
+		anaGroup: c.ANAGroup,
+	}
+	if nb, ok := c.Backend.(blockdev.NonBlocking); ok && nb.NonBlocking() {
+		n.inline = true
+	}
+	if n.uuid == [16]byte{} && n.nguid == [16]byte{} && n.eui64 == [8]byte{} {
+		h := sha256.Sum256(fmt.Appendf(nil, "rdmablk-nguid\x00%s\x00%d", subNQN, c.NSID))
+		copy(n.nguid[:], h[:16])
+	}
+	n.ref.init()
+	return n, nil
+}
+
+// blockSize is the logical block size in bytes.
+func (n *namespace) blockSize() int { return 1 << n.shift }
+
+// nsTable is an immutable snapshot of a subsystem's namespaces. Writers
+// build a new table and publish it through Subsystem.ns; readers on the
+// I/O path load the pointer and never lock.
+type nsTable struct {
+	byID      []*namespace // index nsid-1; len = highest NSID
+	ids       []uint32     // attached NSIDs, ascending
+	allInline bool         // every backend may run inline (or none attached)
+}
+
+var emptyTable = &nsTable{allInline: true}
+
+// get returns namespace nsid or nil (also for 0 and out-of-range NSIDs).
+func (t *nsTable) get(nsid uint32) *namespace {
+	if nsid == 0 || uint64(nsid) > uint64(len(t.byID)) {
+		return nil
+	}
+	return t.byID[nsid-1]
+}
+
+// with returns a copy of t with n added (n.nsid must be free).
+func (t *nsTable) with(n *namespace) *nsTable {
+	size := max(len(t.byID), int(n.nsid))
+	nt := &nsTable{byID: make([]*namespace, size)}
+	copy(nt.byID, t.byID)
+	nt.byID[n.nsid-1] = n
+	nt.finish()
+	return nt
+}
+
+// without returns a copy of t without namespace nsid.
+func (t *nsTable) without(nsid uint32) *nsTable {
+	nt := &nsTable{byID: slices.Clone(t.byID)}
+	nt.byID[nsid-1] = nil
+	for len(nt.byID) > 0 && nt.byID[len(nt.byID)-1] == nil {
+		nt.byID = nt.byID[:len(nt.byID)-1]
+	}
+	nt.finish()
+	return nt
+}
+
+// finish computes ids and allInline from byID.
+func (t *nsTable) finish() {
+	t.allInline = true
+	for _, n := range t.byID {
+		if n == nil {
+			continue
+		}
+		t.ids = append(t.ids, n.nsid)
+		if !n.inline {
+			t.allInline = false
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package target
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultWorkers          = 64
+	DefaultMaxIOQueues      = 64
+	DefaultMinKATO          = time.Second
+	DefaultMaxKATO          = 5 * time.Minute
+	DefaultFirmwareRevision = "rdmablk"
+	// DiscoveryKATO is the keep-alive timeout a discovery controller gets
+	// when the host connects with KATO 0, so that abandoned discovery
+	// sessions are reaped (as Linux nvmet's NVMET_DISC_KATO_MS).
+	DiscoveryKATO = 120 * time.Second
+)
+
+// Options configure a Target. The zero value is usable.
+type Options struct {
+	// Logger receives control-path events (connects, keep-alive expiry,
+	// shutdown flush failures). nil means slog.Default(). The I/O path
+	// does not log.
+	Logger *slog.Logger
+	// Workers is the number of goroutines that run commands on backends
+	// that may block (0 = DefaultWorkers).
+	Workers int
+	// MaxIOQueues caps the I/O queues a controller is granted by Set
+	// Features Number of Queues and accepted by Connect (0 =
+	// DefaultMaxIOQueues; values above 65535 are clamped).
+	MaxIOQueues int
+	// MinKATO and MaxKATO clamp a non-zero keep-alive timeout asked for by
+	// the host (Connect KATO, Set Features Keep Alive Timer); 0 means
+	// DefaultMinKATO / DefaultMaxKATO; MaxKATO below MinKATO is raised to
+	// MinKATO.
+	//
+	// A host KATO of 0 disables keep alive on an I/O controller, as the
+	// spec says (the transport still notices a dead connection); on a
+	// discovery controller it means DiscoveryKATO (clamped), as in nvmet.
+	MinKATO, MaxKATO time.Duration
+	// FirmwareRevision is Identify Controller FR and firmware slot 1 (0 =
+	// DefaultFirmwareRevision). Longer than 8 bytes is truncated.
+	FirmwareRevision string
+}
+
+// withDefaults returns o with zero fields replaced by defaults.
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.MaxIOQueues <= 0 {
+		o.MaxIOQueues = DefaultMaxIOQueues
+	}
+	if o.MaxIOQueues > 0xFFFF {
+		o.MaxIOQueues = 0xFFFF
+	}
+	if o.MinKATO <= 0 {
+		o.MinKATO = DefaultMinKATO
+	}
+	if o.MaxKATO <= 0 {
+		o.MaxKATO = DefaultMaxKATO
+	}
+	if o.MaxKATO < o.MinKATO {
+		o.MaxKATO = o.MinKATO
+	}
+	if o.FirmwareRevision == "" {
+		o.FirmwareRevision = DefaultFirmwareRevision
+	}
+	if len(o.FirmwareRevision) > 8 {
+		o.FirmwareRevision = o.FirmwareRevision[:8]
+	}
+	return o
+}
+
+// kato converts a host keep-alive timeout in milliseconds to the timeout
+// the controller runs (0 = disabled).
+func (o *Options) kato(ms uint32, discovery bool) time.Duration {
+	if ms == 0 {
+		if !discovery {
+			return 0
+		}
+		return min(max(DiscoveryKATO, o.MinKATO), o.MaxKATO)
+	}
+	d := time.Duration(ms) * time.Millisecond
+	return min(max(d, o.MinKATO), o.MaxKATO)
+}
