@@ -187,3 +187,18 @@ func TestDiscoveryLogErrors(t *testing.T) {
 		t.Errorf("entry short parse: %v", err)
 	}
 }
+
+func TestDiscoveryEntryMarshalErrors(t *testing.T) {
+	e := sampleEntries()[0]
+	b := filled(DiscoveryLogEntrySize, 0xEE)
+	e.TrAddr = strings.Repeat("a", 257)
+	if err := e.Marshal(b); !errors.Is(err, ErrTooLong) {
+		t.Errorf("long TrAddr: %v", err)
+	}
+	e = sampleEntries()[0]
+	e.SubNQN = "a\x00b"
+	if err := e.Marshal(b); !errors.Is(err, ErrBadNQN) {
+		t.Errorf("NUL in NQN: %v", err)
+	}
+	checkBytes(t, "unchanged", b, filled(DiscoveryLogEntrySize, 0xEE))
+}

@@ -105,3 +105,29 @@ func TestRegisters(t *testing.T) {
 		t.Fatal("CC/CSTS bits")
 	}
 }
+
+func TestPropertySet8(t *testing.T) {
+	var s SQE
+	s.SetPropertySet(PropCAP, true, 0x1122334455667788)
+	if s[40] != 1 || (PropertyCmd{&s}).Value() != 0x1122334455667788 {
+		t.Fatalf("8-byte Property Set: % x", s[40:56])
+	}
+}
+
+// TestOpcodeDirection: opcode bits 1:0 give the data direction.
+func TestOpcodeDirection(t *testing.T) {
+	for _, tc := range []struct {
+		op   uint8
+		want DataDirection
+	}{
+		{IOFlush, DirNone}, {IOWrite, DirHostToCtrl}, {IORead, DirCtrlToHost},
+		{AdminIdentify, DirCtrlToHost}, {AdminSetFeatures, DirHostToCtrl}, {AdminGetLogPage, DirCtrlToHost},
+		{AdminKeepAlive, DirNone}, {IODatasetMgmt, DirHostToCtrl}, {FabricsConnect, DirHostToCtrl},
+		{FabricsPropertyGet, DirNone}, {0x03, DirBidirectional},
+	} {
+		op, want := tc.op, tc.want
+		if got := OpcodeDirection(op); got != want {
+			t.Errorf("OpcodeDirection(%#x) = %d, want %d", op, got, want)
+		}
+	}
+}
