@@ -19,8 +19,11 @@
 //   - Parse* functions never retain their input: every string and slice
 //     they return is a fresh copy.
 //   - Marshal* functions write into a caller buffer, never retain it, and
-//     zero every reserved byte of the region they own. They check the
-//     buffer size and return ErrShort instead of writing partially.
+//     zero every reserved byte of the region they own. Those returning an
+//     error check the buffer and the values first and leave b unchanged on
+//     error (ErrShort, ErrBadNQN, ErrTooLong, ...). MarshalNSList and
+//     MarshalChangedNSList have no error: they fill what fits, which is the
+//     spec's own truncation rule for namespace lists.
 //   - SQE setters (SetRW, SetIdentify, SetConnect, ...) rewrite the whole
 //     command except the flags byte (FUSE/PSDT), the CID and the data
 //     pointer (SGL1), which may be set before or after them.
