@@ -215,6 +215,9 @@ func (c *Controller) keepAliveLoop(kato time.Duration) {
 		ctx, cancel := context.WithTimeout(context.Background(), kato)
 		err := c.admin.keepAlive(ctx)
 		cancel()
+		if h := c.opts.hooks; h != nil && h.keptAlive != nil {
+			h.keptAlive(err)
+		}
 		if err != nil && !c.isDead() {
 			c.lose(fmt.Errorf("%w: keep alive: %w", ErrControllerLost, err))
 			return
@@ -246,10 +249,14 @@ func (c *Controller) aerLoop() {
 			if _, err := c.admin.getLogPage(ctx, nvme.LogChangedNSList, 0xFFFFFFFF, nvme.IdentifySize, 0, c.maxTransfer); err != nil {
 				c.log.Warn("read changed namespace list", "err", err)
 			}
-			if err := c.scanNamespaces(ctx); err != nil {
+			err := c.scanNamespaces(ctx)
+			if err != nil {
 				c.log.Warn("rescan namespaces", "err", err)
 			}
 			cancel()
+			if h := c.opts.hooks; h != nil && h.rescanned != nil {
+				h.rescanned(err)
+			}
 		}
 	}
 }

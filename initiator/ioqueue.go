@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/rdmablk/rdmablk/nvme"
-	"github.com/rdmablk/rdmablk/verbs"
 )
 
 const (
@@ -366,8 +365,18 @@ func (q *IOQueue) connect(ctx context.Context, d *nvme.ConnectData) error {
 		if got {
 			break
 		}
-		if err := verbs.Wait(ctx, q.q.cq); err != nil {
-			return fmt.Errorf("initiator: queue %d: connect: %w", q.q.qid, err)
+		// Arm, then poll again before sleeping: a completion that
+		// arrived before the arm raises no event.
+		if err := q.q.cq.ReqNotify(); err != nil {
+			return fmt.Errorf("initiator: queue %d: arm CQ: %w", q.q.qid, err)
+		}
+		if q.q.poll(); got || q.q.err != nil {
+			continue
+		}
+		select {
+		case <-q.q.cq.Notify():
+		case <-ctx.Done():
+			return fmt.Errorf("initiator: queue %d: connect: %w", q.q.qid, ctx.Err())
 		}
 	}
 	return statusErr(fmt.Sprintf("connect I/O queue %d", q.q.qid), cqe.Status())

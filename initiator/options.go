@@ -39,6 +39,18 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// Logger receives control-path events; default: discard.
 	Logger *slog.Logger
+
+	// hooks observe background work from tests (nil in production).
+	hooks *testHooks
+}
+
+// testHooks are called by the controller's background goroutines.
+type testHooks struct {
+	// rescanned is called after a namespace rescan triggered by an
+	// asynchronous event, with its error.
+	rescanned func(error)
+	// keptAlive is called after each Keep Alive command, with its error.
+	keptAlive func(error)
 }
 
 // Defaults.
