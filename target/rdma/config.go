@@ -1,0 +1,133 @@
+package rdma
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/rdmablk/rdmablk/target"
+	"github.com/rdmablk/rdmablk/verbs"
+)
+
+// Defaults and limits of Config.
+const (
+	// DefaultPort is the NVMe-oF RDMA service port (IANA 4420).
+	DefaultPort = "4420"
+	// DefaultInCapsuleDataSize is the default in-capsule data size of I/O
+	// queues (nvmet: one page).
+	DefaultInCapsuleDataSize = 4096
+	// MaxInCapsuleDataSize is the largest in-capsule data size (nvmet: 16 KiB).
+	MaxInCapsuleDataSize = 16384
+	// DefaultMaxDataTransfer is the default largest transfer of one command
+	// (MDTS 5 with a 4 KiB minimum page size).
+	DefaultMaxDataTransfer = 128 << 10
+	// MaxDataTransferLimit is the largest MaxDataTransfer: a keyed SGL
+	// length is 24 bits, rounded down to whole 4 KiB pages.
+	MaxDataTransferLimit = 16<<20 - 4096
+	// DefaultMaxQueueDepth is the default I/O queue depth.
+	DefaultMaxQueueDepth = 128
+	// AdminQueueDepth is the largest admin queue (NVME_AQ_DEPTH).
+	AdminQueueDepth = 32
+	// DefaultDrainTimeout bounds how long Close waits for in-flight commands
+	// of one queue before it disconnects the queue anyway.
+	DefaultDrainTimeout = 10 * time.Second
+)
+
+// Config configures a Listener.
+type Config struct {
+	// Provider is the verbs implementation (required).
+	Provider verbs.Provider
+	// Target is the core that executes commands (required).
+	Target *target.Target
+	// Addr is the listen address "host:port"; the port defaults to 4420
+	// when Addr has none ("192.0.2.1" → "192.0.2.1:4420").
+	Addr string
+	// PortID is the NVMe-oF port ID registered with the target.
+	PortID uint16
+	// InCapsuleDataSize is the in-capsule data accepted per I/O command
+	// (multiple of 16, ≤ MaxInCapsuleDataSize; 0 → default; negative → none).
+	// The admin queue accepts no in-capsule data (as nvmet).
+	InCapsuleDataSize int
+	// MaxDataTransfer is the largest data transfer of one command (MDTS):
+	// a multiple of 4096 in [4096, MaxDataTransferLimit]; 0 → default.
+	MaxDataTransfer int
+	// MaxQueueDepth is the largest I/O queue (entries); 0 → default. It is
+	// clamped to the smallest device MaxQPWR.
+	MaxQueueDepth int
+	// DrainTimeout bounds Close's graceful drain per queue; 0 → default.
+	DrainTimeout time.Duration
+	// Logger receives connection-level events; nil discards them.
+	Logger *slog.Logger
+
+	// core replaces Target in tests (fake cores); hooks observe the poller.
+	core  coreTarget
+	hooks *testHooks
+}
+
+// normalize fills defaults and validates c. devMaxQPWR is the smallest
+// MaxQPWR of the provider's devices.
+func (c *Config) normalize(devMaxQPWR int) error {
+	if c.Provider == nil {
+		return fmt.Errorf("%w: Provider is nil", ErrInvalidConfig)
+	}
+	if c.Target == nil && c.core == nil {
+		return fmt.Errorf("%w: Target is nil", ErrInvalidConfig)
+	}
+	addr, err := withDefaultPort(c.Addr)
+	if err != nil {
+		return err
+	}
+	c.Addr = addr
+	switch {
+	case c.InCapsuleDataSize == 0:
+		c.InCapsuleDataSize = DefaultInCapsuleDataSize
+	case c.InCapsuleDataSize < 0:
+		c.InCapsuleDataSize = 0
+	case c.InCapsuleDataSize > MaxInCapsuleDataSize || c.InCapsuleDataSize%16 != 0:
+		return fmt.Errorf("%w: InCapsuleDataSize %d (multiple of 16, at most %d)",
+			ErrInvalidConfig, c.InCapsuleDataSize, MaxInCapsuleDataSize)
+	}
+	if c.MaxDataTransfer == 0 {
+		c.MaxDataTransfer = DefaultMaxDataTransfer
+	}
+	if c.MaxDataTransfer < 4096 || c.MaxDataTransfer > MaxDataTransferLimit || c.MaxDataTransfer%4096 != 0 {
+		return fmt.Errorf("%w: MaxDataTransfer %d (multiple of 4096 in [4096, %d])",
+			ErrInvalidConfig, c.MaxDataTransfer, MaxDataTransferLimit)
+	}
+	if c.MaxQueueDepth == 0 {
+		c.MaxQueueDepth = DefaultMaxQueueDepth
+	}
+	if c.MaxQueueDepth < 2 || c.MaxQueueDepth > 65535 {
+		return fmt.Errorf("%w: MaxQueueDepth %d (2..65535)", ErrInvalidConfig, c.MaxQueueDepth)
+	}
+	if devMaxQPWR > 0 && c.MaxQueueDepth > devMaxQPWR {
+		c.MaxQueueDepth = devMaxQPWR
+	}
+	if c.MaxQueueDepth < 2 {
+		return fmt.Errorf("%w: device MaxQPWR %d below 2", ErrInvalidConfig, devMaxQPWR)
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// withDefaultPort appends DefaultPort to an address without a port.
+func withDefaultPort(addr string) (string, error) {
+	if _, _, err := net.SplitHostPort(addr); err == nil {
+		return addr, nil
+	}
+	host := addr
+	if len(host) > 1 && host[0] == '[' && host[len(host)-1] == ']' {
+		host = host[1 : len(host)-1]
+	}
+	out := net.JoinHostPort(host, DefaultPort)
+	if _, _, err := net.SplitHostPort(out); err != nil {
+		return "", fmt.Errorf("%w: Addr %q: %v", ErrInvalidConfig, addr, err)
+	}
+	return out, nil
+}

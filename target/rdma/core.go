@@ -1,0 +1,35 @@
+package rdma
+
+import "github.com/rdmablk/rdmablk/target"
+
+// coreTarget is the part of *target.Target the transport calls. Tests swap
+// in fake cores through Config.core.
+type coreTarget interface {
+	AddPort(p target.Port) error
+	RemovePort(id uint16) error
+	NewQueue(portID uint16, conn target.QueueConn, depth int) (coreQueue, error)
+}
+
+// coreQueue is the part of *target.Queue the transport calls.
+type coreQueue interface {
+	// Execute runs r; true means the CQE is final now, false means
+	// QueueConn.Complete(r) follows exactly once, from any goroutine.
+	Execute(r *target.Request) bool
+	// Destroy is called once, after the connection ended; requests still
+	// executing are completed through QueueConn.Complete afterwards.
+	Destroy()
+	QID() uint16
+}
+
+// targetCore adapts *target.Target to coreTarget.
+type targetCore struct{ t *target.Target }
+
+func (c targetCore) AddPort(p target.Port) error { return c.t.AddPort(p) }
+func (c targetCore) RemovePort(id uint16) error  { return c.t.RemovePort(id) }
+func (c targetCore) NewQueue(portID uint16, conn target.QueueConn, depth int) (coreQueue, error) {
+	q, err := c.t.NewQueue(portID, conn, depth)
+	if err != nil {
+		return nil, err
+	}
+	return q, nil
+}

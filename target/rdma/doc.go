@@ -1,0 +1,62 @@
+// Package rdma is the NVMe-oF RDMA transport binding of the target
+// (NVMe-oF spec §7.3 / NVMe over Fabrics RDMA Transport Specification). It
+// listens for RDMA CM connect requests, negotiates each queue from the CM
+// private data, moves command capsules by SEND, host data by RDMA READ
+// (host writes) and RDMA WRITE (host reads), and returns CQEs by SEND (or
+// SEND_WITH_INV when the host asked for invalidation). The transport-agnostic
+// core (package target) executes the commands.
+//
+// # Ownership
+//
+// A Listener owns every connection it accepted. Each connection is one
+// NVMe queue and owns, exclusively:
+//
+//   - a protection domain (one per connection, see below), one completion
+//     queue for both work queues, the RC queue pair and its ConnID;
+//   - one memory region over one anonymous mapping holding the receive
+//     buffers (64 + in-capsule bytes each, one per queue entry), the data
+//     buffer pool (MaxDataTransfer bytes each, one per queue entry) and the
+//     16-byte CQE buffers (one per request slot). All of it is registered
+//     with local write access only: target buffers never get remote rights;
+//     the host's memory is named by the keyed SGL the host sends;
+//   - the request slots (two per queue entry, as nvmet: a slot whose CQE
+//     SEND is still in flight cannot take the next command of its entry)
+//     with their target.Request, SGEs and wait-list links;
+//   - one poller goroutine that owns the QP, the CQ and every slot. Nothing
+//     else touches them, so the I/O path has no locks; the only hand-off is
+//     the completion channel fed by QueueConn.Complete (capacity = slots,
+//     so Complete never blocks).
+//
+// One protection domain per connection: a PD is the boundary the RDMA
+// device enforces between memory regions and queue pairs. With one PD per
+// connection, a stray local key in one queue's work request can never reach
+// another host's buffers, and tearing a connection down releases everything
+// it registered without coordinating with any other connection. The cost
+// (a PD and an MR per queue) is paid once at connect time.
+//
+// # Buffer lifetimes
+//
+//   - target.Request.Data handed to Queue.Execute is a slice of the slot's
+//     data buffer (keyed SGL) or of its receive buffer (in-capsule data). It
+//     stays valid and untouched by the transport until the request is
+//     completed (Execute returned true, or Complete was called); after that
+//     the core must not touch it. Memory is unmapped only after every
+//     request has completed and every work request has completed or been
+//     flushed.
+//   - A receive buffer holding in-capsule data is reposted just before the
+//     command's CQE SEND is posted; every other receive buffer is reposted as
+//     soon as its 64-byte SQE has been copied into the request.
+//   - A data buffer is returned to the pool when the request no longer needs
+//     it: after execution for host writes, after the SEND completion (which
+//     implies the preceding RDMA WRITE completed) for host reads, and only
+//     after the RDMA READ completed or was flushed when the queue dies, so no
+//     buffer the device could still write is ever reused.
+//
+// # Errors
+//
+// Per-command errors (bad SGL, short capsule with a readable CID) are
+// answered with an error CQE and the queue keeps working. Queue-fatal
+// errors (a work completion error other than a flush, a capsule too short
+// to carry a CID, a failed post) disconnect only that queue; other queues and
+// hosts are unaffected. Nothing on the network path panics.
+package rdma

@@ -1,0 +1,14 @@
+package rdma
+
+import "errors"
+
+// Sentinel errors of the control path.
+var (
+	// ErrInvalidConfig: a Config field is out of range.
+	ErrInvalidConfig = errors.New("rdma: invalid config")
+	// ErrClosed: the Listener is closed.
+	ErrClosed = errors.New("rdma: listener closed")
+)
+
+// errShortCapsule: a capsule too short to carry a CID (queue-fatal).
+var errShortCapsule = errors.New("rdma: capsule shorter than 4 bytes")

@@ -1,0 +1,251 @@
+package rdma
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rdmablk/rdmablk/nvme"
+	"github.com/rdmablk/rdmablk/target"
+	"github.com/rdmablk/rdmablk/verbs"
+)
+
+// acceptTimeout bounds ConnID.Accept (establishment) for one connection.
+const acceptTimeout = 30 * time.Second
+
+// Listener accepts NVMe-oF RDMA connections for one target port. Its
+// methods may be called from any goroutine.
+type Listener struct {
+	cfg   Config
+	core  coreTarget
+	hooks *testHooks
+	ln    verbs.Listener
+	log   *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	// wg counts the accept loop, connection setups and pollers.
+	wg sync.WaitGroup
+
+	// mu guards queues and closed.
+	mu     sync.Mutex
+	queues map[*queue]struct{}
+	closed bool
+
+	closeOnce sync.Once
+	closeErr  error
+	stats     counters
+	vector    atomic.Uint32
+}
+
+// testHooks observe the poller from tests (called on the poller goroutine).
+type testHooks struct {
+	// readPosted reports the RDMA READs in flight after posting one.
+	readPosted func(inFlight int)
+}
+
+// Listen starts listening on cfg.Addr, registers the port with the target
+// (transport type RDMA, address family from the address, TSAS: reliable
+// connected QP, RoCE v2, RDMA CM) and starts accepting connections in the
+// background. Close stops it.
+func Listen(cfg Config) (*Listener, error) {
+	if cfg.Provider == nil {
+		return nil, fmt.Errorf("%w: Provider is nil", ErrInvalidConfig)
+	}
+	devs, err := cfg.Provider.Devices()
+	if err != nil {
+		return nil, fmt.Errorf("rdma: listing devices: %w", err)
+	}
+	minWR := 0
+	for _, d := range devs {
+		if a := d.Attr(); a.MaxQPWR > 0 && (minWR == 0 || a.MaxQPWR < minWR) {
+			minWR = a.MaxQPWR
+		}
+	}
+	if err := cfg.normalize(minWR); err != nil {
+		return nil, err
+	}
+	l := &Listener{cfg: cfg, core: cfg.core, hooks: cfg.hooks, log: cfg.Logger, queues: make(map[*queue]struct{})}
+	if l.core == nil {
+		l.core = targetCore{cfg.Target}
+	}
+	l.ln, err = cfg.Provider.Listen(cfg.Addr, verbs.ListenOptions{Backlog: 128})
+	if err != nil {
+		return nil, fmt.Errorf("rdma: listen %s: %w", cfg.Addr, err)
+	}
+	if err := l.core.AddPort(l.port()); err != nil {
+		_ = l.ln.Close()
+		return nil, fmt.Errorf("rdma: registering port %d: %w", cfg.PortID, err)
+	}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.wg.Add(1)
+	go l.acceptLoop()
+	return l, nil
+}
+
+// port describes the listener to the target core.
+func (l *Listener) port() target.Port {
+	host, svc, err := net.SplitHostPort(l.ln.Addr())
+	if err != nil {
+		host, svc = l.ln.Addr(), DefaultPort
+	}
+	fam := uint8(nvme.AdrFamIPv4)
+	if a, err := netip.ParseAddr(host); err == nil && a.Is6() && !a.Is4In6() {
+		fam = nvme.AdrFamIPv6
+	}
+	return target.Port{
+		ID:      l.cfg.PortID,
+		TrType:  nvme.TrTypeRDMA,
+		AdrFam:  fam,
+		TrAddr:  host,
+		TrSvcID: svc,
+		TSAS:    nvme.RDMATSAS(nvme.RDMAQPTypeConnected, nvme.RDMAPrTypeRoCEv2, nvme.RDMACMSRDMACM, 0),
+		Caps: target.TransportCaps{
+			TrType:            nvme.TrTypeRDMA,
+			KeyedSGL:          true,
+			InCapsuleDataSize: l.cfg.InCapsuleDataSize,
+			MaxDataTransfer:   l.cfg.MaxDataTransfer,
+			MaxQueueDepth:     l.cfg.MaxQueueDepth,
+			MaxSGLDescriptors: 1,
+		},
+	}
+}
+
+// Addr is the bound address ("host:port", with the actual port).
+func (l *Listener) Addr() string { return l.ln.Addr() }
+
+// Stats returns the counters (atomically read, each on its own).
+func (l *Listener) Stats() Stats { return l.stats.snapshot() }
+
+// Close stops accepting, drains every queue (commands already received
+// are completed and their CQEs sent; commands arriving meanwhile are
+// answered with Command Aborted due to SQ Deletion; a queue that does not
+// drain within DrainTimeout, or whose connection dies, is disconnected),
+// waits until every queue released its resources, and unregisters the
+// port. It blocks until then; it is idempotent.
+func (l *Listener) Close() error {
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		l.closed = true
+		qs := make([]*queue, 0, len(l.queues))
+		for q := range l.queues {
+			qs = append(qs, q)
+		}
+		l.mu.Unlock()
+		l.cancel()
+		var errs []error
+		if err := l.ln.Close(); err != nil && !errors.Is(err, verbs.ErrClosed) {
+			errs = append(errs, err)
+		}
+		for _, q := range qs {
+			q.drain()
+		}
+		l.wg.Wait()
+		if err := l.core.RemovePort(l.cfg.PortID); err != nil {
+			errs = append(errs, err)
+		}
+		l.closeErr = errors.Join(errs...)
+	})
+	return l.closeErr
+}
+
+// acceptLoop takes connect requests until the listener closes; each one is
+// set up on its own goroutine so a slow host cannot stall the others.
+func (l *Listener) acceptLoop() {
+	defer l.wg.Done()
+	for {
+		req, err := l.ln.Accept(l.ctx)
+		if err != nil {
+			if l.ctx.Err() == nil && !errors.Is(err, verbs.ErrClosed) {
+				l.log.Error("rdma: accept failed; no longer accepting", "err", err)
+			}
+			return
+		}
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			l.setup(req)
+		}()
+	}
+}
+
+// setup negotiates, allocates and accepts one connection, then starts its
+// poller.
+func (l *Listener) setup(req *verbs.ConnRequest) {
+	id := req.ID
+	dev := id.Device()
+	attr := dev.Attr()
+	p, status := negotiate(&l.cfg, attr, req.Param)
+	if status != 0 {
+		l.reject(id, status, "negotiation")
+		return
+	}
+	q, err := l.newQueue(id, dev, attr, p)
+	if err != nil {
+		l.log.Warn("rdma: no resources for a queue", "remote", id.RemoteAddr(), "err", err)
+		l.reject(id, nvme.CMRejectNoResources, "resources")
+		return
+	}
+	cq, err := l.core.NewQueue(l.cfg.PortID, q, p.depth)
+	if err != nil {
+		l.log.Warn("rdma: target refused a queue", "remote", id.RemoteAddr(), "err", err)
+		q.release(false)
+		l.reject(id, nvme.CMRejectNoResources, "target")
+		return
+	}
+	q.core = cq
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		q.destroyCore()
+		q.release(false)
+		l.reject(id, nvme.CMRejectNoResources, "closing")
+		return
+	}
+	l.queues[q] = struct{}{}
+	l.wg.Add(1) // the poller
+	l.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(l.ctx, acceptTimeout)
+	err = id.Accept(ctx, acceptParam(p))
+	cancel()
+	if err != nil {
+		l.log.Warn("rdma: accept failed", "remote", id.RemoteAddr(), "err", err)
+		// The poller tears the queue down (flushes the posted receives).
+		q.fatal("accept failed", nil)
+	} else {
+		q.accepted = true
+		l.stats.accepted.Add(1)
+		l.stats.queues.Add(1)
+		q.log.Debug("rdma: queue connected", "depth", p.depth, "ord", p.ord, "sendq", p.sendQ)
+	}
+	go q.run()
+}
+
+// reject answers a connect request with the NVMe-oF reject private data
+// and closes the ID.
+func (l *Listener) reject(id verbs.ConnID, status uint16, why string) {
+	l.stats.rejected.Add(1)
+	l.log.Debug("rdma: rejecting connect request", "remote", id.RemoteAddr(), "status", status, "why", why)
+	if err := id.Reject(rejectData(status)); err != nil {
+		l.log.Debug("rdma: reject failed", "err", err)
+	}
+	_ = id.Close()
+}
+
+// removeQueue forgets a queue whose resources are released.
+func (l *Listener) removeQueue(q *queue) {
+	l.mu.Lock()
+	_, ok := l.queues[q]
+	delete(l.queues, q)
+	l.mu.Unlock()
+	if ok && q.accepted {
+		l.stats.queues.Add(^uint64(0))
+	}
+}

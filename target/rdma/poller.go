@@ -1,0 +1,652 @@
+package rdma
+
+import (
+	"errors"
+	"runtime"
+	"time"
+
+	"github.com/rdmablk/rdmablk/nvme"
+	"github.com/rdmablk/rdmablk/verbs"
+)
+
+// spinLimit is how many empty polls the poller makes (yielding in between)
+// before it arms the CQ and sleeps.
+const spinLimit = 32
+
+// flushTimeout bounds the wait for flushed work requests during teardown
+// before the QP is destroyed outright (safety net against a provider that
+// never flushes).
+const flushTimeout = 10 * time.Second
+
+// run is the poller goroutine: it owns the QP, the CQ and every slot until
+// teardown has released them. It busy-polls while there is work and
+// otherwise arms the CQ and sleeps on the CQ's notify channel, the
+// completion channel, the connection's Done, and the kill/drain requests.
+func (q *queue) run() {
+	defer q.l.wg.Done()
+	var drainTimer *time.Timer
+	var drainC <-chan time.Time
+	drainCh := q.drainCh
+	spins := 0
+	for !q.dying {
+		// Control events, non-blocking (cheap on the busy path).
+		select {
+		case <-q.killCh:
+			q.fatal("closed by the target core", nil)
+		case <-q.id.Done():
+			q.fatal("connection ended", q.id.Err())
+		case <-drainCh:
+			drainCh = nil
+			q.draining = true
+			drainTimer = time.NewTimer(q.l.cfg.DrainTimeout)
+			drainC = drainTimer.C
+		case <-drainC:
+			q.fatal("drain timed out", nil)
+		default:
+		}
+		if q.dying {
+			break
+		}
+		worked := q.step()
+		if q.dying || (q.draining && q.drained()) {
+			break
+		}
+		if worked {
+			spins = 0
+			continue
+		}
+		if spins < spinLimit {
+			spins++
+			runtime.Gosched()
+			continue
+		}
+		if err := q.cq.ReqNotify(); err != nil {
+			q.fatal("arming the CQ", err)
+			break
+		}
+		if q.step() {
+			spins = 0
+			continue
+		}
+		if q.dying || (q.draining && q.drained()) {
+			break
+		}
+		select {
+		case <-q.cq.Notify():
+		case t := <-q.compCh:
+			q.onComplete(t)
+		case <-q.killCh:
+		case <-q.id.Done():
+		case <-drainCh:
+		case <-drainC:
+		}
+		spins = 0
+	}
+	if drainTimer != nil {
+		drainTimer.Stop()
+	}
+	q.teardown()
+}
+
+// step polls the CQ once, takes every pending async completion, advances
+// waiting requests and posts the batched work requests. It reports whether
+// anything happened.
+func (q *queue) step() bool {
+	n, err := q.cq.Poll(q.wc)
+	if err != nil {
+		q.fatal("polling the CQ", err)
+		return true
+	}
+	for i := range n {
+		q.handleWC(&q.wc[i])
+	}
+	worked := n > 0
+	for more := true; more; {
+		select {
+		case t := <-q.compCh:
+			q.onComplete(t)
+			worked = true
+		default:
+			more = false
+		}
+	}
+	if !q.dying {
+		if q.progress() {
+			worked = true
+		}
+		q.flush()
+	}
+	return worked
+}
+
+// handleWC dispatches one work completion.
+func (q *queue) handleWC(wc *verbs.WorkCompletion) {
+	kind, idx := splitWRID(wc.ID)
+	switch kind {
+	case wrRecv:
+		q.postedRecvs--
+		if wc.Status != verbs.WCSuccess {
+			q.wcError("RECV", wc)
+			return
+		}
+		if q.dying {
+			return
+		}
+		q.onRecv(idx, int(wc.ByteLen))
+	case wrRead:
+		q.outstanding--
+		q.readCredits++
+		q.sendCredits++
+		r := &q.slots[idx]
+		if wc.Status != verbs.WCSuccess {
+			q.wcError("RDMA READ", wc)
+			q.releaseSlot(r) // the READ is over: its buffer may be reused
+			return
+		}
+		if q.dying {
+			q.releaseSlot(r)
+			return
+		}
+		q.execute(r)
+	case wrWrite:
+		// WRITEs are unsignaled: a completion means it failed (or was
+		// flushed); its send-queue slot is returned with the SEND's.
+		if wc.Status != verbs.WCSuccess {
+			q.wcError("RDMA WRITE", wc)
+		}
+	case wrSend:
+		q.outstanding--
+		r := &q.slots[idx]
+		q.sendCredits += r.sendCredits
+		r.sendCredits = 0
+		if wc.Status != verbs.WCSuccess {
+			q.wcError("SEND", wc)
+		}
+		q.releaseSlot(r)
+	default:
+		q.log.Error("rdma: completion with unknown work request ID", "id", wc.ID)
+	}
+}
+
+// wcError handles a failed work completion: flushes are expected once the
+// QP is in error; anything else kills the queue (an RC QP in error cannot
+// recover, e.g. a remote access error from a bad rkey).
+func (q *queue) wcError(op string, wc *verbs.WorkCompletion) {
+	if wc.Status == verbs.WCWRFlushErr {
+		if !q.dying {
+			q.fatal("work requests flushed", nil)
+		}
+		return
+	}
+	q.fatal(op+" failed", errors.New(wc.Status.String()))
+}
+
+// onRecv starts the command received into receive buffer ri (n bytes).
+func (q *queue) onRecv(ri int32, n int) {
+	if len(q.freeSlots) == 0 || q.backlogLen > 0 {
+		// Every slot is busy (CQE SENDs not yet completed); keep the
+		// command in arrival order until a slot frees up.
+		i := (q.backlogHead + q.backlogLen) % len(q.backlog)
+		q.backlog[i] = backlogEntry{recv: ri, n: n}
+		q.backlogLen++
+		return
+	}
+	q.startCommand(q.allocSlot(), ri, n)
+}
+
+func (q *queue) allocSlot() *request {
+	i := q.freeSlots[len(q.freeSlots)-1]
+	q.freeSlots = q.freeSlots[:len(q.freeSlots)-1]
+	q.active++
+	return &q.slots[i]
+}
+
+// startCommand parses the capsule in receive buffer ri into slot r and
+// moves it to its first waiting state (state New).
+func (q *queue) startCommand(r *request, ri int32, n int) {
+	st := &q.l.stats
+	st.commands.Add(1)
+	r.state = StateNew
+	r.recv = ri
+	capsule := q.recvBuf(ri)
+	if n > len(capsule) {
+		n = len(capsule)
+	}
+	capsule = capsule[:n]
+	if n < nvme.SQESize {
+		cid, ok := shortCapsuleCID(capsule)
+		if !ok {
+			// nvmet: "capsule size less than 64 bytes" is fatal. Without a
+			// CID there is no command to answer.
+			q.fatal("capsule shorter than 4 bytes", errShortCapsule)
+			q.releaseSlot(r)
+			return
+		}
+		r.req.SQE = nvme.SQE{}
+		r.req.SQE.SetCID(cid)
+		q.repostHeld(r)
+		q.fail(r, nvme.StatusInvalidField.WithDNR(), 0)
+		return
+	}
+	r.req.SQE = nvme.SQE(capsule[:nvme.SQESize])
+	if q.draining {
+		// Listener.Close: answer without executing so the drain ends.
+		q.repostHeld(r)
+		q.fail(r, nvme.StatusAbortSQDeleted, 0)
+		return
+	}
+	status := q.parseSGL(r, capsule)
+	if r.req.Data == nil {
+		// No in-capsule data: the capsule's bytes are no longer needed.
+		q.repostHeld(r)
+	} else {
+		st.inCapsuleBytes.Add(uint64(r.req.Length))
+	}
+	if !status.OK() {
+		q.fail(r, status, 0)
+		return
+	}
+	if s, dw0 := q.checkConnectQID(r); !s.OK() {
+		q.fail(r, s, dw0)
+		return
+	}
+	if q.params.qid == 0 && !r.req.SQE.IsFabrics() && r.req.SQE.Opcode() == nvme.AdminAsyncEvent {
+		r.aer = true
+	}
+	if r.keyed {
+		q.needBuffer(r)
+		return
+	}
+	q.execute(r)
+}
+
+// repostHeld reposts the receive buffer r still holds.
+func (q *queue) repostHeld(r *request) {
+	if r.recv >= 0 {
+		if !q.dying {
+			q.repostRecv(r.recv)
+		}
+		r.recv = -1
+	}
+}
+
+// fail completes r with a transport-detected status (the core never sees
+// the command). SQID is the negotiated qid; SQHD is the last head pointer
+// the core reported on this queue.
+func (q *queue) fail(r *request, s nvme.Status, dw0 uint32) {
+	q.l.stats.commandErrors.Add(1)
+	r.req.CQE.Reset()
+	r.req.CQE.SetDW0(dw0)
+	r.req.CQE.SetCID(r.req.SQE.CID())
+	r.req.CQE.SetSQID(q.params.qid)
+	r.req.CQE.SetSQHD(q.lastSQHD)
+	r.req.CQE.SetStatus(s)
+	r.state = StateExecuted
+	q.toCompletion(r)
+}
+
+// needBuffer: StateNeedBuffer, waiting for a data buffer.
+func (q *queue) needBuffer(r *request) {
+	r.state = StateNeedBuffer
+	if q.bufWait.empty() && len(q.freeBufs) > 0 {
+		q.gotBuffer(r)
+		return
+	}
+	q.bufWait.push(q, r)
+}
+
+// gotBuffer takes a free data buffer for r and moves on.
+func (q *queue) gotBuffer(r *request) {
+	b := q.freeBufs[len(q.freeBufs)-1]
+	q.freeBufs = q.freeBufs[:len(q.freeBufs)-1]
+	r.buf = b
+	r.req.Data = q.dataBuf(b)[:r.length:r.length]
+	r.req.Length = r.length
+	if r.req.Dir == nvme.DirHostToCtrl {
+		r.state = StateReadFromHostPending
+		if q.readWait.empty() && q.readCredits > 0 && q.sendCredits > 0 {
+			q.postRead(r)
+			return
+		}
+		q.readWait.push(q, r)
+		return
+	}
+	q.execute(r)
+}
+
+// postRead queues the RDMA READ of the host's data (StateReadingFromHost).
+// The caller checked the READ and send credits.
+func (q *queue) postRead(r *request) {
+	r.state = StateReadingFromHost
+	q.readCredits--
+	q.sendCredits--
+	r.sge[0] = verbs.SGE{Addr: q.dataAddr(r.buf), Length: r.length, LKey: q.mr.LKey()}
+	q.sendBatch[q.nSend] = verbs.SendWR{
+		ID:         wrID(wrRead, r.idx),
+		Opcode:     verbs.OpRDMARead,
+		Flags:      verbs.SendSignaled,
+		SGL:        r.sge[0:1],
+		RemoteAddr: r.raddr,
+		RKey:       r.rkey,
+	}
+	q.nSend++
+	q.l.stats.rdmaReads.Add(1)
+	q.l.stats.bytesFromHost.Add(uint64(r.length))
+	if h := q.l.hooks; h != nil && h.readPosted != nil {
+		h.readPosted(q.params.ord - q.readCredits)
+	}
+}
+
+// execute hands r to the core (StateReadyToExecute → StateExecuting).
+func (q *queue) execute(r *request) {
+	r.state = StateReadyToExecute
+	r.req.CQE.Reset()
+	r.state = StateExecuting
+	q.executing++
+	if r.aer {
+		q.heldAER++
+	}
+	if q.core.Execute(&r.req) {
+		q.onExecuted(r)
+	}
+}
+
+// onComplete handles QueueConn.Complete for slot t.
+func (q *queue) onComplete(t int32) {
+	if t < 0 || int(t) >= len(q.slots) || q.slots[t].state != StateExecuting {
+		q.log.Error("rdma: completion for a request that is not executing", "tag", t)
+		return
+	}
+	q.onExecuted(&q.slots[t])
+}
+
+// onExecuted: the core is done with r (StateExecuted).
+func (q *queue) onExecuted(r *request) {
+	q.executing--
+	if r.aer {
+		q.heldAER--
+		r.aer = false
+	}
+	r.state = StateExecuted
+	q.lastSQHD = r.req.CQE.SQHD()
+	if q.dying {
+		q.releaseSlot(r)
+		return
+	}
+	if r.req.Dir == nvme.DirHostToCtrl && r.buf >= 0 {
+		q.freeBuf(r)
+	}
+	q.toCompletion(r)
+}
+
+// completionNeed is the number of send-queue slots r's completion takes:
+// the CQE SEND, plus an RDMA WRITE when data goes to the host.
+func (q *queue) completionNeed(r *request) int {
+	if r.state == StateWriteToHostPending {
+		return 2
+	}
+	return 1
+}
+
+// toCompletion moves an executed request to WriteToHostPending (data for
+// the host) or CompletePending, and posts it when send-queue slots allow.
+func (q *queue) toCompletion(r *request) {
+	if r.req.Dir == nvme.DirCtrlToHost && r.keyed && r.buf >= 0 &&
+		r.req.CQE.Status().OK() && min(r.req.Length, r.length) > 0 {
+		r.state = StateWriteToHostPending
+	} else {
+		if r.buf >= 0 {
+			q.freeBuf(r)
+		}
+		r.state = StateCompletePending
+	}
+	if q.sendWait.empty() && q.sendCredits >= q.completionNeed(r) {
+		q.postCompletion(r)
+		return
+	}
+	q.sendWait.push(q, r)
+}
+
+// postCompletion queues the RDMA WRITE (if any) and the CQE SEND of r in
+// the send batch, after queueing the repost of its receive buffer (so the
+// receive is posted before the host can see the CQE). The caller checked
+// the send credits.
+func (q *queue) postCompletion(r *request) {
+	if r.state == StateWriteToHostPending {
+		r.state = StateWritingToHost
+		n := min(r.req.Length, r.length)
+		r.sge[0] = verbs.SGE{Addr: q.dataAddr(r.buf), Length: n, LKey: q.mr.LKey()}
+		q.sendBatch[q.nSend] = verbs.SendWR{
+			ID:         wrID(wrWrite, r.idx),
+			Opcode:     verbs.OpRDMAWrite,
+			SGL:        r.sge[0:1],
+			RemoteAddr: r.raddr,
+			RKey:       r.rkey,
+		}
+		q.nSend++
+		q.sendCredits--
+		r.sendCredits++
+		q.l.stats.rdmaWrites.Add(1)
+		q.l.stats.bytesToHost.Add(uint64(n))
+		r.state = StateCompletePending
+	}
+	r.state = StateCompleting
+	q.repostHeld(r)
+	copy(r.cqe, r.req.CQE[:])
+	wr := verbs.SendWR{
+		ID:     wrID(wrSend, r.idx),
+		Opcode: verbs.OpSend,
+		Flags:  verbs.SendSignaled,
+		SGL:    r.sge[1:2],
+	}
+	if r.inv && q.sendInv {
+		wr.Opcode = verbs.OpSendWithInv
+		wr.InvalidateRKey = r.rkey
+	}
+	q.sendBatch[q.nSend] = wr
+	q.nSend++
+	q.sendCredits--
+	r.sendCredits++
+}
+
+// freeBuf returns r's data buffer to the pool.
+func (q *queue) freeBuf(r *request) {
+	q.freeBufs = append(q.freeBufs, r.buf)
+	r.buf = -1
+	r.req.Data = nil
+}
+
+// releaseSlot returns r (and whatever it holds) to the free lists.
+func (q *queue) releaseSlot(r *request) {
+	if r.state == StateFree {
+		return
+	}
+	if r.buf >= 0 {
+		q.freeBuf(r)
+	}
+	q.repostHeld(r)
+	r.reset()
+	q.freeSlots = append(q.freeSlots, r.idx)
+	q.active--
+}
+
+// progress advances waiting requests while their resources allow, oldest
+// first: completions (they free everything else), then READs, then data
+// buffers, then commands that found no slot.
+func (q *queue) progress() bool {
+	worked := false
+	for moved := true; moved && !q.dying; {
+		moved = false
+		for !q.sendWait.empty() && q.sendCredits >= q.completionNeed(q.sendWait.peek(q)) {
+			q.postCompletion(q.sendWait.pop(q))
+			moved = true
+		}
+		for !q.readWait.empty() && q.readCredits > 0 && q.sendCredits > 0 {
+			q.postRead(q.readWait.pop(q))
+			moved = true
+		}
+		for !q.bufWait.empty() && len(q.freeBufs) > 0 && !q.dying {
+			q.gotBuffer(q.bufWait.pop(q))
+			moved = true
+		}
+		for q.backlogLen > 0 && len(q.freeSlots) > 0 && !q.dying {
+			e := q.backlog[q.backlogHead]
+			q.backlogHead = (q.backlogHead + 1) % len(q.backlog)
+			q.backlogLen--
+			q.startCommand(q.allocSlot(), e.recv, e.n)
+			moved = true
+		}
+		worked = worked || moved
+	}
+	return worked
+}
+
+// repostRecv queues receive buffer i for reposting.
+func (q *queue) repostRecv(i int32) {
+	q.recvBatch[q.nRecv] = verbs.RecvWR{ID: wrID(wrRecv, i), SGL: q.recvSGE[i : i+1]}
+	q.nRecv++
+}
+
+// flush posts the batched receives, then the batched sends: a receive
+// freed by a command is always posted before that command's CQE.
+func (q *queue) flush() {
+	if q.flushRecvs() {
+		q.flushSends()
+	}
+}
+
+func (q *queue) flushRecvs() bool {
+	if q.nRecv == 0 {
+		return true
+	}
+	n, err := q.qp.PostRecv(q.recvBatch[:q.nRecv])
+	q.postedRecvs += n
+	q.nRecv = 0
+	if err != nil {
+		q.nSend = 0
+		q.fatal("posting receives", err)
+		return false
+	}
+	return true
+}
+
+func (q *queue) flushSends() {
+	if q.nSend == 0 {
+		return
+	}
+	n, err := q.qp.PostSend(q.sendBatch[:q.nSend])
+	for i := range n {
+		if q.sendBatch[i].Flags&verbs.SendSignaled != 0 {
+			q.outstanding++
+		}
+	}
+	q.nSend = 0
+	if err != nil {
+		q.fatal("posting sends", err)
+	}
+}
+
+// drained reports that a graceful drain is complete: every slot is free
+// except AERs the core holds (they complete only when the queue is
+// destroyed), and no command waits for a slot.
+func (q *queue) drained() bool {
+	return q.active-q.heldAER == 0 && q.backlogLen == 0
+}
+
+// fatal marks the queue dead: nothing more is posted, batched work is
+// dropped, and the poller goes to teardown.
+func (q *queue) fatal(reason string, err error) {
+	if q.dying {
+		return
+	}
+	q.dying = true
+	q.nRecv, q.nSend = 0, 0
+	if err != nil && !errors.Is(err, verbs.ErrDisconnected) && !errors.Is(err, verbs.ErrClosed) {
+		q.l.stats.queueErrors.Add(1)
+		q.log.Warn("rdma: queue failed", "reason", reason, "err", err)
+		return
+	}
+	q.log.Debug("rdma: queue ending", "reason", reason, "err", err)
+}
+
+// teardown disconnects, destroys the core queue, waits until every posted
+// work request completed or was flushed and every request the core held
+// came back, then releases the resources. Runs on the poller goroutine.
+func (q *queue) teardown() {
+	q.dying = true
+	q.nRecv, q.nSend = 0, 0
+	_ = q.id.Disconnect()
+	q.destroyCore()
+	timer := time.NewTimer(flushTimeout)
+	defer timer.Stop()
+	qpClosed, leak, cqBroken := false, false, false
+	if !q.accepted {
+		// Never established: destroying the QP flushes its receives.
+		_ = q.qp.Close()
+		qpClosed = true
+	}
+	for (!cqBroken && (q.postedRecvs > 0 || q.outstanding > 0)) || q.executing > 0 {
+		if !cqBroken {
+			n, err := q.cq.Poll(q.wc)
+			if err != nil {
+				// The CQ overflowed: flushes cannot be counted. Destroying
+				// the QP stops the device from touching our memory.
+				q.log.Error("rdma: CQ broken during teardown", "err", err)
+				cqBroken = true
+				if !qpClosed {
+					_ = q.qp.Close()
+					qpClosed = true
+				}
+			}
+			for i := range n {
+				q.handleWC(&q.wc[i])
+			}
+			if n > 0 {
+				continue
+			}
+		}
+		select {
+		case t := <-q.compCh:
+			q.onComplete(t)
+			continue
+		default:
+		}
+		var notify <-chan struct{}
+		if !cqBroken && (q.postedRecvs > 0 || q.outstanding > 0) {
+			if err := q.cq.ReqNotify(); err == nil {
+				notify = q.cq.Notify()
+			}
+			if n, _ := q.cq.Poll(q.wc[:1]); n > 0 {
+				q.handleWC(&q.wc[0])
+				continue
+			}
+		}
+		select {
+		case <-notify:
+		case t := <-q.compCh:
+			q.onComplete(t)
+		case <-timer.C:
+			switch {
+			case !qpClosed:
+				q.log.Error("rdma: work requests not flushed; destroying the QP",
+					"recvs", q.postedRecvs, "sends", q.outstanding)
+				_ = q.qp.Close()
+				qpClosed = true
+			case q.postedRecvs > 0 || q.outstanding > 0:
+				q.log.Error("rdma: work requests never flushed; leaking the queue memory")
+				leak = true
+				cqBroken = true // stop waiting for them
+			default:
+				q.log.Warn("rdma: still waiting for the core to complete requests", "executing", q.executing)
+			}
+			timer.Reset(flushTimeout)
+		}
+	}
+	if qpClosed {
+		q.qp = nil
+	}
+	q.release(leak)
+	_ = q.id.Close()
+	q.l.removeQueue(q)
+	close(q.done)
+}

@@ -1,0 +1,309 @@
+package rdma
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/rdmablk/rdmablk/nvme"
+	"github.com/rdmablk/rdmablk/target"
+	"github.com/rdmablk/rdmablk/verbs"
+)
+
+// Work request IDs: kind in bits 63:56, an index (request slot or receive
+// buffer) in bits 31:0.
+const (
+	wrRecv  = 1
+	wrRead  = 2
+	wrWrite = 3
+	wrSend  = 4
+)
+
+func wrID(kind uint64, idx int32) uint64 { return kind<<56 | uint64(uint32(idx)) }
+
+func splitWRID(id uint64) (kind uint64, idx int32) { return id >> 56, int32(uint32(id)) }
+
+// queue is one RDMA connection = one NVMe queue. After setup every field
+// below is owned by the poller goroutine (run), except the channels and
+// Once values used by Complete, Close and drain.
+type queue struct {
+	l      *Listener
+	log    *slog.Logger
+	params queueParams
+
+	id      verbs.ConnID
+	pd      verbs.ProtectionDomain
+	cq      verbs.CompletionQueue
+	qp      verbs.QueuePair
+	mr      verbs.MemoryRegion
+	mem     []byte
+	core    coreQueue
+	sendInv bool // the device can SEND_WITH_INV
+
+	recvSize int // bytes per receive buffer (64 + in-capsule data)
+	dataSize int // bytes per data buffer (MaxDataTransfer)
+	recvOff  int // offset of the receive buffers in mem
+	cqeOff   int // offset of the CQE buffers in mem
+
+	slots     []request
+	freeSlots []int32 // stack of free slot indices
+	freeBufs  []int32 // stack of free data buffer indices
+	recvSGE   []verbs.SGE
+
+	bufWait  waitList // StateNeedBuffer
+	readWait waitList // StateReadFromHostPending
+	sendWait waitList // StateWriteToHostPending, StateCompletePending
+
+	// backlog holds receive completions that found no free slot (FIFO).
+	backlog     []backlogEntry
+	backlogHead int
+	backlogLen  int
+
+	recvBatch []verbs.RecvWR
+	nRecv     int
+	sendBatch []verbs.SendWR
+	nSend     int
+	wc        []verbs.WorkCompletion
+
+	sendCredits int // free send-queue slots
+	readCredits int // RDMA READs we may still post (ORD)
+	postedRecvs int // receives posted and not yet polled
+	outstanding int // signaled send WRs posted and not yet polled
+	executing   int // requests the core holds
+	active      int // slots not Free
+	heldAER     int // active slots that are AERs held by the core
+	lastSQHD    uint16
+
+	draining bool
+	dying    bool // fatal error or teardown: nothing more is posted
+
+	// compCh carries slot indices from QueueConn.Complete (capacity =
+	// slots, so Complete never blocks).
+	compCh    chan int32
+	killCh    chan struct{}
+	killOnce  sync.Once
+	drainCh   chan struct{}
+	drainOnce sync.Once
+	destroyed bool
+	// accepted is set by setup before the poller starts when the
+	// connection was established.
+	accepted bool
+	// done is closed when the queue's resources are released.
+	done chan struct{}
+}
+
+type backlogEntry struct {
+	recv int32
+	n    int
+}
+
+// waitList is an intrusive FIFO of slot indices linked through
+// request.next; it never allocates.
+type waitList struct {
+	head, tail int32
+	n          int
+}
+
+func (w *waitList) init() { w.head, w.tail, w.n = -1, -1, 0 }
+
+func (w *waitList) empty() bool { return w.n == 0 }
+
+func (w *waitList) push(q *queue, r *request) {
+	r.next = -1
+	if w.n == 0 {
+		w.head = r.idx
+	} else {
+		q.slots[w.tail].next = r.idx
+	}
+	w.tail = r.idx
+	w.n++
+}
+
+func (w *waitList) peek(q *queue) *request { return &q.slots[w.head] }
+
+func (w *waitList) pop(q *queue) *request {
+	r := &q.slots[w.head]
+	w.head = r.next
+	r.next = -1
+	w.n--
+	if w.n == 0 {
+		w.tail = -1
+	}
+	return r
+}
+
+// newQueue allocates every resource of a connection: PD, CQ, QP, memory,
+// MR, request slots, and posts one receive per command slot. On error
+// everything allocated so far is released.
+func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.DeviceAttr, p queueParams) (q *queue, err error) {
+	q = &queue{
+		l:       l,
+		log:     l.log.With("remote", id.RemoteAddr(), "qid", p.qid),
+		params:  p,
+		id:      id,
+		sendInv: attr.Caps.Has(verbs.CapSendWithInv),
+		compCh:  make(chan int32, 2*p.depth),
+		killCh:  make(chan struct{}),
+		drainCh: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	defer func() {
+		if err != nil {
+			q.release(false)
+			q = nil
+		}
+	}()
+	nslots := 2 * p.depth
+	q.dataSize = l.cfg.MaxDataTransfer
+	q.recvSize = nvme.SQESize + l.cfg.InCapsuleDataSize
+	q.recvOff = p.depth * q.dataSize
+	q.cqeOff = q.recvOff + p.depth*q.recvSize
+	total := q.cqeOff + nslots*nvme.CQESize
+	pg := os.Getpagesize()
+	total = (total + pg - 1) / pg * pg
+
+	if q.pd, err = dev.AllocPD(); err != nil {
+		return q, fmt.Errorf("alloc PD: %w", err)
+	}
+	vector := 0
+	if n := attr.NumCompVectors; p.qid != 0 && n > 1 {
+		vector = int(l.vector.Add(1)) % n
+	}
+	if q.cq, err = dev.CreateCQ(p.cqe, vector); err != nil {
+		return q, fmt.Errorf("create CQ: %w", err)
+	}
+	if q.qp, err = id.CreateQP(q.pd, verbs.QPInitAttr{
+		SendCQ: q.cq,
+		RecvCQ: q.cq,
+		Cap: verbs.QPCap{
+			MaxSendWR:  p.sendQ,
+			MaxRecvWR:  p.depth,
+			MaxSendSGE: 1,
+			MaxRecvSGE: 1,
+		},
+	}); err != nil {
+		return q, fmt.Errorf("create QP: %w", err)
+	}
+	if q.mem, err = allocRegion(total); err != nil {
+		return q, fmt.Errorf("allocate %d bytes: %w", total, err)
+	}
+	if q.mr, err = q.pd.RegisterMemory(q.mem, verbs.AccessLocalWrite); err != nil {
+		return q, fmt.Errorf("register %d bytes: %w", total, err)
+	}
+
+	lkey := q.mr.LKey()
+	base := q.mr.Addr()
+	q.slots = make([]request, nslots)
+	q.freeSlots = make([]int32, 0, nslots)
+	for i := nslots - 1; i >= 0; i-- {
+		r := &q.slots[i]
+		r.idx = int32(i)
+		r.reset()
+		off := q.cqeOff + i*nvme.CQESize
+		r.cqe = q.mem[off : off+nvme.CQESize : off+nvme.CQESize]
+		r.sge[1] = verbs.SGE{Addr: base + uint64(off), Length: nvme.CQESize, LKey: lkey}
+		r.req.Tag = uint32(i)
+		q.freeSlots = append(q.freeSlots, int32(i))
+	}
+	q.freeBufs = make([]int32, 0, p.depth)
+	for i := p.depth - 1; i >= 0; i-- {
+		q.freeBufs = append(q.freeBufs, int32(i))
+	}
+	q.recvSGE = make([]verbs.SGE, p.depth)
+	for i := range q.recvSGE {
+		q.recvSGE[i] = verbs.SGE{Addr: base + uint64(q.recvOff+i*q.recvSize), Length: uint32(q.recvSize), LKey: lkey}
+	}
+	q.bufWait.init()
+	q.readWait.init()
+	q.sendWait.init()
+	q.backlog = make([]backlogEntry, p.depth)
+	q.recvBatch = make([]verbs.RecvWR, p.depth)
+	q.sendBatch = make([]verbs.SendWR, p.sendQ)
+	q.wc = make([]verbs.WorkCompletion, min(64, p.cqe))
+	q.sendCredits = p.sendQ
+	q.readCredits = p.ord
+
+	for i := range p.depth {
+		q.repostRecv(int32(i))
+	}
+	if !q.flushRecvs() {
+		return q, fmt.Errorf("post %d receives: %w", p.depth, verbs.ErrQueueFull)
+	}
+	return q, nil
+}
+
+// recvBuf returns receive buffer i.
+func (q *queue) recvBuf(i int32) []byte {
+	off := q.recvOff + int(i)*q.recvSize
+	return q.mem[off : off+q.recvSize : off+q.recvSize]
+}
+
+// dataBuf returns data buffer i.
+func (q *queue) dataBuf(i int32) []byte {
+	off := int(i) * q.dataSize
+	return q.mem[off : off+q.dataSize : off+q.dataSize]
+}
+
+func (q *queue) dataAddr(i int32) uint64 { return q.mr.Addr() + uint64(int(i)*q.dataSize) }
+
+// Complete implements target.QueueConn. It hands a request the core left
+// pending back to the poller; it never blocks (the channel holds one entry
+// per slot) and may be called from any goroutine, also after teardown
+// started.
+func (q *queue) Complete(r *target.Request) {
+	if r == nil || int(r.Tag) >= len(q.slots) || &q.slots[r.Tag].req != r {
+		q.log.Error("rdma: Complete with a request of another queue")
+		return
+	}
+	select {
+	case q.compCh <- int32(r.Tag):
+	default:
+		q.log.Error("rdma: Complete called more than once", "tag", r.Tag)
+	}
+}
+
+// Close implements target.QueueConn: the core asks to tear the connection
+// down (keep-alive expiry, controller teardown). The poller disconnects and
+// calls Queue.Destroy. Idempotent, never blocks.
+func (q *queue) Close() { q.killOnce.Do(func() { close(q.killCh) }) }
+
+// drain asks the poller for a graceful shutdown (Listener.Close).
+func (q *queue) drain() { q.drainOnce.Do(func() { close(q.drainCh) }) }
+
+// destroyCore calls Queue.Destroy once.
+func (q *queue) destroyCore() {
+	if q.core != nil && !q.destroyed {
+		q.destroyed = true
+		q.core.Destroy()
+	}
+}
+
+// release closes every verbs object except the ConnID and frees the memory. The caller
+// guarantees that no work request and no core request can still touch the
+// memory, unless leak is set: then the memory is deliberately not unmapped.
+func (q *queue) release(leak bool) {
+	var errs []error
+	if q.qp != nil {
+		errs = append(errs, q.qp.Close())
+	}
+	if q.mr != nil {
+		errs = append(errs, q.mr.Close())
+	}
+	if q.cq != nil {
+		errs = append(errs, q.cq.Close())
+	}
+	if q.pd != nil {
+		errs = append(errs, q.pd.Close())
+	}
+	if q.mem != nil && !leak {
+		errs = append(errs, freeRegion(q.mem))
+		q.mem = nil
+	}
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, verbs.ErrClosed) {
+			q.log.Debug("rdma: releasing queue", "err", err)
+		}
+	}
+}

@@ -1,0 +1,54 @@
+package rdma
+
+import "sync/atomic"
+
+// Stats are a Listener's counters since Listen.
+type Stats struct {
+	// Accepted counts connections (queues) accepted.
+	Accepted uint64
+	// Rejected counts connect requests rejected (CM reject sent).
+	Rejected uint64
+	// Queues is the number of queues currently connected.
+	Queues uint64
+	// Commands counts command capsules received.
+	Commands uint64
+	// CommandErrors counts commands the transport answered itself with an
+	// error CQE (bad SGL, truncated capsule, queue draining).
+	CommandErrors uint64
+	// QueueErrors counts queues torn down by an error (not by a plain
+	// disconnect).
+	QueueErrors uint64
+	// RDMAReads and RDMAWrites count data work requests posted.
+	RDMAReads  uint64
+	RDMAWrites uint64
+	// BytesFromHost counts bytes RDMA READ from hosts (host writes);
+	// BytesToHost bytes RDMA WRITTEN to hosts (host reads).
+	BytesFromHost uint64
+	BytesToHost   uint64
+	// InCapsuleBytes counts in-capsule data bytes received.
+	InCapsuleBytes uint64
+}
+
+// counters are the live atomics behind Stats.
+type counters struct {
+	accepted, rejected, queues                 atomic.Uint64
+	commands, commandErrors, queueErrors       atomic.Uint64
+	rdmaReads, rdmaWrites                      atomic.Uint64
+	bytesFromHost, bytesToHost, inCapsuleBytes atomic.Uint64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Accepted:       c.accepted.Load(),
+		Rejected:       c.rejected.Load(),
+		Queues:         c.queues.Load(),
+		Commands:       c.commands.Load(),
+		CommandErrors:  c.commandErrors.Load(),
+		QueueErrors:    c.queueErrors.Load(),
+		RDMAReads:      c.rdmaReads.Load(),
+		RDMAWrites:     c.rdmaWrites.Load(),
+		BytesFromHost:  c.bytesFromHost.Load(),
+		BytesToHost:    c.bytesToHost.Load(),
+		InCapsuleBytes: c.inCapsuleBytes.Load(),
+	}
+}
