@@ -1,0 +1,22 @@
+// Command rdmablk is the rdmablk initiator and admin CLI: it discovers
+// and identifies NVMe-oF/RDMA subsystems, reads and writes namespaces,
+// and benchmarks them.
+//
+//	rdmablk discover -a 127.0.0.1
+//	rdmablk identify -a 127.0.0.1
+//	rdmablk write -a 127.0.0.1 --offset 0 -i data.bin
+//	rdmablk read  -a 127.0.0.1 --offset 0 --length 1M -o out.bin
+//	rdmablk bench -a 127.0.0.1 --rw read --pattern rand --bs 4k --qd 32 --jobs 2 --runtime 10s
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	if err := newRoot().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "rdmablk:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rdmablk/rdmablk/initiator"
+	"github.com/rdmablk/rdmablk/internal/daemon"
+	"github.com/rdmablk/rdmablk/internal/providers"
+	"github.com/rdmablk/rdmablk/nvme"
+)
+
+// globals are the connection flags shared by every command.
+type globals struct {
+	traddr   string
+	trsvcid  string
+	nqn      string
+	hostnqn  string
+	provider string
+	profile  string
+	timeout  time.Duration
+	queues   int
+	depth    int
+	json     bool
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "rdmablk",
+		Short:         "rdmablk NVMe-oF/RDMA initiator and admin CLI",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVarP(&g.traddr, "traddr", "a", "127.0.0.1", "target address (host, or host:port)")
+	pf.StringVarP(&g.trsvcid, "trsvcid", "s", "4420", "target port (ignored when --traddr has one)")
+	pf.StringVarP(&g.nqn, "nqn", "n", "", "subsystem NQN (default: the first one the discovery log lists)")
+	pf.StringVar(&g.hostnqn, "hostnqn", "", "host NQN (default: derived from a random host ID)")
+	pf.StringVar(&g.provider, "provider", "auto", "verbs provider: auto, soft or ibverbs")
+	pf.StringVar(&g.profile, "profile", "default", "soft provider profile: default or pvrdma")
+	pf.DurationVar(&g.timeout, "timeout", 10*time.Second, "connect timeout")
+	pf.BoolVar(&g.json, "json", false, "JSON output where supported")
+	root.AddCommand(newDiscover(g), newIdentify(g), newRead(g), newWrite(g), newBench(g))
+	return root
+}
+
+// addr joins traddr and trsvcid unless traddr already has a port.
+func (g *globals) addr() string {
+	if _, _, err := net.SplitHostPort(g.traddr); err == nil {
+		return g.traddr
+	}
+	return net.JoinHostPort(g.traddr, g.trsvcid)
+}
+
+func (g *globals) options() (initiator.Options, error) {
+	p, _, err := providers.Open(g.provider, g.profile, nil)
+	if err != nil {
+		return initiator.Options{}, err
+	}
+	return initiator.Options{
+		Provider:       p,
+		HostNQN:        g.hostnqn,
+		IOQueues:       g.queues,
+		QueueDepth:     g.depth,
+		ConnectTimeout: g.timeout,
+	}, nil
+}
+
+// connect connects to --nqn, or to the first NVM subsystem the discovery
+// controller at the same address lists.
+func (g *globals) connect(ctx context.Context) (*initiator.Controller, error) {
+	opts, err := g.options()
+	if err != nil {
+		return nil, err
+	}
+	nqn := g.nqn
+	if nqn == "" {
+		entries, err := initiator.Discover(ctx, g.addr(), opts)
+		if err != nil {
+			return nil, fmt.Errorf("discover (to pick a subsystem; or pass --nqn): %w", err)
+		}
+		for _, e := range entries {
+			if e.SubType == nvme.SubTypeNVM {
+				nqn = e.SubNQN
+				break
+			}
+		}
+		if nqn == "" {
+			return nil, fmt.Errorf("the discovery log at %s lists no NVM subsystem", g.addr())
+		}
+	}
+	return initiator.Connect(ctx, g.addr(), nqn, opts)
+}
+
+// namespace picks --nsid (default: the first active namespace).
+func namespace(c *initiator.Controller, nsid uint32) (*initiator.Namespace, error) {
+	if nsid != 0 {
+		return c.Namespace(nsid)
+	}
+	nss := c.Namespaces()
+	if len(nss) == 0 {
+		return nil, fmt.Errorf("controller has no active namespaces")
+	}
+	return nss[0], nil
+}
+
+// parseBytes parses a size with an optional K/M/G/T suffix (1024-based).
+func parseBytes(s string) (int64, error) { return daemon.ParseSize(s) }
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func stderrf(format string, a ...any) { fmt.Fprintf(os.Stderr, format, a...) }

@@ -1,0 +1,197 @@
+package daemon
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/viper"
+
+	"github.com/rdmablk/rdmablk/configs"
+)
+
+// Config is the daemon configuration (see configs/rdmablkd.yaml).
+type Config struct {
+	DataDir    string           `mapstructure:"data_dir"`
+	Log        LogConfig        `mapstructure:"log"`
+	Transport  TransportConfig  `mapstructure:"transport"`
+	Listeners  []ListenerConfig `mapstructure:"listeners"`
+	Target     TargetConfig     `mapstructure:"target"`
+	Volumes    []VolumeConfig   `mapstructure:"volumes"`
+	Subsystems []SubsysConfig   `mapstructure:"subsystems"`
+}
+
+// LogConfig selects slog level and format.
+type LogConfig struct {
+	Level  string `mapstructure:"level"`
+	Format string `mapstructure:"format"`
+}
+
+// TransportConfig selects the verbs provider and RDMA binding limits.
+type TransportConfig struct {
+	Provider          string `mapstructure:"provider"`
+	Profile           string `mapstructure:"profile"`
+	InCapsuleDataSize int    `mapstructure:"in_capsule_data_size"`
+	MaxDataTransfer   int    `mapstructure:"max_data_transfer"`
+	MaxQueueDepth     int    `mapstructure:"max_queue_depth"`
+}
+
+// ListenerConfig is one NVMe-oF/RDMA listen address.
+type ListenerConfig struct {
+	Addr string `mapstructure:"addr"`
+}
+
+// TargetConfig tunes the target core.
+type TargetConfig struct {
+	Workers     int `mapstructure:"workers"`
+	MaxIOQueues int `mapstructure:"max_io_queues"`
+}
+
+// VolumeConfig is a backing file or block device.
+type VolumeConfig struct {
+	Name      string `mapstructure:"name"`
+	Path      string `mapstructure:"path"`
+	Size      string `mapstructure:"size"`
+	BlockSize int    `mapstructure:"block_size"`
+	ReadOnly  bool   `mapstructure:"read_only"`
+}
+
+// SubsysConfig is an NVM subsystem.
+type SubsysConfig struct {
+	NQN          string     `mapstructure:"nqn"`
+	Serial       string     `mapstructure:"serial"`
+	Model        string     `mapstructure:"model"`
+	AllowAnyHost bool       `mapstructure:"allow_any_host"`
+	Hosts        []string   `mapstructure:"hosts"`
+	Namespaces   []NSConfig `mapstructure:"namespaces"`
+}
+
+// NSConfig maps an NSID to a volume.
+type NSConfig struct {
+	NSID   uint32 `mapstructure:"nsid"`
+	Volume string `mapstructure:"volume"`
+}
+
+// NewViper returns a viper instance holding the embedded default
+// configuration, with environment variables RDMABLKD_* bound.
+func NewViper() *viper.Viper {
+	v := viper.New()
+	v.SetConfigType("yaml")
+	if err := v.ReadConfig(bytes.NewReader(configs.DaemonDefault)); err != nil {
+		// The embedded file is part of the binary; a parse error is a build bug.
+		panic("daemon: embedded default config: " + err.Error())
+	}
+	v.SetEnvPrefix("RDMABLKD")
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+	return v
+}
+
+// MergeFile merges a YAML config file over the defaults. Lists (volumes,
+// subsystems, listeners) in the file replace the default lists.
+func MergeFile(v *viper.Viper, path string) error {
+	v.SetConfigFile(path)
+	if err := v.MergeInConfig(); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	return nil
+}
+
+// Load decodes and validates the configuration.
+func Load(v *viper.Viper) (*Config, error) {
+	var c Config
+	if err := v.Unmarshal(&c); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Validate checks cross references and values, reporting every problem.
+func (c *Config) Validate() error {
+	var errs []error
+	if len(c.Listeners) == 0 {
+		errs = append(errs, errors.New("config: no listeners"))
+	}
+	for i, l := range c.Listeners {
+		if l.Addr == "" {
+			errs = append(errs, fmt.Errorf("config: listeners[%d]: empty addr", i))
+		}
+	}
+	switch c.Transport.Provider {
+	case "auto", "soft", "ibverbs":
+	default:
+		errs = append(errs, fmt.Errorf("config: transport.provider %q: want auto, soft or ibverbs", c.Transport.Provider))
+	}
+	vols := map[string]bool{}
+	for i, vc := range c.Volumes {
+		if vc.Name == "" || vc.Path == "" {
+			errs = append(errs, fmt.Errorf("config: volumes[%d]: name and path are required", i))
+			continue
+		}
+		if vols[vc.Name] {
+			errs = append(errs, fmt.Errorf("config: volume %q defined twice", vc.Name))
+		}
+		vols[vc.Name] = true
+		if vc.Size != "" {
+			if _, err := ParseSize(vc.Size); err != nil {
+				errs = append(errs, fmt.Errorf("config: volume %q: %w", vc.Name, err))
+			}
+		}
+		if vc.BlockSize != 0 && vc.BlockSize != 512 && vc.BlockSize != 4096 {
+			errs = append(errs, fmt.Errorf("config: volume %q: block_size %d: want 512 or 4096", vc.Name, vc.BlockSize))
+		}
+	}
+	for _, s := range c.Subsystems {
+		if s.NQN == "" {
+			errs = append(errs, errors.New("config: subsystem without nqn"))
+		}
+		for _, ns := range s.Namespaces {
+			if !vols[ns.Volume] {
+				errs = append(errs, fmt.Errorf("config: subsystem %q nsid %d: unknown volume %q", s.NQN, ns.NSID, ns.Volume))
+			}
+			if ns.NSID == 0 || ns.NSID == 0xFFFFFFFF {
+				errs = append(errs, fmt.Errorf("config: subsystem %q: invalid nsid %d", s.NQN, ns.NSID))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ParseSize parses a byte size: a plain number of bytes or a number with
+// a K, M, G, T or P suffix (powers of 1024; an optional trailing "iB" or
+// "B" is accepted: 10G, 10GiB, 10GB all mean 10×2^30).
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "iB"), "B")
+	mult := int64(1)
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'k', 'K':
+			mult = 1 << 10
+		case 'm', 'M':
+			mult = 1 << 20
+		case 'g', 'G':
+			mult = 1 << 30
+		case 't', 'T':
+			mult = 1 << 40
+		case 'p', 'P':
+			mult = 1 << 50
+		}
+		if mult != 1 {
+			t = t[:n-1]
+		}
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("invalid size %q", s)
+	}
+	if v > (1<<63-1)/mult {
+		return 0, fmt.Errorf("size %q overflows", s)
+	}
+	return v * mult, nil
+}
