@@ -125,7 +125,7 @@ func (q *Queue) connectAdmin(r *Request, cmd nvme.ConnectCmd, d *nvme.ConnectDat
 	r.CQE.SetSQID(0)
 	r.CQE.SetDW0(uint32(c.id))
 	q.t.log.Info("nvmet: controller created", "subnqn", s.nqn, "cntlid", c.id, "hostnqn", c.hostNQN,
-		"port", q.port.ID, "discovery", c.discovery, "kato", c.kato)
+		"port", q.port.ID, "discovery", c.discovery, "kato_ms", cmd.KATO())
 	return nvme.StatusSuccess
 }
 

@@ -9,7 +9,8 @@ import (
 // Identify Controller constants of this implementation.
 const (
 	// vendorID is Identify VID and SSVID: 0, as Linux nvmet reports (no
-	// PCI vendor owns a fabrics target; hosts key nothing off it).
+	// PCI vendor owns a fabrics target; hosts key nothing off it). IEEE
+	// (the OUI) is likewise left zero.
 	vendorID = 0
 	// minPageShift is log2 of CAP.MPSMIN (4 KiB), the MDTS unit.
 	minPageShift = 12

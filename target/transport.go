@@ -54,7 +54,9 @@ type QueueConn interface {
 	// Complete hands back a request that Execute left pending. Its CQE is
 	// final and, for controller-to-host transfers, Data[:Length] holds the
 	// data. Called exactly once per pending request, from any goroutine
-	// (backend workers, timers), possibly after Queue.Destroy.
+	// (backend workers, event raisers, timers), possibly before Execute
+	// has returned false for it, and possibly after Queue.Destroy. The
+	// core holds no lock while calling it.
 	Complete(r *Request)
 	// Close asks the transport to tear the queue's connection down (keep
 	// alive expiry, controller teardown). The transport then calls
