@@ -188,10 +188,10 @@ type errBackend struct {
 	err error
 }
 
-func (b errBackend) ReadAt([][]byte, uint64) error                     { return b.err }
+func (b errBackend) ReadAt([][]byte, uint64) error                       { return b.err }
 func (b errBackend) WriteAt([][]byte, uint64, blockdev.WriteFlags) error { return b.err }
-func (b errBackend) Flush() error                                      { return b.err }
-func (b errBackend) NonBlocking() bool                                 { return true }
+func (b errBackend) Flush() error                                        { return b.err }
+func (b errBackend) NonBlocking() bool                                   { return true }
 
 func TestBackendErrorMapping(t *testing.T) {
 	cases := []struct {
