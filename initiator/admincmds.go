@@ -120,6 +120,18 @@ func (a *adminQueue) setFeatures(ctx context.Context, fid uint8, cdw11 uint32) (
 	return cqe.DW0(), nil
 }
 
+// getFeatures reads a feature's current value (the completion's DW0).
+func (a *adminQueue) getFeatures(ctx context.Context, fid uint8, cdw11 uint32) (uint32, error) {
+	cqe, err := a.exec(ctx, func(e *nvme.SQE) { e.SetGetFeatures(fid, cdw11) }, nil, 0, noData)
+	if err != nil {
+		return 0, err
+	}
+	if err := statusErr(fmt.Sprintf("get features %#x", fid), cqe.Status()); err != nil {
+		return 0, err
+	}
+	return cqe.DW0(), nil
+}
+
 // keepAlive sends one Keep Alive command.
 func (a *adminQueue) keepAlive(ctx context.Context) error {
 	cqe, err := a.exec(ctx, func(e *nvme.SQE) { e.SetKeepAlive() }, nil, 0, noData)

@@ -103,6 +103,14 @@ func (c *Controller) bringUp(ctx context.Context, discovery bool) error {
 		return err
 	}
 	if kato > 0 {
+		// The controller may have clamped KATO (Connect accepts any
+		// value); keep alive at the timeout it actually runs, if shorter.
+		if v, err := admin.getFeatures(ctx, nvme.FeatKeepAliveTimer, 0); err == nil && v > 0 && v < kato {
+			c.log.Info("controller shortened KATO", "asked_ms", kato, "kato_ms", v)
+			kato = v
+		} else if err != nil && ctx.Err() != nil {
+			return err
+		}
 		c.bg.Add(1)
 		go c.keepAliveLoop(time.Duration(kato) * time.Millisecond)
 	}

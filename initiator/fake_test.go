@@ -368,12 +368,12 @@ func (q *fakeQP) execute(cmd fakeCmd) nvme.Status {
 	return 0
 }
 
-// fakeRig is a controller with one I/O queue over the fake verbs.
+// fakeRig is a controller with I/O queues over the fake verbs.
 type fakeRig struct {
 	c   *Controller
-	ioq *IOQueue
-	qp  *fakeQP
-	cq  *fakeCQ
+	ioq *IOQueue // the first queue
+	qp  *fakeQP  // the first queue's fake QP
+	qps []*fakeQP
 	ns  *Namespace
 }
 
@@ -383,43 +383,54 @@ const fakeNSID = 1
 // the fake verbs, a namespace of blocks blocks of bs bytes, and the given
 // MaxTransfer and in-capsule size. The fake controller answers at once.
 func newFakeRig(t testing.TB, depth, bs, blocks, maxTransfer, inCapsule int) *fakeRig {
+	return newFakeRigN(t, 1, depth, bs, blocks, maxTransfer, inCapsule)
+}
+
+// newFakeRigN is newFakeRig with nq I/O queues sharing one disk.
+func newFakeRigN(t testing.TB, nq, depth, bs, blocks, maxTransfer, inCapsule int) *fakeRig {
 	t.Helper()
 	mem := &fakeMem{}
-	cq := newFakeCQ()
-	fqp := &fakeQP{t: t, mem: mem, cq: cq, bs: bs, disk: make([]byte, bs*blocks), auto: true}
+	disk := make([]byte, bs*blocks)
 	c := newController("fake:4420", "nqn.2026-01.io.rdmablk:test", Options{Provider: nil}.withDefaults())
 	c.pd = mem
 	c.ident.ONCS = nvme.ONCSWriteZeroes | nvme.ONCSDSM
 	c.cc = nvme.CCEN
 	c.maxTransfer = maxTransfer
 	c.inCapsule = inCapsule
-	q := &qpair{qid: 1, qp: fqp, cq: cq}
-	if err := q.init(mem, depth); err != nil {
-		t.Fatal(err)
+	c.freeQueues = make(chan *IOQueue, nq)
+	r := &fakeRig{c: c}
+	for k := 0; k < nq; k++ {
+		cq := newFakeCQ()
+		fqp := &fakeQP{t: t, mem: mem, cq: cq, bs: bs, disk: disk, auto: true}
+		q := &qpair{qid: uint16(k + 1), qp: fqp, cq: cq}
+		if err := q.init(mem, depth); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < depth; i++ {
+			q.recvs = append(q.recvs, verbs.RecvWR{ID: wrRecv | uint64(i), SGL: q.recvSGE[i : i+1]})
+		}
+		if err := q.postRecvs(); err != nil {
+			t.Fatal(err)
+		}
+		ioq, err := newIOQueue(c, k, q, maxTransfer, inCapsule, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.queues = append(c.queues, ioq)
+		c.freeQueues <- ioq
+		c.conns.Lock()
+		c.qpairs = append(c.qpairs, q)
+		c.conns.Unlock()
+		r.qps = append(r.qps, fqp)
 	}
-	for i := 0; i < depth; i++ {
-		q.recvs = append(q.recvs, verbs.RecvWR{ID: wrRecv | uint64(i), SGL: q.recvSGE[i : i+1]})
-	}
-	if err := q.postRecvs(); err != nil {
-		t.Fatal(err)
-	}
-	ioq, err := newIOQueue(c, 0, q, maxTransfer, inCapsule, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.queues = []*IOQueue{ioq}
-	c.freeQueues = make(chan *IOQueue, 1)
-	c.freeQueues <- ioq
-	c.conns.Lock()
-	c.qpairs = append(c.qpairs, q)
-	c.conns.Unlock()
+	r.ioq, r.qp = c.queues[0], r.qps[0]
 	ns := &Namespace{c: c, nsid: fakeNSID}
 	info := nvme.IdentifyNamespace{NSZE: uint64(blocks), NCAP: uint64(blocks)}
 	info.LBAF[0].LBADS = uint8(log2(bs))
 	ns.info.Store(&info)
 	m := map[uint32]*Namespace{fakeNSID: ns}
 	c.nsByID.Store(&m)
-	r := &fakeRig{c: c, ioq: ioq, qp: fqp, cq: cq, ns: ns}
+	r.ns = ns
 	t.Cleanup(func() { _ = c.Close() })
 	return r
 }

@@ -220,3 +220,46 @@ func TestNamespaceAfterLossAndClose(t *testing.T) {
 		t.Fatalf("WriteAt after Close: %v", err)
 	}
 }
+
+func TestNamespaceLargeTransferSpreadsAcrossFreeQueues(t *testing.T) {
+	// depth 2 x 4 KiB per queue: a 64 KiB write is 16 commands, more
+	// than one queue's pipeline, so all four idle queues take a part.
+	r := newFakeRigN(t, 4, 2, 512, 512, 4096, 0)
+	p := make([]byte, 64<<10)
+	for i := range p {
+		p[i] = byte(i * 13)
+	}
+	if n, err := r.ns.WriteAt(p, 512*8); err != nil || n != len(p) {
+		t.Fatalf("WriteAt: %d %v", n, err)
+	}
+	for k, fqp := range r.qps {
+		if fqp.sends != 4 {
+			t.Fatalf("queue %d carried %d commands, want 4", k, fqp.sends)
+		}
+	}
+	q := make([]byte, len(p))
+	if n, err := r.ns.ReadAt(q, 512*8); err != nil || n != len(q) || !bytes.Equal(p, q) {
+		t.Fatalf("ReadAt: %d %v", n, err)
+	}
+	if !bytes.Equal(r.qp.disk[512*8:512*8+len(p)], p) {
+		t.Fatal("disk differs")
+	}
+	// All queues are back in the free list.
+	if got := len(r.c.freeQueues); got != 4 {
+		t.Fatalf("%d queues free after the call", got)
+	}
+}
+
+func TestNamespaceSplitErrorCountsFromFirstFailingPart(t *testing.T) {
+	r := newFakeRigN(t, 4, 2, 512, 512, 4096, 0)
+	for _, fqp := range r.qps {
+		fqp.disk = fqp.disk[:512*20]
+	}
+	n, err := r.ns.WriteAt(make([]byte, 64<<10), 0)
+	if !errors.Is(err, nvme.StatusLBAOutOfRange) {
+		t.Fatalf("err %v", err)
+	}
+	if n != 512*16 {
+		t.Fatalf("n = %d, want %d", n, 512*16)
+	}
+}

@@ -3,6 +3,7 @@ package initiator
 import (
 	"context"
 	"fmt"
+	"sync"
 )
 
 // borrow takes an I/O queue for a blocking call, waiting until one is
@@ -26,8 +27,11 @@ func (c *Controller) giveBack(q *IOQueue) { c.freeQueues <- q }
 
 // doSync runs a blocking operation over blocks [lba, lba+blocks) (or
 // len(p)/bs blocks when p is non-nil) on one borrowed queue, pipelining up
-// to the queue depth. For reads and writes it returns the number of bytes
-// of p known to be transferred before the first failure.
+// to the queue depth. A read or write longer than one queue's pipeline
+// (Depth commands of MaxTransfer) is also split across whatever other
+// queues are free at that moment, one goroutine per extra queue. For reads
+// and writes it returns the number of bytes of p known to be transferred
+// before the first failure.
 func (c *Controller) doSync(op IOOp, nsid uint32, bs int, p []byte, lba, blocks uint64, fua bool) (int, error) {
 	if p != nil {
 		blocks = uint64(len(p) / bs)
@@ -39,7 +43,65 @@ func (c *Controller) doSync(op IOOp, nsid uint32, bs int, p []byte, lba, blocks 
 	if err != nil {
 		return 0, err
 	}
-	defer c.giveBack(q)
+	per := maxBlocksPerCommand(op, bs, q.maxTransfer)
+	if p == nil || per == 0 || blocks <= per*uint64(q.Depth()) {
+		defer c.giveBack(q)
+		return q.runSyncLocked(op, nsid, bs, p, lba, blocks, fua)
+	}
+	qs := []*IOQueue{q}
+	chunks := (blocks + per - 1) / per
+	for uint64(len(qs)) < chunks/uint64(q.Depth())+1 {
+		select {
+		case extra := <-c.freeQueues:
+			qs = append(qs, extra)
+			continue
+		default:
+		}
+		break
+	}
+	defer func() {
+		for _, x := range qs {
+			c.giveBack(x)
+		}
+	}()
+	if len(qs) == 1 {
+		return q.runSyncLocked(op, nsid, bs, p, lba, blocks, fua)
+	}
+	// Contiguous parts of whole commands, one per queue.
+	partChunks := (chunks + uint64(len(qs)) - 1) / uint64(len(qs))
+	type result struct {
+		n   int
+		err error
+	}
+	res := make([]result, len(qs))
+	var wg sync.WaitGroup
+	for i := range qs {
+		first := uint64(i) * partChunks * per
+		if first >= blocks {
+			break
+		}
+		cnt := min(partChunks*per, blocks-first)
+		sub := p[first*uint64(bs) : (first+cnt)*uint64(bs)]
+		wg.Add(1)
+		go func(i int, sub []byte, first, cnt uint64) {
+			defer wg.Done()
+			n, err := qs[i].runSyncLocked(op, nsid, bs, sub, lba+first, cnt, fua)
+			res[i] = result{n, err}
+		}(i, sub, first, cnt)
+	}
+	wg.Wait()
+	done := 0
+	for i := range res {
+		if res[i].err != nil {
+			return done + res[i].n, res[i].err
+		}
+		done += res[i].n
+	}
+	return done, nil
+}
+
+// runSyncLocked is runSync under the queue's life lock.
+func (q *IOQueue) runSyncLocked(op IOOp, nsid uint32, bs int, p []byte, lba, blocks uint64, fua bool) (int, error) {
 	q.life.RLock()
 	defer q.life.RUnlock()
 	if q.closed {
