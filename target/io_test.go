@@ -3,6 +3,7 @@ package target
 import (
 	"bytes"
 	"errors"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rdmablk/rdmablk/blockdev"
@@ -213,5 +214,56 @@ func TestBackendErrorMapping(t *testing.T) {
 		var fl nvme.SQE
 		fl.SetFlush(1)
 		s.io.expect(fl, nil, c.write)
+	}
+}
+
+// trustingBackend never checks anything and counts calls: the core's own
+// checks must stop bad commands before they reach it.
+type trustingBackend struct {
+	blocks uint64
+	calls  atomic.Int32
+}
+
+func (b *trustingBackend) BlockSize() int                { return 512 }
+func (b *trustingBackend) Blocks() uint64                { return b.blocks }
+func (b *trustingBackend) ReadAt([][]byte, uint64) error { b.calls.Add(1); return nil }
+func (b *trustingBackend) WriteAt([][]byte, uint64, blockdev.WriteFlags) error {
+	b.calls.Add(1)
+	return nil
+}
+func (b *trustingBackend) Flush() error                     { b.calls.Add(1); return nil }
+func (b *trustingBackend) WriteZeroes(uint64, uint64) error { b.calls.Add(1); return nil }
+func (b *trustingBackend) Discard(uint64, uint64) error     { b.calls.Add(1); return nil }
+func (b *trustingBackend) Close() error                     { return nil }
+func (b *trustingBackend) NonBlocking() bool                { return true }
+
+func TestRangeChecksBeforeBackend(t *testing.T) {
+	tb := &trustingBackend{blocks: 100}
+	s := newIOSetup(t, Options{}, NamespaceConfig{NSID: 1, Backend: tb})
+	var dsm nvme.SQE
+	dsm.SetDSM(1, 1, nvme.DSMAttrDeallocate)
+	cases := []struct {
+		sqe  nvme.SQE
+		data []byte
+		want nvme.Status
+	}{
+		{rw(nvme.IORead, 1, 100, 1, 0), make([]byte, 512), nvme.StatusLBAOutOfRange.WithDNR()},
+		{rw(nvme.IOWrite, 1, 99, 2, 0), make([]byte, 1024), nvme.StatusLBAOutOfRange.WithDNR()},
+		{rw(nvme.IOWrite, 1, ^uint64(0)-5, 10, 0), make([]byte, 5120), nvme.StatusLBAOutOfRange.WithDNR()},
+		{rw(nvme.IOWriteZeroes, 1, ^uint64(0), 1, 0), nil, nvme.StatusLBAOutOfRange.WithDNR()},
+		{rw(nvme.IORead, 1, 0, 2, 0), make([]byte, 512), nvme.StatusDataSGLLengthInvalid.WithDNR()},
+		{dsm, dsmData(nvme.DSMRange{SLBA: 1<<64 - 1, NLB: 1}), nvme.StatusLBAOutOfRange.WithDNR()},
+	}
+	for i, c := range cases {
+		if r := s.io.do(c.sqe, c.data); r.Status() != c.want {
+			t.Errorf("case %d: %v, want %v", i, r.Status(), c.want)
+		}
+	}
+	if n := tb.calls.Load(); n != 0 {
+		t.Fatalf("%d bad commands reached the backend", n)
+	}
+	s.io.expect(rw(nvme.IORead, 1, 99, 1, 0), make([]byte, 512), nvme.StatusSuccess)
+	if tb.calls.Load() != 1 {
+		t.Fatal("good command did not reach the backend")
 	}
 }
