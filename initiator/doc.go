@@ -21,7 +21,8 @@
 //     and per queue: a ConnID, a CQ (sends and receives), an RC QP, a
 //     registered control region (SQE slots, 16-byte response buffers,
 //     per-slot Dataset Management ranges) and, for I/O queues, a registered
-//     data buffer pool. Close releases all of it.
+//     data buffer pool of Depth buffers of MaxTransfer bytes (4 queues of
+//     128 x 128 KiB: 64 MiB). Close releases all of it.
 //   - Registered memory is allocated outside the Go heap (anonymous mmap on
 //     Linux) because hardware providers require it; it is unmapped only
 //     after every QP and MR using it is closed and no goroutine is inside an
@@ -47,8 +48,10 @@
 //     AllocBuffer and FreeBuffer must not be called concurrently on the same
 //     queue. Different queues may be driven by different goroutines in
 //     parallel. The blocking Namespace methods borrow a whole queue for the
-//     duration of a call from the controller's free list, so they are safe
-//     for concurrent use by any number of goroutines — but a queue that a
+//     duration of a call from the controller's free list (a transfer longer
+//     than one queue's pipeline also takes whatever other queues are free
+//     and runs a part on each), so they are safe for concurrent use by any
+//     number of goroutines — but a queue that a
 //     goroutine drives through the async API (Controller.Queue) must not be
 //     used by the blocking methods at the same time; use one style per
 //     controller, or bracket async use with your own synchronisation.

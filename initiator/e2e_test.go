@@ -762,3 +762,25 @@ func TestE2EKeepAlive(t *testing.T) {
 		t.Fatalf("controller: %v", err)
 	}
 }
+
+func BenchmarkReadAt4K(b *testing.B) {
+	e := newEnv(b, envConfig{profile: soft.ProfilePVRDMA, blockSize: 4096, blocks: 1024})
+	o := e.opts()
+	o.IOQueues = 2
+	o.QueueDepth = 32
+	c := e.connect(b, o)
+	ns := c.Namespaces()[0]
+	b.SetBytes(4096)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		p := make([]byte, 4096)
+		off := int64(0)
+		for pb.Next() {
+			if _, err := ns.ReadAt(p, off); err != nil {
+				b.Error(err)
+				return
+			}
+			off = (off + 4096) % ns.Size()
+		}
+	})
+}
