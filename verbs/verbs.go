@@ -19,8 +19,9 @@ var (
 	// ErrQueueFull: posting would exceed the queue's capacity (ENOMEM from
 	// ibv_post_send / ibv_post_recv).
 	ErrQueueFull = errors.New("verbs: work queue full")
-	// ErrQPState: the QP is not in a state that accepts this post (reset or
-	// error state).
+	// ErrQPState: the QP is not in a state that accepts this post (a send
+	// before the connection is established). As in libibverbs, posts to a
+	// QP in the error state are accepted and complete with WCWRFlushErr.
 	ErrQPState = errors.New("verbs: queue pair in wrong state")
 	// ErrClosed: the object was closed.
 	ErrClosed = errors.New("verbs: closed")

@@ -1,0 +1,157 @@
+package soft
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/rdmablk/rdmablk/verbs"
+)
+
+// completionQueue is a soft ibv_cq: a ring of Depth completions filled by
+// the soft NIC (under the producing QP's lock) and drained by Poll.
+type completionQueue struct {
+	dev    *device
+	depth  int
+	vector int
+	notify chan struct{} // completion events, capacity 1
+
+	mu      sync.Mutex // guards the fields below
+	ring    []verbs.WorkCompletion
+	head    int
+	count   int
+	armed   bool
+	overrun bool
+	closed  bool
+	qps     map[*qp]struct{} // QPs using the CQ (send or receive side)
+}
+
+var _ verbs.CompletionQueue = (*completionQueue)(nil)
+
+func newCQ(d *device, depth, vector int) *completionQueue {
+	return &completionQueue{
+		dev: d, depth: depth, vector: vector,
+		notify: make(chan struct{}, 1),
+		ring:   make([]verbs.WorkCompletion, depth),
+		qps:    make(map[*qp]struct{}),
+	}
+}
+
+// Poll copies up to len(wc) completions. After an overrun it returns
+// verbs.ErrCQOverrun (and no completions) forever: the CQ is in the error
+// state, as on hardware. Poll(nil) is a cheap error check.
+func (cq *completionQueue) Poll(wc []verbs.WorkCompletion) (int, error) {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.closed {
+		return 0, fmt.Errorf("%w: completion queue", verbs.ErrClosed)
+	}
+	if cq.overrun {
+		return 0, verbs.ErrCQOverrun
+	}
+	n := 0
+	for n < len(wc) && cq.count > 0 {
+		wc[n] = cq.ring[cq.head]
+		cq.head++
+		if cq.head == cq.depth {
+			cq.head = 0
+		}
+		cq.count--
+		n++
+	}
+	return n, nil
+}
+
+// ReqNotify arms the CQ: the next completion added (or an overrun) sends one
+// token on Notify.
+func (cq *completionQueue) ReqNotify() error {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.closed {
+		return fmt.Errorf("%w: completion queue", verbs.ErrClosed)
+	}
+	cq.armed = true
+	return nil
+}
+
+func (cq *completionQueue) Notify() <-chan struct{} { return cq.notify }
+func (cq *completionQueue) Depth() int              { return cq.depth }
+
+// Close destroys the CQ; ErrInvalid while QPs use it.
+func (cq *completionQueue) Close() error {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.closed {
+		return fmt.Errorf("%w: completion queue", verbs.ErrClosed)
+	}
+	if len(cq.qps) > 0 {
+		return fmt.Errorf("%w: completion queue in use by %d QPs", verbs.ErrInvalid, len(cq.qps))
+	}
+	cq.closed = true
+	cq.dev.release(&cq.dev.nCQ)
+	return nil
+}
+
+// attach records q as a user; it fails once the CQ is closed.
+func (cq *completionQueue) attach(q *qp) error {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.closed {
+		return fmt.Errorf("%w: completion queue", verbs.ErrClosed)
+	}
+	cq.qps[q] = struct{}{}
+	return nil
+}
+
+func (cq *completionQueue) detach(q *qp) {
+	cq.mu.Lock()
+	delete(cq.qps, q)
+	cq.mu.Unlock()
+}
+
+// push adds a completion. It is called with the producing QP's lock held,
+// which keeps each QP's completions in order. A full CQ overruns: the
+// completion is lost, the CQ enters the error state and every QP using it
+// is moved to the error state (asynchronously, since the caller holds a QP
+// lock).
+func (cq *completionQueue) push(wc *verbs.WorkCompletion) {
+	cq.mu.Lock()
+	if cq.overrun || cq.closed {
+		cq.mu.Unlock()
+		return
+	}
+	if cq.count == cq.depth {
+		cq.overrun = true
+		victims := make([]*qp, 0, len(cq.qps))
+		for q := range cq.qps {
+			victims = append(victims, q)
+		}
+		cq.signalLocked()
+		cq.mu.Unlock()
+		cq.dev.p.spawn(func() {
+			for _, q := range victims {
+				q.injectError()
+			}
+		})
+		return
+	}
+	i := cq.head + cq.count
+	if i >= cq.depth {
+		i -= cq.depth
+	}
+	cq.ring[i] = *wc
+	cq.count++
+	cq.signalLocked()
+	cq.mu.Unlock()
+}
+
+// signalLocked sends the completion event if the CQ is armed.
+func (cq *completionQueue) signalLocked() {
+	if !cq.armed {
+		return
+	}
+	cq.armed = false
+	select {
+	case cq.notify <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,193 @@
+package soft
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/rdmablk/rdmablk/verbs"
+)
+
+// handshakeTimeout bounds how long an incoming connection may take to send
+// its connect request.
+const handshakeTimeout = 10 * time.Second
+
+// listener is a soft rdma_cm listening ID.
+type listener struct {
+	p       *Provider
+	ln      net.Listener
+	backlog chan *verbs.ConnRequest
+	done    chan struct{}
+	wg      sync.WaitGroup // accept loop and handshakes
+
+	mu      sync.Mutex // guards closed and pending
+	closed  bool
+	pending map[net.Conn]struct{} // connections still in the handshake
+}
+
+var _ verbs.Listener = (*listener)(nil)
+
+func newListener(p *Provider, ln net.Listener, backlog int) *listener {
+	return &listener{
+		p: p, ln: ln,
+		backlog: make(chan *verbs.ConnRequest, backlog),
+		done:    make(chan struct{}),
+		pending: make(map[net.Conn]struct{}),
+	}
+}
+
+// spawn runs f on a goroutine tracked by both the listener and the provider.
+func (l *listener) spawn(f func()) bool {
+	l.wg.Add(1)
+	ok := l.p.spawn(func() {
+		defer l.wg.Done()
+		f()
+	})
+	if !ok {
+		l.wg.Done()
+	}
+	return ok
+}
+
+func (l *listener) acceptLoop() {
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			return
+		}
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			c.Close()
+			return
+		}
+		l.pending[c] = struct{}{}
+		l.mu.Unlock()
+		if !l.spawn(func() { l.handshake(c) }) {
+			c.Close()
+		}
+	}
+}
+
+// handshake reads the connect request of an incoming connection and queues
+// it for Accept. A malformed request closes that connection only; a full
+// backlog is refused with a non-consumer REJ.
+func (l *listener) handshake(c net.Conn) {
+	timer := time.AfterFunc(handshakeTimeout, func() { c.Close() })
+	fr, fw := newFrameReader(c), newFrameWriter(c)
+	req, err := readRequest(fr)
+	stopped := timer.Stop()
+	l.mu.Lock()
+	delete(l.pending, c)
+	closed := l.closed
+	l.mu.Unlock()
+	if err != nil || !stopped {
+		c.Close()
+		return
+	}
+	if closed {
+		sendReject(c, fw, nil, false)
+		c.Close()
+		return
+	}
+	id := newConnID(l.p, false)
+	id.state = idRequested
+	id.conn, id.fr, id.fw = c, fr, fw
+	id.laddr = c.LocalAddr().String()
+	id.raddr = c.RemoteAddr().String()
+	// The passive side sees the request from its own point of view, as
+	// RDMA CM presents it: the peer's initiator depth is what this side
+	// must serve (responder resources) and vice versa.
+	id.req = verbs.ConnParam{
+		PrivateData:        padded(req.param.PrivateData, reqPrivateDataSize),
+		ResponderResources: req.param.InitiatorDepth,
+		InitiatorDepth:     req.param.ResponderResources,
+		RetryCount:         req.param.RetryCount,
+		RNRRetryCount:      req.param.RNRRetryCount,
+		FlowControl:        req.param.FlowControl,
+	}
+	if err := l.p.addID(id); err != nil {
+		sendReject(c, fw, nil, false)
+		c.Close()
+		return
+	}
+	cr := &verbs.ConnRequest{ID: id, Param: id.req}
+	cr.Param.PrivateData = append([]byte(nil), id.req.PrivateData...)
+	l.mu.Lock()
+	queued := false
+	if !l.closed {
+		select {
+		case l.backlog <- cr:
+			queued = true
+		default:
+		}
+	}
+	l.mu.Unlock()
+	if !queued {
+		id.Close() // refuses with a non-consumer REJ
+	}
+}
+
+// readRequest reads and validates a REQ frame.
+func readRequest(fr *frameReader) (cmPayload, error) {
+	var h header
+	if err := fr.next(&h); err != nil {
+		return cmPayload{}, err
+	}
+	if h.typ != frameReq {
+		return cmPayload{}, fmt.Errorf("%w: frame %d instead of REQ", errProtocol, h.typ)
+	}
+	body := make([]byte, h.length)
+	if err := fr.full(body); err != nil {
+		return cmPayload{}, err
+	}
+	return decodeCM(body)
+}
+
+// Accept returns the next connect request. The caller answers it with
+// ID.Accept or ID.Reject and closes the ID when done.
+func (l *listener) Accept(ctx context.Context) (*verbs.ConnRequest, error) {
+	select {
+	case cr := <-l.backlog:
+		return cr, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-l.done:
+		return nil, fmt.Errorf("%w: listener", verbs.ErrClosed)
+	}
+}
+
+func (l *listener) Addr() string { return l.ln.Addr().String() }
+
+// Close stops listening; requests not yet returned by Accept are refused.
+// Established connections are not affected.
+func (l *listener) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	pending := make([]net.Conn, 0, len(l.pending))
+	for c := range l.pending {
+		pending = append(pending, c)
+	}
+	l.mu.Unlock()
+	close(l.done)
+	l.ln.Close()
+	for _, c := range pending {
+		c.Close()
+	}
+	l.wg.Wait()
+	for {
+		select {
+		case cr := <-l.backlog:
+			cr.ID.Close()
+		default:
+			l.p.removeListener(l)
+			return nil
+		}
+	}
+}

@@ -1,0 +1,232 @@
+package soft
+
+import (
+	"fmt"
+
+	"github.com/rdmablk/rdmablk/verbs"
+)
+
+// PostSend posts send work requests under one lock and wakes the tx engine
+// once. Errors returned here (the WR and those after it are not posted)
+// are the ones ibv_post_send reports synchronously: ErrInvalid (too many
+// SGEs, unknown opcode, inline data too long or not in registered memory),
+// ErrNotSupported (SEND_WITH_INV or inline data the profile lacks),
+// ErrQueueFull, ErrQPState (not connected yet), ErrClosed. Checks of the
+// local SGEs (lkey, PD, bounds, local write) happen as on hardware: the
+// WR is accepted and completes with WCLocProtErr / WCLocLenErr when the
+// send queue reaches it, moving the QP to the error state. Posting to a QP
+// in the error state is accepted; the WRs complete with WCWRFlushErr.
+func (q *qp) PostSend(wrs []verbs.SendWR) (int, error) {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return 0, fmt.Errorf("%w: queue pair", verbs.ErrClosed)
+	}
+	if q.state == qpInit {
+		q.mu.Unlock()
+		return 0, fmt.Errorf("%w: QP %#x is not connected", verbs.ErrQPState, q.num)
+	}
+	q.dev.mrMu.RLock()
+	n := 0
+	var err error
+	for i := range wrs {
+		if err = q.postSendLocked(&wrs[i]); err != nil {
+			break
+		}
+		n++
+	}
+	q.dev.mrMu.RUnlock()
+	if n > 0 && q.state == qpError {
+		q.flushLocked()
+	}
+	q.mu.Unlock()
+	if n > 0 {
+		q.ring()
+	}
+	return n, err
+}
+
+// postSendLocked validates wr and fills the tail slot. Called with q.mu and
+// dev.mrMu (read) held.
+func (q *qp) postSendLocked(wr *verbs.SendWR) error {
+	attr := &q.dev.attr
+	isRead := false
+	switch wr.Opcode {
+	case verbs.OpSend, verbs.OpSendWithImm, verbs.OpRDMAWrite, verbs.OpRDMAWriteWithImm:
+	case verbs.OpRDMARead:
+		isRead = true
+	case verbs.OpSendWithInv:
+		if !attr.Caps.Has(verbs.CapSendWithInv) {
+			return fmt.Errorf("%w: SEND_WITH_INV on %s", verbs.ErrNotSupported, q.dev.name)
+		}
+	default:
+		return fmt.Errorf("%w: opcode %d", verbs.ErrInvalid, wr.Opcode)
+	}
+	nsge := len(wr.SGL)
+	if nsge > q.cap.MaxSendSGE {
+		return fmt.Errorf("%w: %d SGEs, QP allows %d", verbs.ErrInvalid, nsge, q.cap.MaxSendSGE)
+	}
+	if isRead && nsge > attr.MaxSGERd {
+		return fmt.Errorf("%w: %d SGEs in RDMA READ, device allows %d", verbs.ErrInvalid, nsge, attr.MaxSGERd)
+	}
+	if wr.Flags&^(verbs.SendFence|verbs.SendSignaled|verbs.SendSolicited|verbs.SendInline) != 0 {
+		return fmt.Errorf("%w: send flags %#x", verbs.ErrInvalid, uint8(wr.Flags))
+	}
+	inline := wr.Flags&verbs.SendInline != 0
+	if inline {
+		if attr.MaxInlineData == 0 {
+			return fmt.Errorf("%w: inline data on %s", verbs.ErrNotSupported, q.dev.name)
+		}
+		if isRead {
+			return fmt.Errorf("%w: inline RDMA READ", verbs.ErrInvalid)
+		}
+	}
+	if q.sqTail-q.sqHead >= uint64(len(q.sq)) {
+		return fmt.Errorf("%w: %d send WRs outstanding", verbs.ErrQueueFull, len(q.sq))
+	}
+	pos := int(q.sqTail % uint64(len(q.sq)))
+	base := pos * q.cap.MaxSendSGE
+	s := q.slot(q.sqTail)
+	*s = sendSlot{
+		id:       wr.ID,
+		op:       wr.Opcode,
+		signaled: q.sigAll || wr.Flags&verbs.SendSignaled != 0,
+		fence:    wr.Flags&verbs.SendFence != 0,
+		solicit:  wr.Flags&verbs.SendSolicited != 0,
+		raddr:    wr.RemoteAddr,
+		rkey:     wr.RKey,
+	}
+	switch wr.Opcode {
+	case verbs.OpSendWithImm, verbs.OpRDMAWriteWithImm:
+		s.imm = wr.Imm
+	case verbs.OpSendWithInv:
+		s.imm = wr.InvalidateRKey
+	}
+	if inline {
+		return q.postInlineLocked(s, wr, pos, base)
+	}
+	var total uint64
+	segs := q.sqSegs[base : base+nsge]
+	for j := range wr.SGL {
+		seg, st := q.localSegLocked(wr.SGL[j], isRead)
+		if st != verbs.WCSuccess && !s.failed {
+			s.failed, s.status = true, st
+		}
+		segs[j] = seg
+		total += uint64(wr.SGL[j].Length)
+	}
+	if total > maxMessage && !s.failed {
+		s.failed, s.status = true, verbs.WCLocLenErr
+	}
+	if s.failed {
+		total = 0
+		segs = segs[:0]
+	}
+	s.segs = segs
+	s.length = uint32(total)
+	q.sqTail++
+	return nil
+}
+
+// postInlineLocked copies the data of an inline WR into the slot. The SGE
+// addresses must lie in registered memory of this device (their lkeys are
+// used only to find it; access rights are not checked, as for inline data
+// on hardware).
+func (q *qp) postInlineLocked(s *sendSlot, wr *verbs.SendWR, pos, base int) error {
+	var total uint64
+	for _, sge := range wr.SGL {
+		total += uint64(sge.Length)
+	}
+	if total > uint64(q.cap.MaxInlineData) {
+		return fmt.Errorf("%w: %d bytes inline, QP allows %d", verbs.ErrInvalid, total, q.cap.MaxInlineData)
+	}
+	dst := q.inline[pos*q.cap.MaxInlineData : pos*q.cap.MaxInlineData+int(total)]
+	off := 0
+	for _, sge := range wr.SGL {
+		if sge.Length == 0 {
+			continue
+		}
+		mr := q.dev.lkeys[sge.LKey]
+		if mr == nil {
+			return fmt.Errorf("%w: inline SGE lkey %#x not registered", verbs.ErrInvalid, sge.LKey)
+		}
+		o, ok := mr.span(sge.Addr, uint64(sge.Length))
+		if !ok {
+			return fmt.Errorf("%w: inline SGE outside its MR", verbs.ErrInvalid)
+		}
+		off += copy(dst[off:], mr.buf[o:o+uint64(sge.Length)])
+	}
+	segs := q.sqSegs[base : base+1]
+	segs[0] = dst
+	s.segs = segs
+	s.length = uint32(total)
+	q.sqTail++
+	return nil
+}
+
+// localSegLocked resolves a local SGE: the lkey must name a live MR of the
+// QP's PD, the span must lie inside it, and needWrite requires
+// AccessLocalWrite. Failures are WCLocProtErr, as on hardware.
+func (q *qp) localSegLocked(sge verbs.SGE, needWrite bool) ([]byte, verbs.WCStatus) {
+	mr := q.dev.lkeys[sge.LKey]
+	if mr == nil || mr.pd != q.pd || mr.closing.Load() {
+		return nil, verbs.WCLocProtErr
+	}
+	if needWrite && mr.access&verbs.AccessLocalWrite == 0 {
+		return nil, verbs.WCLocProtErr
+	}
+	off, ok := mr.span(sge.Addr, uint64(sge.Length))
+	if !ok {
+		return nil, verbs.WCLocProtErr
+	}
+	return mr.buf[off : off+uint64(sge.Length)], verbs.WCSuccess
+}
+
+// PostRecv posts receive work requests under one lock. Synchronous errors:
+// ErrInvalid (too many SGEs), ErrQueueFull, ErrClosed. Receives may be
+// posted before the connection is established. An SGE that fails its
+// checks (lkey, PD, bounds, local write) is reported when a message lands
+// in that receive: it completes with WCLocProtErr, the QP moves to the
+// error state and the sender's WR completes with WCRemOpErr.
+func (q *qp) PostRecv(wrs []verbs.RecvWR) (int, error) {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return 0, fmt.Errorf("%w: queue pair", verbs.ErrClosed)
+	}
+	q.dev.mrMu.RLock()
+	n := 0
+	var err error
+	for i := range wrs {
+		wr := &wrs[i]
+		if len(wr.SGL) > q.cap.MaxRecvSGE {
+			err = fmt.Errorf("%w: %d SGEs, QP allows %d", verbs.ErrInvalid, len(wr.SGL), q.cap.MaxRecvSGE)
+			break
+		}
+		if q.rqTail-q.rqHead >= uint64(len(q.rq)) {
+			err = fmt.Errorf("%w: %d receive WRs outstanding", verbs.ErrQueueFull, len(q.rq))
+			break
+		}
+		pos := int(q.rqTail % uint64(len(q.rq)))
+		segs := q.rqSegs[pos*q.cap.MaxRecvSGE : pos*q.cap.MaxRecvSGE+len(wr.SGL)]
+		r := q.rslot(q.rqTail)
+		*r = recvSlot{id: wr.ID}
+		for j := range wr.SGL {
+			seg, st := q.localSegLocked(wr.SGL[j], true)
+			if st != verbs.WCSuccess && r.status == verbs.WCSuccess {
+				r.status = st
+			}
+			segs[j] = seg
+			r.total += uint64(wr.SGL[j].Length)
+		}
+		r.segs = segs
+		q.rqTail++
+		n++
+	}
+	q.dev.mrMu.RUnlock()
+	if n > 0 && q.state == qpError {
+		q.flushLocked()
+	}
+	q.mu.Unlock()
+	return n, err
+}

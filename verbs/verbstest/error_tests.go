@@ -1,0 +1,248 @@
+package verbstest
+
+import (
+	"testing"
+
+	"github.com/rdmablk/rdmablk/verbs"
+)
+
+// rnrPair connects with the given RNR retry count on both sides (each QP
+// retries as its peer asked, so both ask the same).
+func rnrPair(t *testing.T, e Env, rnr uint8, cfg pairConfig) *pair {
+	cp := verbs.ConnParam{ResponderResources: 1, InitiatorDepth: 1, RetryCount: 7, RNRRetryCount: rnr}
+	ap := cp
+	cfg.connect, cfg.accept = &cp, &ap
+	return connect(t, e, cfg)
+}
+
+func testRNRRetryExceeded(t *testing.T, e Env) {
+	p := rnrPair(t, e, 1, pairConfig{})
+	mc := p.c.reg(p.mem.alloc(4096), 0)
+	p.c.postSend(
+		verbs.SendWR{ID: 1, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{sge(mc, 0, 8)}},
+		verbs.SendWR{ID: 2, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{sge(mc, 0, 8)}},
+	)
+	expectStatus(t, waitWC(t, p.ctx, p.c.scq, 2), st(1, verbs.WCRNRRetryExcErr), flushed(2))
+	// The client QP is in error: new WRs flush.
+	p.c.postSend(verbs.SendWR{ID: 3, Opcode: verbs.OpSend, SGL: []verbs.SGE{sge(mc, 0, 8)}})
+	expectStatus(t, waitWC(t, p.ctx, p.c.scq, 1), flushed(3))
+	expectNoWC(t, p.s.rcq)
+}
+
+func testRNRRetryForever(t *testing.T, e Env) {
+	p := rnrPair(t, e, 7, pairConfig{})
+	buf := p.mem.alloc(4096)
+	mc, ms := p.c.reg(buf[:2048], 0), p.s.reg(buf[2048:], verbs.AccessLocalWrite)
+	copy(buf, "late receive")
+	p.c.postSend(verbs.SendWR{ID: 1, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{sge(mc, 0, 12)}})
+	if e.AwaitRNR != nil {
+		if err := e.AwaitRNR(p.ctx, p.c.qp, 3); err != nil {
+			t.Fatalf("AwaitRNR: %v", err)
+		}
+	}
+	expectNoWC(t, p.c.scq)
+	p.s.postRecv(verbs.RecvWR{ID: 2, SGL: []verbs.SGE{sge(ms, 0, 64)}})
+	expectStatus(t, waitWC(t, p.ctx, p.c.scq, 1), ok(1))
+	expectStatus(t, waitWC(t, p.ctx, p.s.rcq, 1), ok(2))
+	if string(buf[2048:2060]) != "late receive" {
+		t.Fatalf("received %q", buf[2048:2060])
+	}
+}
+
+func testRemoteAccessErrors(t *testing.T, e Env) {
+	cases := []struct {
+		name string
+		op   verbs.Opcode
+		// target returns the remote address and rkey to use, given the
+		// server side and a buffer.
+		target func(p *pair, buf []byte) (uint64, uint32)
+	}{
+		{"BadRKey", verbs.OpRDMAWrite, func(p *pair, buf []byte) (uint64, uint32) {
+			mr := p.s.reg(buf, allAccess)
+			return mr.Addr(), mr.RKey() ^ 0x80a5a5a5
+		}},
+		{"BeyondEnd", verbs.OpRDMAWrite, func(p *pair, buf []byte) (uint64, uint32) {
+			mr := p.s.reg(buf[:4096], allAccess)
+			return mr.Addr() + 4096 - 4, mr.RKey() // 8 bytes, 4 beyond
+		}},
+		{"BeforeStart", verbs.OpRDMARead, func(p *pair, buf []byte) (uint64, uint32) {
+			mr := p.s.reg(buf[4096:8192], allAccess)
+			return mr.Addr() - 1, mr.RKey()
+		}},
+		{"AddressWraps", verbs.OpRDMARead, func(p *pair, buf []byte) (uint64, uint32) {
+			mr := p.s.reg(buf, allAccess)
+			return ^uint64(0) - 3, mr.RKey()
+		}},
+		{"OtherPD", verbs.OpRDMAWrite, func(p *pair, buf []byte) (uint64, uint32) {
+			pd2, err := p.s.dev.AllocPD()
+			if err != nil {
+				p.t.Fatalf("AllocPD: %v", err)
+			}
+			p.t.Cleanup(func() { pd2.Close() })
+			mr := regOn(p.t, pd2, buf, allAccess)
+			return mr.Addr(), mr.RKey()
+		}},
+		{"NoRemoteWrite", verbs.OpRDMAWrite, func(p *pair, buf []byte) (uint64, uint32) {
+			mr := p.s.reg(buf, verbs.AccessLocalWrite|verbs.AccessRemoteRead)
+			return mr.Addr(), mr.RKey()
+		}},
+		{"NoRemoteRead", verbs.OpRDMARead, func(p *pair, buf []byte) (uint64, uint32) {
+			mr := p.s.reg(buf, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+			return mr.Addr(), mr.RKey()
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := connect(t, e, pairConfig{})
+			sbuf, cbuf := p.mem.alloc(8192), p.mem.alloc(8192)
+			raddr, rkey := tc.target(p, sbuf)
+			mc := p.c.reg(cbuf, verbs.AccessLocalWrite)
+			mrecv := p.s.reg(p.mem.alloc(4096), verbs.AccessLocalWrite)
+			p.s.postRecv(
+				verbs.RecvWR{ID: 100, SGL: []verbs.SGE{sge(mrecv, 0, 64)}},
+				verbs.RecvWR{ID: 101, SGL: []verbs.SGE{sge(mrecv, 64, 64)}},
+			)
+			p.c.postSend(
+				verbs.SendWR{ID: 1, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{sge(mc, 0, 8)}},
+				verbs.SendWR{ID: 2, Opcode: tc.op, Flags: verbs.SendSignaled, SGL: []verbs.SGE{sge(mc, 0, 8)},
+					RemoteAddr: raddr, RKey: rkey},
+				verbs.SendWR{ID: 3, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{sge(mc, 0, 8)}},
+			)
+			expectStatus(t, waitWC(t, p.ctx, p.c.scq, 3), ok(1), st(2, verbs.WCRemAccessErr), flushed(3))
+			// The responder QP went to the error state too: its remaining
+			// receive flushes.
+			expectStatus(t, waitWC(t, p.ctx, p.s.rcq, 2), ok(100), flushed(101))
+		})
+	}
+}
+
+func testLocalProtectionError(t *testing.T, e Env) {
+	cases := []struct {
+		name string
+		op   verbs.Opcode
+		sge  func(mc verbs.MemoryRegion) verbs.SGE // mc: 4 KiB, no local write
+	}{
+		{"BadLKey", verbs.OpRDMAWrite, func(mc verbs.MemoryRegion) verbs.SGE {
+			s := sge(mc, 0, 8)
+			s.LKey ^= 0x80a5a5a5
+			return s
+		}},
+		{"OutOfBounds", verbs.OpRDMAWrite, func(mc verbs.MemoryRegion) verbs.SGE { return sge(mc, 4090, 8) }},
+		{"ReadIntoReadOnly", verbs.OpRDMARead, func(mc verbs.MemoryRegion) verbs.SGE { return sge(mc, 0, 8) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := connect(t, e, pairConfig{})
+			buf := p.mem.alloc(8192)
+			mc := p.c.reg(buf[:4096], 0)
+			md := p.s.reg(buf[4096:], allAccess)
+			p.c.postSend(
+				verbs.SendWR{ID: 1, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled, SGL: []verbs.SGE{sge(mc, 0, 8)},
+					RemoteAddr: md.Addr(), RKey: md.RKey()},
+				verbs.SendWR{ID: 2, Opcode: tc.op, Flags: verbs.SendSignaled, SGL: []verbs.SGE{tc.sge(mc)},
+					RemoteAddr: md.Addr(), RKey: md.RKey()},
+				verbs.SendWR{ID: 3, Opcode: verbs.OpRDMAWrite, SGL: []verbs.SGE{sge(mc, 0, 8)},
+					RemoteAddr: md.Addr(), RKey: md.RKey()},
+			)
+			expectStatus(t, waitWC(t, p.ctx, p.c.scq, 3), ok(1), st(2, verbs.WCLocProtErr), flushed(3))
+		})
+	}
+}
+
+func testReceiveTooShort(t *testing.T, e Env) {
+	p := connect(t, e, pairConfig{})
+	buf := p.mem.alloc(8192)
+	mc, ms := p.c.reg(buf[:4096], 0), p.s.reg(buf[4096:], verbs.AccessLocalWrite)
+	p.s.postRecv(
+		verbs.RecvWR{ID: 10, SGL: []verbs.SGE{sge(ms, 0, 16)}},
+		verbs.RecvWR{ID: 11, SGL: []verbs.SGE{sge(ms, 16, 64)}},
+	)
+	p.c.postSend(
+		verbs.SendWR{ID: 1, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{sge(mc, 0, 32)}},
+		verbs.SendWR{ID: 2, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{sge(mc, 0, 8)}},
+	)
+	expectStatus(t, waitWC(t, p.ctx, p.c.scq, 2), st(1, verbs.WCRemInvReqErr), flushed(2))
+	expectStatus(t, waitWC(t, p.ctx, p.s.rcq, 2), st(10, verbs.WCLocLenErr), flushed(11))
+}
+
+func testPostToErrorQP(t *testing.T, e Env) {
+	p := connect(t, e, pairConfig{})
+	buf := p.mem.alloc(4096)
+	mc := p.c.reg(buf, verbs.AccessLocalWrite)
+	bad := sge(mc, 0, 8)
+	bad.LKey ^= 0x80a5a5a5
+	p.c.postSend(verbs.SendWR{ID: 1, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{bad}})
+	expectStatus(t, waitWC(t, p.ctx, p.c.scq, 1), st(1, verbs.WCLocProtErr))
+	// Accepted, and flushed, unsignaled or not.
+	p.c.postSend(
+		verbs.SendWR{ID: 2, Opcode: verbs.OpSend, SGL: []verbs.SGE{sge(mc, 0, 8)}},
+		verbs.SendWR{ID: 3, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{sge(mc, 0, 8)}},
+	)
+	expectStatus(t, waitWC(t, p.ctx, p.c.scq, 2), flushed(2), flushed(3))
+	p.c.postRecv(verbs.RecvWR{ID: 4, SGL: []verbs.SGE{sge(mc, 0, 8)}})
+	expectStatus(t, waitWC(t, p.ctx, p.c.rcq, 1), flushed(4))
+}
+
+func testInjectQPError(t *testing.T, e Env) {
+	if e.InjectQPError == nil {
+		t.Skip("provider has no QP error injection")
+	}
+	p := connect(t, e, pairConfig{})
+	buf := p.mem.alloc(8192)
+	mc, ms := p.c.reg(buf[:4096], verbs.AccessLocalWrite), p.s.reg(buf[4096:], verbs.AccessLocalWrite)
+	p.s.postRecv(verbs.RecvWR{ID: 1, SGL: []verbs.SGE{sge(ms, 0, 64)}})
+	if err := e.InjectQPError(p.s.qp); err != nil {
+		t.Fatalf("InjectQPError: %v", err)
+	}
+	expectStatus(t, waitWC(t, p.ctx, p.s.rcq, 1), flushed(1))
+	// The client learns at its next request: its transport gives up.
+	p.c.postSend(
+		verbs.SendWR{ID: 2, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{sge(mc, 0, 8)}},
+		verbs.SendWR{ID: 3, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{sge(mc, 0, 8)}},
+	)
+	wcs := waitWC(t, p.ctx, p.c.scq, 2)
+	if wcs[0].ID != 2 || wcs[0].Status == verbs.WCSuccess || wcs[1].ID != 3 || wcs[1].Status != verbs.WCWRFlushErr {
+		t.Fatalf("client completions after peer QP error: %+v", wcs)
+	}
+}
+
+func testCQOverrun(t *testing.T, e Env) {
+	p := connect(t, e, pairConfig{client: sideConfig{cap: verbs.QPCap{MaxSendWR: 32, MaxRecvWR: 8, MaxSendSGE: 1, MaxRecvSGE: 1}, sendCQ: 4}})
+	depth := p.c.scq.Depth()
+	if depth+1 > p.c.qp.Cap().MaxSendWR {
+		t.Skipf("send CQ depth %d exceeds the send queue", depth)
+	}
+	buf := p.mem.alloc(8192)
+	mc, md := p.c.reg(buf[:4096], verbs.AccessLocalWrite), p.s.reg(buf[4096:], allAccess)
+	p.c.postRecv(verbs.RecvWR{ID: 50, SGL: []verbs.SGE{sge(mc, 0, 64)}}, verbs.RecvWR{ID: 51, SGL: []verbs.SGE{sge(mc, 0, 64)}})
+	var wrs []verbs.SendWR
+	for i := 0; i <= depth; i++ {
+		wrs = append(wrs, verbs.SendWR{ID: uint64(i), Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
+			SGL: []verbs.SGE{sge(mc, 0, 8)}, RemoteAddr: md.Addr(), RKey: md.RKey()})
+	}
+	p.c.postSend(wrs...)
+	for {
+		if err := p.c.scq.ReqNotify(); err != nil {
+			t.Fatalf("ReqNotify: %v", err)
+		}
+		_, err := p.c.scq.Poll(nil)
+		if isErr(err, verbs.ErrCQOverrun) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Poll: %v", err)
+		}
+		select {
+		case <-p.c.scq.Notify():
+		case <-p.ctx.Done():
+			t.Fatalf("no overrun after %d completions on a CQ of %d", depth+1, depth)
+		}
+	}
+	var wc [4]verbs.WorkCompletion
+	if _, err := p.c.scq.Poll(wc[:]); !isErr(err, verbs.ErrCQOverrun) {
+		t.Fatalf("Poll after overrun: %v, want ErrCQOverrun", err)
+	}
+	// Every QP on the CQ moved to the error state: the receives flush on
+	// the other CQ.
+	expectStatus(t, waitWC(t, p.ctx, p.c.rcq, 2), flushed(50), flushed(51))
+}
