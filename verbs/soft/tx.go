@@ -7,12 +7,12 @@ import (
 // txAction is what the tx engine writes next, decided under q.mu and carried
 // out without it.
 type txAction struct {
-	kind   uint8
-	h      header
-	segs   [][]byte      // WR payload (requester)
-	data   []byte        // READ response payload (responder)
-	mr     *memoryRegion // released once the READ response is written
-	slot   uint64        // send-queue slot being transmitted
+	kind uint8
+	h    header
+	segs [][]byte      // WR payload (requester)
+	data []byte        // READ response payload (responder)
+	mr   *memoryRegion // released once the READ response is written
+	slot uint64        // send-queue slot being transmitted
 }
 
 const (
