@@ -60,8 +60,9 @@
 //     watches the connection for loss. Close stops and joins all of them.
 //   - Close may be called from any goroutine, also while other goroutines
 //     are blocked in IOQueue.Wait or Namespace methods: they return
-//     ErrClosed promptly, and Close waits for them to leave before it frees
-//     memory.
+//     promptly (ErrClosed, or IOs failed with ErrClosed), and Close waits
+//     for them to leave before it frees memory. Buffers must not be
+//     touched after Close (their memory is unmapped).
 //
 // # Errors
 //
