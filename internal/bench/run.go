@@ -71,6 +71,10 @@ func (r *Result) String() string {
 		r.Latency.Quantile(0.999), r.Latency.Max(), r.Errors)
 }
 
+// drainTimeout bounds how long a job waits for its outstanding I/Os after
+// the run ended.
+const drainTimeout = 30 * time.Second
+
 // ErrConfig reports an invalid load description.
 var ErrConfig = errors.New("bench: invalid config")
 
@@ -212,11 +216,10 @@ func newJob(q *initiator.IOQueue, ns *initiator.Namespace, cfg Config, idx int, 
 	nlb := uint32(cfg.BlockSize / ns.BlockSize())
 	j := &job{
 		q: q, cfg: cfg, nsid: ns.NSID(), first: first, blocks: blocks, nlb: nlb,
-		rng:    rand.New(rand.NewPCG(seed, uint64(idx))),
-		ios:    make([]initiator.IO, depth),
-		bufs:   make([]*initiator.Buffer, depth),
-		starts: make([]time.Time, depth),
-		done:   make([]*initiator.IO, depth),
+		rng:  rand.New(rand.NewPCG(seed, uint64(idx))),
+		ios:  make([]initiator.IO, depth),
+		bufs: make([]*initiator.Buffer, depth),
+		done: make([]*initiator.IO, depth),
 	}
 	// Sequential jobs start at evenly spaced points of the region.
 	span := blocks / uint64(nlb)
@@ -286,7 +289,6 @@ func (j *job) run(ctx context.Context) {
 	outstanding := 0
 	submit := func(i int) bool {
 		j.prep(i)
-		j.starts[i] = time.Now()
 		if err := j.q.Submit(&j.ios[i]); err != nil {
 			j.fail(err)
 			return false
@@ -299,34 +301,42 @@ func (j *job) run(ctx context.Context) {
 			break
 		}
 	}
+	// When the run is over, stop submitting and reap what is in flight,
+	// bounded in case the target stopped answering.
 	stopping := false
+	waitCtx := ctx
+	drainCtx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel() }()
+	stop := func() {
+		if !stopping {
+			stopping = true
+			drainCtx, cancel = context.WithTimeout(context.Background(), drainTimeout)
+			waitCtx = drainCtx
+		}
+	}
 	for outstanding > 0 {
 		n := j.q.Poll(j.done)
 		if n == 0 {
-			if err := j.q.Wait(ctx); err != nil && ctx.Err() != nil {
-				stopping = true
-				// Keep reaping what is in flight; waits are now bounded
-				// by the queue's own failure handling.
-				if err := j.q.Wait(context.Background()); err != nil {
-					j.fail(err)
-					return
-				}
+			err := j.q.Wait(waitCtx)
+			switch {
+			case err == nil:
+			case ctx.Err() != nil && !stopping:
+				stop()
+			default:
+				j.fail(err)
+				return
 			}
 			continue
 		}
-		now := time.Now()
-		stopping = stopping || ctx.Err() != nil
+		if ctx.Err() != nil {
+			stop()
+		}
 		for _, io := range j.done[:n] {
 			outstanding--
-			i := int(io.User)
-			if io.Err != nil || !io.Status.OK() {
-				err := io.Err
-				if err == nil {
-					err = io.Status
-				}
+			if err := io.Result(); err != nil {
 				j.fail(err)
 			} else {
-				j.hist.Record(now.Sub(j.starts[i]))
+				j.hist.Record(io.Latency)
 				j.nIOs.Add(1)
 				j.nBytes.Add(uint64(j.cfg.BlockSize))
 				if io.Op == initiator.IORead {
@@ -336,7 +346,7 @@ func (j *job) run(ctx context.Context) {
 				}
 			}
 			if !stopping && j.errs.Load() == 0 {
-				submit(i)
+				submit(int(io.User))
 			}
 		}
 	}
