@@ -38,8 +38,32 @@ func (t *Target) discoveryEntries(host string) (uint64, []nvme.DiscoveryLogEntry
 			})
 		}
 	}
+	if src := t.opts.Discovery; src != nil {
+		es = append(es, src.DiscoveryEntries(host)...)
+	}
 	return genctr, es
 }
+
+// DiscoverySource supplies discovery log entries beyond the target's own
+// ports × subsystems: subsystems reachable elsewhere (other cluster nodes'
+// listeners). Set it with Options.Discovery.
+//
+// DiscoveryEntries is called by the core each time a discovery controller
+// of host reads the Discovery log page, on that controller's queue
+// goroutine, with no core lock held. It must not block for long and must
+// filter by host itself (only subsystems that admit host). The returned
+// slice is only read, and not retained, by the core; entries are appended
+// after the target's own. After the entries it would return changed, the
+// source calls Target.NotifyDiscoveryChanged.
+type DiscoverySource interface {
+	DiscoveryEntries(hostNQN string) []nvme.DiscoveryLogEntry
+}
+
+// NotifyDiscoveryChanged bumps the discovery log generation counter and
+// raises the Discovery Log Page Change event on the discovery controllers
+// that enabled it. Options.Discovery calls it when its entries changed.
+// Any goroutine.
+func (t *Target) NotifyDiscoveryChanged() { t.discoveryChanged() }
 
 // discoveryLog serves the Discovery log page (LID 70h) of a discovery
 // controller. Reading it without RAE re-arms the discovery change event.

@@ -43,6 +43,10 @@ type Options struct {
 	// FirmwareRevision is Identify Controller FR and firmware slot 1 (0 =
 	// DefaultFirmwareRevision). Longer than 8 bytes is truncated.
 	FirmwareRevision string
+	// Discovery, when set, adds entries to the discovery log for
+	// subsystems this target does not serve itself (e.g. those served by
+	// other nodes of a cluster); see DiscoverySource. nil adds nothing.
+	Discovery DiscoverySource
 }
 
 // withDefaults returns o with zero fields replaced by defaults.
