@@ -10,6 +10,7 @@ import (
 
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/verbs"
+	"github.com/rdmablk/rdmablk/verbs/netns"
 )
 
 // Options configure Connect and Discover. The zero value of every field
@@ -39,6 +40,11 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// Logger receives control-path events; default: discard.
 	Logger *slog.Logger
+	// NetNS, when set, creates the controller's RDMA resources (CM IDs,
+	// PDs, CQs, QPs) inside this network namespace: a name under
+	// /run/netns or a path (see package verbs/netns, also for RDMA netns
+	// exclusive mode and the /sys caveat). Empty: the caller's namespace.
+	NetNS string
 
 	// hooks observe background work from tests (nil in production).
 	hooks *testHooks
@@ -121,6 +127,7 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	o.Provider = netns.Provider(o.Provider, o.NetNS)
 	return o
 }
 
