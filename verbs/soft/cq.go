@@ -62,7 +62,9 @@ func (cq *completionQueue) Poll(wc []verbs.WorkCompletion) (int, error) {
 }
 
 // ReqNotify arms the CQ: the next completion added (or an overrun) sends one
-// token on Notify.
+// token on Notify. Arming a CQ that already holds completions (or has
+// overrun) sends the token at once, so verbs.Wait after an empty Poll
+// cannot miss a completion that landed in between.
 func (cq *completionQueue) ReqNotify() error {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
@@ -70,6 +72,9 @@ func (cq *completionQueue) ReqNotify() error {
 		return fmt.Errorf("%w: completion queue", verbs.ErrClosed)
 	}
 	cq.armed = true
+	if cq.count > 0 || cq.overrun {
+		cq.signalLocked()
+	}
 	return nil
 }
 

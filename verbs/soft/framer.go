@@ -7,8 +7,12 @@ import (
 )
 
 const (
-	// streamBufSize is the write buffer and read buffer size of a link.
+	// streamBufSize is the write buffer size of a link.
 	streamBufSize = 64 << 10
+	// readBufSize is the read buffer of a link: large enough to batch small
+	// frames, small enough that most of a large payload is read straight
+	// into its destination rather than copied out of the buffer.
+	readBufSize = 32 << 10
 	// copyThreshold: payloads up to this size are copied into the write
 	// buffer (batching small frames into one syscall); larger ones are
 	// written straight from registered memory with writev.
@@ -91,7 +95,7 @@ type frameReader struct {
 }
 
 func newFrameReader(conn net.Conn) *frameReader {
-	return &frameReader{br: bufio.NewReaderSize(conn, streamBufSize)}
+	return &frameReader{br: bufio.NewReaderSize(conn, readBufSize)}
 }
 
 // next reads and validates the next header.

@@ -119,7 +119,9 @@ func (q *qp) linkFailed(cause error) {
 	q.link = linkDown
 	var onDown func(error)
 	if wasUp {
-		if q.state != qpError && q.sqAck < q.sqNext {
+		// The head WR was transmitted (perhaps to be retransmitted after
+		// an RNR NAK): its retries run out.
+		if q.state != qpError && q.sqAck < q.sentHigh {
 			if s := q.slot(q.sqAck); !s.failed {
 				s.failed, s.status = true, verbs.WCRetryExcErr
 			}

@@ -110,6 +110,7 @@ type qp struct {
 	sqNext    uint64
 	sqTail    uint64
 	ackTo     uint64 // every WR below this index is acknowledged
+	sentHigh  uint64 // every WR below this index was transmitted at least once
 	txBusy    uint64 // slot the tx engine is reading from, or noSlot
 	rxBusy    uint64 // READ slot the rx engine is filling, or noSlot
 	readsOut  int    // READs transmitted and not landed

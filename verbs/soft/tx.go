@@ -154,6 +154,7 @@ func (q *qp) nextTxLocked(a *txAction) {
 		}
 		q.txBusy = i
 		q.sqNext++
+		q.sentHigh = max(q.sentHigh, q.sqNext)
 		a.kind = txWR
 		a.slot = i
 		msn := uint32(i)
