@@ -1,0 +1,59 @@
+#!/bin/bash
+# Boot the lab guest under qemu TCG (no KVM), run one guest scenario, power off.
+#   test/lab/boot.sh SCENARIO [lab.key=value ...]
+# SCENARIO names test/lab/guest/scenario-SCENARIO.sh (copied into the 9p share at every boot, so
+# editing a scenario needs no image rebuild), "idle", or "shell" (interactive root shell on the
+# serial console; Ctrl-a x quits qemu).
+# Env: RUNID (output folder $SHARE/out/$RUNID, default: a timestamp), MEM (MiB, 3072), SMP (2),
+#      TIMEOUT (s, 1200), NET (user|tap|none; user = slirp with restrict=on, the guest reaches
+#      nothing outside), TAP (tap name for NET=tap), MAC, EXTRA (qemu args), APPEND (kernel args),
+#      LAB_NOLOCK=1 (skip the machine-wide lock: only for callers that already hold it).
+# Only one lab VM set runs at a time on the machine (flock on $LAB_DIR/qemu.lock): TCG needs both
+# cores. Exit status: the scenario's rc (from its "LAB: rc=N" line), or 125 if the guest did not
+# get that far (boot failure, timeout).
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/config.sh"
+SCEN=${1:?usage: boot.sh SCENARIO [lab.key=value ...]}; shift
+MEM=${MEM:-3072}; SMP=${SMP:-2}; TIMEOUT=${TIMEOUT:-1200}; NET=${NET:-user}
+MAC=${MAC:-52:54:00:12:34:56}
+RUNID=${RUNID:-$(date +%Y%m%d-%H%M%S)-$SCEN}
+for f in "$IMAGE" "$KERNEL" "$INITRD"; do
+  [ -f "$f" ] || { echo "boot.sh: missing $f: run test/lab/build-image.sh" >&2; exit 125; }
+done
+command -v qemu-system-x86_64 >/dev/null || { echo "boot.sh: no qemu: run test/lab/build-image.sh" >&2; exit 125; }
+if [ "${LAB_NOLOCK:-0}" != 1 ]; then
+  exec 9>"$LAB_DIR/qemu.lock"
+  flock -n 9 || { echo "boot.sh: another lab VM runs; waiting for $LAB_DIR/qemu.lock"; flock 9; }
+fi
+OUTD=$SHARE/out/$RUNID
+mkdir -p "$SHARE/scripts" "$SHARE/bin" "$OUTD"
+cp "$HERE"/guest/*.sh "$SHARE/scripts/"
+rm -f "$OUTD/$SCEN.log"
+case "$NET" in
+  user) NETARGS=(-netdev "user,id=n0,restrict=on" -device "virtio-net-pci,netdev=n0,mac=$MAC") ;;
+  tap)  NETARGS=(-netdev "tap,id=n0,ifname=${TAP:-tap0},script=no,downscript=no" -device "virtio-net-pci,netdev=n0,mac=$MAC") ;;
+  none) NETARGS=(-nic none) ;;
+  *) echo "boot.sh: NET=$NET?" >&2; exit 125 ;;
+esac
+SERIAL=$OUTD/$SCEN.serial
+KARGS="root=/dev/vda rw console=ttyS0,115200 init=/sbin/lab-init panic=1 loglevel=4 net.ifnames=0 lab.scenario=$SCEN lab.runid=$RUNID $* ${APPEND:-}"
+t0=$(date +%s)
+echo "boot.sh: scenario=$SCEN out=$OUTD"
+QEMU=(qemu-system-x86_64
+  -machine q35 -accel tcg,thread=multi,tb-size=512 -cpu max -smp "$SMP" -m "$MEM"
+  -nographic -no-reboot
+  -kernel "$KERNEL" -initrd "$INITRD" -append "$KARGS"
+  -drive "file=$IMAGE,format=raw,if=virtio,cache=unsafe" -snapshot
+  -virtfs "local,path=$SHARE,mount_tag=labshare,security_model=none,id=labshare"
+  "${NETARGS[@]}" ${EXTRA:-})
+if [ "$SCEN" = shell ]; then
+  timeout --foreground "$TIMEOUT" "${QEMU[@]}" 2>&1 | tee "$SERIAL"
+else
+  timeout --foreground "$TIMEOUT" "${QEMU[@]}" < /dev/null > "$SERIAL" 2>&1
+fi
+qrc=$?
+rc=$(grep -a '^LAB: rc=' "$SERIAL" | tail -1 | sed 's/.*rc=//; s/[^0-9]//g')
+echo "boot.sh: scenario=$SCEN qemu rc=$qrc wall=$(( $(date +%s) - t0 ))s scenario rc=${rc:-none}"
+[ -n "$rc" ] || { tail -20 "$SERIAL"; exit 125; }
+exit "$rc"

@@ -1,0 +1,75 @@
+# Helpers sourced by the guest scenarios (inside the guest, as root).
+ts() { cut -d' ' -f1 /proc/uptime; }
+step() { echo; echo "=== [$(ts)s] $*"; }
+run() { echo "+ $*"; "$@"; local rc=$?; [ $rc = 0 ] || echo "!! rc=$rc: $*"; return $rc; }
+since() { awk -v a="$1" -v b="$(ts)" 'BEGIN{printf "%.2f", b-a}'; }
+FAILS=0
+fail() { echo "FAIL: $*"; FAILS=$((FAILS+1)); }
+# result KEY VALUE: one machine-readable line per measured figure, collected by run.sh
+result() { echo "RESULT $1 $2"; echo "$1 $2" >> "$LAB_OUT/results.txt"; }
+# net_up [CIDR]: eth0 up with an address (default 10.0.2.15/24, the slirp guest address); sets IP
+net_up() {
+  local cidr=${1:-${LAB_IP:-10.0.2.15/24}}
+  ip link set eth0 up
+  ip addr add "$cidr" dev eth0 2>/dev/null
+  IP=${cidr%/*}
+  # wait until the address is usable (DAD does not apply to IPv4; the link must be up)
+  for _ in $(seq 50); do ip -br link show eth0 | grep -q 'UP' && break; sleep 0.1; done
+}
+# rxe_up: Soft-RoCE device rxe0 on eth0, user verbs and rdma_cm loaded
+rxe_up() {
+  run modprobe rdma_rxe || return 1
+  run modprobe ib_uverbs; run modprobe rdma_ucm
+  run rdma link add rxe0 type rxe netdev eth0 || return 1
+  for _ in $(seq 50); do rdma link show rxe0/1 2>/dev/null | grep -q 'state ACTIVE' && break; sleep 0.1; done
+  rdma link show
+}
+# dmesg_check: fail on kernel warnings, bugs and error lines (except the known rxe notice)
+dmesg_check() {
+  local bad
+  dmesg > "$LAB_OUT/dmesg.txt"
+  bad=$(dmesg | grep -E 'WARNING|BUG|Oops|Call Trace|error|Error|ERROR|failed|timeout|tainted' \
+        | grep -vE 'speed is unknown|9pnet|Unable to find swap|EDD information not available')
+  if [ -n "$bad" ]; then echo "$bad"; fail "dmesg has warnings/errors ($(echo "$bad" | wc -l) lines)"; return 1; fi
+  echo "dmesg clean"
+}
+# json_field FILE DIR KEY: first numeric "KEY" inside the "DIR" (read|write) block of fio JSON output;
+# KEY may be a path like clat_ns/mean or clat_ns/percentile/99.000000
+json_field() {
+  awk -v d="\"$2\"" -v key="$3" '
+    BEGIN { n = split(key, k, "/"); want = 1 }
+    $1 == d && $2 == ":" { in_dir = 1; next }
+    in_dir && $1 == "\"" k[want] "\"" {
+      if (want == n) { v = $3; gsub(/[,"]/, "", v); print v; exit }
+      want++
+    }' "$1"
+}
+# fio_job LABEL DEV RW QD [extra fio args]: one 4k job; writes $LAB_OUT/fio-LABEL.json and RESULT lines
+# LABEL.iops, LABEL.clat_avg_us, LABEL.clat_p99_us, LABEL.err. Returns fio's exit code.
+fio_job() {
+  local label=$1 dev=$2 rw=$3 qd=$4; shift 4
+  local f=$LAB_OUT/fio-$label.json dir=read
+  case "$rw" in *write*) dir=write ;; esac
+  echo "+ fio $label: $rw 4k qd=$qd on $dev $*"
+  fio --name="$label" --filename="$dev" --rw="$rw" --bs=4k --iodepth="$qd" --ioengine=libaio --direct=1 \
+      --output-format=json --output="$f" "$@"
+  local rc=$? err
+  err=$(awk '$1=="\"error\"" {gsub(",","",$3); print $3; exit}' "$f")
+  result "$label.iops" "$(json_field "$f" $dir iops | awk '{printf "%.0f", $1}')"
+  result "$label.clat_avg_us" "$(json_field "$f" $dir clat_ns/mean | awk '{printf "%.0f", $1/1000}')"
+  result "$label.clat_p99_us" "$(json_field "$f" $dir clat_ns/percentile/99.000000 | awk '{printf "%.0f", $1/1000}')"
+  result "$label.err" "${err:-none}"
+  [ $rc = 0 ] && [ "$err" = 0 ] || { fail "fio $label rc=$rc err=$err"; return 1; }
+}
+# fio_suite PREFIX DEV: the fio jobs compared between targets: 4k randread/randwrite at QD16 and QD32
+# (time-based, $LAB_FIOTIME s, default 20), then randwrite + crc32c verify over $LAB_VERIFYSIZE (256M)
+fio_suite() {
+  local p=$1 dev=$2 ft=${LAB_FIOTIME:-20}
+  for rw in randread randwrite; do
+    for qd in 16 32; do
+      fio_job "$p.$rw.qd$qd" "$dev" $rw $qd --time_based --runtime="$ft" --size=768M
+    done
+  done
+  fio_job "$p.verify" "$dev" randwrite 16 --size="${LAB_VERIFYSIZE:-256M}" --verify=crc32c \
+      --do_verify=1 --verify_fatal=1 --verify_state_save=0
+}
