@@ -76,7 +76,9 @@ func acceptOne(t *testing.T, ctx context.Context, ln verbs.Listener) *serverSide
 		pd.Close()
 	})
 	s := &serverSide{id: req.ID, rcq: cq, qp: qp, accepted: make(chan error, 1)}
-	go func() { s.accepted <- req.ID.Accept(ctx, verbs.ConnParam{ResponderResources: 1, InitiatorDepth: 1, RNRRetryCount: 7}) }()
+	go func() {
+		s.accepted <- req.ID.Accept(ctx, verbs.ConnParam{ResponderResources: 1, InitiatorDepth: 1, RNRRetryCount: 7})
+	}()
 	return s
 }
 
