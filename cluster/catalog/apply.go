@@ -1,0 +1,391 @@
+package catalog
+
+import (
+	"encoding/hex"
+	"fmt"
+	"slices"
+
+	"github.com/rdmablk/rdmablk/nvme"
+)
+
+// MaxNSID is the largest NSID a subsystem may use (target.MaxNSID).
+const MaxNSID = 1024
+
+// MaxNameLength bounds volume names and node IDs.
+const MaxNameLength = 64
+
+// Apply validates c against s and, if it is allowed, applies it. It is
+// deterministic (see the package doc). On error s is unchanged.
+func (s *State) Apply(c Command) (Result, error) {
+	if c.V != CommandVersion {
+		return Result{}, fmt.Errorf("%w: command version %d", ErrVersion, c.V)
+	}
+	switch c.Op {
+	case OpRegisterNode:
+		return s.registerNode(c)
+	case OpRemoveNode:
+		return s.removeNode(c)
+	case OpCreateVolume:
+		return s.createVolume(c)
+	case OpResizeVolume:
+		return s.resizeVolume(c)
+	case OpDeleteVolume:
+		return s.deleteVolume(c)
+	case OpSetVolumeState:
+		return s.setVolumeState(c)
+	case OpPurgeVolume:
+		return s.purgeVolume(c)
+	case OpCreateSubsystem:
+		return s.createSubsystem(c)
+	case OpDeleteSubsystem:
+		return s.deleteSubsystem(c)
+	case OpAddNamespace:
+		return s.addNamespace(c)
+	case OpRemoveNamespace:
+		return s.removeNamespace(c)
+	case OpAddHost, OpRemoveHost:
+		return s.changeHost(c)
+	case OpSetAllowAnyHost:
+		return s.setAllowAny(c)
+	case OpSetANAState:
+		return s.setANA(c)
+	}
+	return Result{}, fmt.Errorf("%w: unknown op %q", ErrInvalid, c.Op)
+}
+
+// ValidName reports whether n is a usable volume name or node ID: 1 to
+// MaxNameLength bytes of [A-Za-z0-9._-], not starting with '.' or '-'.
+func ValidName(n string) bool {
+	if len(n) == 0 || len(n) > MaxNameLength || n[0] == '.' || n[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		ch := n[i]
+		switch {
+		case ch >= 'a' && ch <= 'z', ch >= 'A' && ch <= 'Z', ch >= '0' && ch <= '9', ch == '.', ch == '_', ch == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func validID16(h string) bool {
+	b, err := hex.DecodeString(h)
+	return err == nil && len(b) == 16
+}
+
+func (s *State) registerNode(c Command) (Result, error) {
+	n := c.Node
+	if n == nil || !ValidName(n.ID) || n.APIAddr == "" || n.RaftAddr == "" {
+		return Result{}, fmt.Errorf("%w: node needs a valid id, api_addr and raft_addr", ErrInvalid)
+	}
+	nn := n.clone()
+	s.Nodes[n.ID] = nn
+	out := nn.clone()
+	return Result{Node: &out}, nil
+}
+
+func (s *State) removeNode(c Command) (Result, error) {
+	if _, ok := s.Nodes[c.NodeID]; !ok {
+		return Result{}, fmt.Errorf("%w: node %q", ErrNotFound, c.NodeID)
+	}
+	for _, v := range s.Volumes {
+		if v.Node == c.NodeID {
+			return Result{}, fmt.Errorf("%w: node %q owns volume %q", ErrConflict, c.NodeID, v.Name)
+		}
+	}
+	for _, sub := range s.Subsystems {
+		if sub.Node == c.NodeID {
+			return Result{}, fmt.Errorf("%w: node %q serves subsystem %q", ErrConflict, c.NodeID, sub.NQN)
+		}
+	}
+	delete(s.Nodes, c.NodeID)
+	return Result{}, nil
+}
+
+func (s *State) createVolume(c Command) (Result, error) {
+	v := c.Volume
+	if v == nil {
+		return Result{}, fmt.Errorf("%w: no volume", ErrInvalid)
+	}
+	switch {
+	case !ValidName(v.Name):
+		return Result{}, fmt.Errorf("%w: volume name %q", ErrInvalid, v.Name)
+	case v.BlockSize != 512 && v.BlockSize != 4096:
+		return Result{}, fmt.Errorf("%w: block size %d: want 512 or 4096", ErrInvalid, v.BlockSize)
+	case v.Size <= 0 || v.Size%int64(v.BlockSize) != 0:
+		return Result{}, fmt.Errorf("%w: size %d: want a positive multiple of the block size %d", ErrInvalid, v.Size, v.BlockSize)
+	case !validID16(v.UUID) || !validID16(v.NGUID):
+		return Result{}, fmt.Errorf("%w: uuid and nguid must be 32 hex digits", ErrInvalid)
+	case v.Path == "":
+		return Result{}, fmt.Errorf("%w: empty path", ErrInvalid)
+	}
+	if _, ok := s.Nodes[v.Node]; !ok {
+		return Result{}, fmt.Errorf("%w: node %q", ErrNotFound, v.Node)
+	}
+	if old, ok := s.Volumes[v.Name]; ok {
+		if old.State == VolumeDeleting {
+			return Result{}, fmt.Errorf("%w: volume %q is still being deleted", ErrConflict, v.Name)
+		}
+		return Result{}, fmt.Errorf("%w: volume %q", ErrExists, v.Name)
+	}
+	for _, o := range s.Volumes {
+		if o.Node == v.Node && o.Path == v.Path {
+			return Result{}, fmt.Errorf("%w: path %q is volume %q's", ErrConflict, v.Path, o.Name)
+		}
+	}
+	nv := *v
+	nv.State, nv.Message = VolumeCreating, ""
+	s.Volumes[nv.Name] = nv
+	return Result{Volume: &nv}, nil
+}
+
+func (s *State) liveVolume(name string) (Volume, error) {
+	v, ok := s.Volumes[name]
+	if !ok {
+		return Volume{}, fmt.Errorf("%w: volume %q", ErrNotFound, name)
+	}
+	if v.State == VolumeDeleting {
+		return Volume{}, fmt.Errorf("%w: volume %q is being deleted", ErrConflict, name)
+	}
+	return v, nil
+}
+
+func (s *State) resizeVolume(c Command) (Result, error) {
+	v, err := s.liveVolume(c.Name)
+	if err != nil {
+		return Result{}, err
+	}
+	switch {
+	case c.Size <= 0 || c.Size%int64(v.BlockSize) != 0:
+		return Result{}, fmt.Errorf("%w: size %d: want a positive multiple of the block size %d", ErrInvalid, c.Size, v.BlockSize)
+	case c.Size < v.Size:
+		return Result{}, fmt.Errorf("%w: volume %q: shrinking %d → %d is not supported", ErrConflict, v.Name, v.Size, c.Size)
+	}
+	v.Size = c.Size
+	s.Volumes[v.Name] = v
+	return Result{Volume: &v}, nil
+}
+
+func (s *State) deleteVolume(c Command) (Result, error) {
+	v, ok := s.Volumes[c.Name]
+	if !ok {
+		return Result{}, fmt.Errorf("%w: volume %q", ErrNotFound, c.Name)
+	}
+	if v.State == VolumeDeleting {
+		return Result{Volume: &v}, nil // idempotent
+	}
+	if nqn, nsid, ok := s.exporter(v.Name); ok {
+		return Result{}, fmt.Errorf("%w: volume %q is namespace %d of %s", ErrConflict, v.Name, nsid, nqn)
+	}
+	v.State, v.Message = VolumeDeleting, ""
+	s.Volumes[v.Name] = v
+	return Result{Volume: &v}, nil
+}
+
+func (s *State) setVolumeState(c Command) (Result, error) {
+	if c.State != VolumeOnline && c.State != VolumeError {
+		return Result{}, fmt.Errorf("%w: volume state %q", ErrInvalid, c.State)
+	}
+	v, err := s.liveVolume(c.Name)
+	if err != nil {
+		return Result{}, err
+	}
+	v.State, v.Message = c.State, c.Message
+	if c.State == VolumeOnline {
+		v.Message = ""
+	}
+	s.Volumes[v.Name] = v
+	return Result{Volume: &v}, nil
+}
+
+func (s *State) purgeVolume(c Command) (Result, error) {
+	v, ok := s.Volumes[c.Name]
+	if !ok {
+		return Result{}, nil // already purged: idempotent
+	}
+	if v.State != VolumeDeleting {
+		return Result{}, fmt.Errorf("%w: volume %q is not deleted", ErrConflict, c.Name)
+	}
+	delete(s.Volumes, c.Name)
+	return Result{}, nil
+}
+
+func validSerial(s string, max int) bool {
+	if len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *State) createSubsystem(c Command) (Result, error) {
+	sub := c.Subsystem
+	if sub == nil {
+		return Result{}, fmt.Errorf("%w: no subsystem", ErrInvalid)
+	}
+	if !nvme.ValidNQN(sub.NQN) || sub.NQN == nvme.DiscoveryNQN {
+		return Result{}, fmt.Errorf("%w: subsystem NQN %q", ErrInvalid, sub.NQN)
+	}
+	if !validSerial(sub.Serial, 20) || !validSerial(sub.Model, 40) {
+		return Result{}, fmt.Errorf("%w: serial (≤ 20) or model (≤ 40) not printable ASCII", ErrInvalid)
+	}
+	for _, h := range sub.Hosts {
+		if !nvme.ValidNQN(h) {
+			return Result{}, fmt.Errorf("%w: host NQN %q", ErrInvalid, h)
+		}
+	}
+	if _, ok := s.Nodes[sub.Node]; !ok {
+		return Result{}, fmt.Errorf("%w: node %q", ErrNotFound, sub.Node)
+	}
+	if _, ok := s.Subsystems[sub.NQN]; ok {
+		return Result{}, fmt.Errorf("%w: subsystem %q", ErrExists, sub.NQN)
+	}
+	ns := Subsystem{
+		NQN: sub.NQN, Node: sub.Node, Serial: sub.Serial, Model: sub.Model,
+		AllowAnyHost: sub.AllowAnyHost, Namespaces: map[uint32]string{},
+	}
+	ns.Hosts = append([]string{}, sub.Hosts...)
+	slices.Sort(ns.Hosts)
+	ns.Hosts = slices.Compact(ns.Hosts)
+	s.Subsystems[ns.NQN] = ns
+	out := ns.clone()
+	return Result{Subsystem: &out}, nil
+}
+
+func (s *State) subsystem(nqn string) (Subsystem, error) {
+	sub, ok := s.Subsystems[nqn]
+	if !ok {
+		return Subsystem{}, fmt.Errorf("%w: subsystem %q", ErrNotFound, nqn)
+	}
+	return sub, nil
+}
+
+func (s *State) deleteSubsystem(c Command) (Result, error) {
+	if _, err := s.subsystem(c.NQN); err != nil {
+		return Result{}, err
+	}
+	delete(s.Subsystems, c.NQN)
+	return Result{}, nil
+}
+
+func (s *State) addNamespace(c Command) (Result, error) {
+	sub, err := s.subsystem(c.NQN)
+	if err != nil {
+		return Result{}, err
+	}
+	v, err := s.liveVolume(c.Name)
+	if err != nil {
+		return Result{}, err
+	}
+	if v.Node != sub.Node {
+		return Result{}, fmt.Errorf("%w: volume %q is on node %q, subsystem %q on %q", ErrConflict, v.Name, v.Node, sub.NQN, sub.Node)
+	}
+	if nqn, nsid, ok := s.exporter(v.Name); ok {
+		return Result{}, fmt.Errorf("%w: volume %q is already namespace %d of %s", ErrConflict, v.Name, nsid, nqn)
+	}
+	nsid := c.NSID
+	if nsid == 0 {
+		for id := uint32(1); id <= MaxNSID; id++ {
+			if _, used := sub.Namespaces[id]; !used {
+				nsid = id
+				break
+			}
+		}
+		if nsid == 0 {
+			return Result{}, fmt.Errorf("%w: subsystem %q has no free NSID", ErrConflict, sub.NQN)
+		}
+	}
+	if nsid > MaxNSID {
+		return Result{}, fmt.Errorf("%w: nsid %d: want 1..%d", ErrInvalid, nsid, MaxNSID)
+	}
+	if _, used := sub.Namespaces[nsid]; used {
+		return Result{}, fmt.Errorf("%w: nsid %d in %s", ErrExists, nsid, sub.NQN)
+	}
+	sub = sub.clone()
+	sub.Namespaces[nsid] = v.Name
+	s.Subsystems[sub.NQN] = sub
+	out := sub.clone()
+	return Result{Subsystem: &out, NSID: nsid}, nil
+}
+
+func (s *State) removeNamespace(c Command) (Result, error) {
+	sub, err := s.subsystem(c.NQN)
+	if err != nil {
+		return Result{}, err
+	}
+	if _, ok := sub.Namespaces[c.NSID]; !ok {
+		return Result{}, fmt.Errorf("%w: nsid %d in %s", ErrNotFound, c.NSID, c.NQN)
+	}
+	sub = sub.clone()
+	delete(sub.Namespaces, c.NSID)
+	s.Subsystems[sub.NQN] = sub
+	out := sub.clone()
+	return Result{Subsystem: &out}, nil
+}
+
+func (s *State) changeHost(c Command) (Result, error) {
+	sub, err := s.subsystem(c.NQN)
+	if err != nil {
+		return Result{}, err
+	}
+	if !nvme.ValidNQN(c.Host) {
+		return Result{}, fmt.Errorf("%w: host NQN %q", ErrInvalid, c.Host)
+	}
+	i, found := slices.BinarySearch(sub.Hosts, c.Host)
+	sub = sub.clone()
+	if c.Op == OpAddHost {
+		if found {
+			return Result{}, fmt.Errorf("%w: host %q in %s", ErrExists, c.Host, c.NQN)
+		}
+		sub.Hosts = slices.Insert(sub.Hosts, i, c.Host)
+	} else {
+		if !found {
+			return Result{}, fmt.Errorf("%w: host %q in %s", ErrNotFound, c.Host, c.NQN)
+		}
+		sub.Hosts = slices.Delete(sub.Hosts, i, i+1)
+	}
+	s.Subsystems[sub.NQN] = sub
+	out := sub.clone()
+	return Result{Subsystem: &out}, nil
+}
+
+func (s *State) setAllowAny(c Command) (Result, error) {
+	sub, err := s.subsystem(c.NQN)
+	if err != nil {
+		return Result{}, err
+	}
+	sub = sub.clone()
+	sub.AllowAnyHost = c.Allow
+	s.Subsystems[sub.NQN] = sub
+	out := sub.clone()
+	return Result{Subsystem: &out}, nil
+}
+
+func (s *State) setANA(c Command) (Result, error) {
+	sub, err := s.subsystem(c.NQN)
+	if err != nil {
+		return Result{}, err
+	}
+	switch c.State {
+	case ANAOptimized, ANANonOptimized, ANAInaccessible, ANAPersistentLoss, ANAChange:
+	default:
+		return Result{}, fmt.Errorf("%w: ANA state %q", ErrInvalid, c.State)
+	}
+	if _, ok := s.Nodes[c.NodeID]; !ok {
+		return Result{}, fmt.Errorf("%w: node %q", ErrNotFound, c.NodeID)
+	}
+	sub = sub.clone()
+	if sub.ANA == nil {
+		sub.ANA = map[string]string{}
+	}
+	sub.ANA[c.NodeID] = c.State
+	s.Subsystems[sub.NQN] = sub
+	out := sub.clone()
+	return Result{Subsystem: &out}, nil
+}

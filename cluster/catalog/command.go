@@ -1,0 +1,80 @@
+package catalog
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// CommandVersion is the command format this package writes and applies.
+const CommandVersion = 1
+
+// Op names a catalogue operation.
+type Op string
+
+// Operations. The fields of Command each one reads are listed.
+const (
+	OpRegisterNode    Op = "register_node"    // Node (replaces an existing entry with the same ID)
+	OpRemoveNode      Op = "remove_node"      // NodeID; refused while it owns volumes or subsystems
+	OpCreateVolume    Op = "create_volume"    // Volume (Name, UUID, NGUID, Size, BlockSize, Path, Node)
+	OpResizeVolume    Op = "resize_volume"    // Name, Size (grow only)
+	OpDeleteVolume    Op = "delete_volume"    // Name; leaves a tombstone (VolumeDeleting)
+	OpSetVolumeState  Op = "set_volume_state" // Name, State (online or error), Message
+	OpPurgeVolume     Op = "purge_volume"     // Name; only a tombstone
+	OpCreateSubsystem Op = "create_subsystem" // Subsystem (NQN, Node, Serial, Model, AllowAnyHost, Hosts)
+	OpDeleteSubsystem Op = "delete_subsystem" // NQN
+	OpAddNamespace    Op = "add_namespace"    // NQN, NSID (0 = lowest free), Name (volume)
+	OpRemoveNamespace Op = "remove_namespace" // NQN, NSID
+	OpAddHost         Op = "add_host"         // NQN, Host
+	OpRemoveHost      Op = "remove_host"      // NQN, Host
+	OpSetAllowAnyHost Op = "set_allow_any"    // NQN, Allow
+	OpSetANAState     Op = "set_ana_state"    // NQN, NodeID, State (one of the ANA* states)
+)
+
+// Command is one replicated change. It is encoded as JSON in the raft log.
+type Command struct {
+	V         int        `json:"v"`
+	Op        Op         `json:"op"`
+	Node      *Node      `json:"node,omitempty"`
+	NodeID    string     `json:"node_id,omitempty"`
+	Volume    *Volume    `json:"volume,omitempty"`
+	Subsystem *Subsystem `json:"subsystem,omitempty"`
+	Name      string     `json:"name,omitempty"`
+	Size      int64      `json:"size,omitempty"`
+	State     string     `json:"state,omitempty"`
+	Message   string     `json:"message,omitempty"`
+	NQN       string     `json:"nqn,omitempty"`
+	NSID      uint32     `json:"nsid,omitempty"`
+	Host      string     `json:"host,omitempty"`
+	Allow     bool       `json:"allow,omitempty"`
+}
+
+// Result is what a successfully applied command produced: the volume or
+// subsystem as it now stands, and the NSID an AddNamespace chose.
+type Result struct {
+	Volume    *Volume    `json:"volume,omitempty"`
+	Subsystem *Subsystem `json:"subsystem,omitempty"`
+	Node      *Node      `json:"node,omitempty"`
+	NSID      uint32     `json:"nsid,omitempty"`
+}
+
+// Encode returns the log entry bytes of c, with V set to CommandVersion
+// when zero.
+func (c Command) Encode() ([]byte, error) {
+	if c.V == 0 {
+		c.V = CommandVersion
+	}
+	return json.Marshal(c)
+}
+
+// DecodeCommand parses a log entry. Unknown versions are ErrVersion; bad
+// bytes are ErrInvalid.
+func DecodeCommand(b []byte) (Command, error) {
+	var c Command
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Command{}, fmt.Errorf("%w: command: %v", ErrInvalid, err)
+	}
+	if c.V != CommandVersion {
+		return Command{}, fmt.Errorf("%w: command version %d", ErrVersion, c.V)
+	}
+	return c, nil
+}

@@ -1,0 +1,120 @@
+package catalog
+
+// Volume states.
+const (
+	// VolumeCreating: in the catalogue; the owner has not yet reported
+	// its backing file open.
+	VolumeCreating = "creating"
+	// VolumeOnline: the owner opened the backing file at the current size.
+	VolumeOnline = "online"
+	// VolumeError: the owner failed to open or grow the backing file
+	// (Volume.Message says why); it retries on its next reconciliation.
+	VolumeError = "error"
+	// VolumeDeleting: a tombstone. The owner removes the backing file and
+	// proposes PurgeVolume.
+	VolumeDeleting = "deleting"
+)
+
+// ANA states of a subsystem on a node (NVMe Base 2.0 §8.20.3).
+const (
+	ANAOptimized      = "optimized"
+	ANANonOptimized   = "non-optimized"
+	ANAInaccessible   = "inaccessible"
+	ANAPersistentLoss = "persistent-loss"
+	ANAChange         = "change"
+)
+
+// Node is a cluster member as the catalogue knows it.
+type Node struct {
+	// ID is the raft server ID, unique in the cluster.
+	ID string `json:"id"`
+	// APIAddr is host:port of the node's control API.
+	APIAddr string `json:"api_addr"`
+	// RaftAddr is the advertised raft transport address.
+	RaftAddr string `json:"raft_addr"`
+	// Listeners are the node's NVMe-oF data listeners.
+	Listeners []Listener `json:"listeners,omitempty"`
+}
+
+// Listener is one NVMe-oF port of a node, as its discovery log entries
+// describe it (NVMe-oF 1.1 §5.3, Figure 38).
+type Listener struct {
+	PortID  uint16 `json:"port_id"`
+	TrType  uint8  `json:"trtype"`
+	AdrFam  uint8  `json:"adrfam"`
+	TrAddr  string `json:"traddr"`
+	TrSvcID string `json:"trsvcid"`
+}
+
+// Volume is a block volume: a sparse backing file on its owner node.
+type Volume struct {
+	Name string `json:"name"`
+	// UUID and NGUID identify the namespace that exports the volume
+	// (Identify Namespace, CNS 03h descriptors); 32 hex digits each.
+	UUID  string `json:"uuid"`
+	NGUID string `json:"nguid"`
+	// Size is the capacity in bytes, a multiple of BlockSize.
+	Size      int64 `json:"size"`
+	BlockSize int   `json:"block_size"`
+	// Path is the backing file, relative to the owner's volume directory
+	// unless absolute.
+	Path string `json:"path"`
+	// Node is the owner's ID.
+	Node string `json:"node"`
+	// State is one of the Volume* states; Message explains VolumeError.
+	State   string `json:"state"`
+	Message string `json:"message,omitempty"`
+}
+
+// Subsystem is an NVM subsystem, served by one node.
+type Subsystem struct {
+	NQN    string `json:"nqn"`
+	Node   string `json:"node"`
+	Serial string `json:"serial,omitempty"`
+	Model  string `json:"model,omitempty"`
+	// AllowAnyHost admits every host; otherwise only Hosts.
+	AllowAnyHost bool     `json:"allow_any_host"`
+	Hosts        []string `json:"hosts"`
+	// Namespaces maps NSID to volume name.
+	Namespaces map[uint32]string `json:"namespaces"`
+	// ANA maps node ID to the ANA state of this subsystem's group there.
+	ANA map[string]string `json:"ana,omitempty"`
+}
+
+// allowed reports whether host may connect to s.
+func (s *Subsystem) allowed(host string) bool {
+	if s.AllowAnyHost {
+		return true
+	}
+	for _, h := range s.Hosts {
+		if h == host {
+			return true
+		}
+	}
+	return false
+}
+
+// Allowed reports whether host may connect to s.
+func (s *Subsystem) Allowed(host string) bool { return s.allowed(host) }
+
+func (n Node) clone() Node {
+	n.Listeners = append([]Listener(nil), n.Listeners...)
+	return n
+}
+
+func (s Subsystem) clone() Subsystem {
+	s.Hosts = append([]string{}, s.Hosts...)
+	ns := make(map[uint32]string, len(s.Namespaces))
+	for k, v := range s.Namespaces {
+		ns[k] = v
+	}
+	s.Namespaces = ns
+	if s.ANA != nil {
+		a := make(map[string]string, len(s.ANA))
+		for k, v := range s.ANA {
+			a[k] = v
+		}
+		s.ANA = a
+	}
+	return s
+}
