@@ -20,6 +20,7 @@ type fakeCore struct {
 	// hold, when set, parks I/O commands until release is closed.
 	hold    atomic.Pointer[chan struct{}]
 	held    atomic.Int64
+	heldEv  chan struct{} // one event per parked command
 	refuseQ atomic.Bool
 
 	mu       sync.Mutex
@@ -30,7 +31,7 @@ type fakeCore struct {
 }
 
 func newFakeCore(diskBytes int) *fakeCore {
-	return &fakeCore{disk: make([]byte, diskBytes), ports: map[uint16]target.Port{}}
+	return &fakeCore{disk: make([]byte, diskBytes), ports: map[uint16]target.Port{}, heldEv: make(chan struct{}, 4096)}
 }
 
 var errFakeRefused = errors.New("fake core: queue refused")
@@ -168,6 +169,7 @@ func (q *fakeQueue) Execute(r *target.Request) bool {
 	}
 	if h := q.c.hold.Load(); h != nil {
 		q.c.held.Add(1)
+		q.c.heldEv <- struct{}{}
 		go func() {
 			<-*h
 			q.io(r)

@@ -48,6 +48,8 @@ type Listener struct {
 type testHooks struct {
 	// readPosted reports the RDMA READs in flight after posting one.
 	readPosted func(inFlight int)
+	// draining reports that a queue entered the graceful drain.
+	draining func(qid uint16)
 }
 
 // Listen starts listening on cfg.Addr, registers the port with the target

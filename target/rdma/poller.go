@@ -40,6 +40,9 @@ func (q *queue) run() {
 			q.draining = true
 			drainTimer = time.NewTimer(q.l.cfg.DrainTimeout)
 			drainC = drainTimer.C
+			if h := q.l.hooks; h != nil && h.draining != nil {
+				h.draining(q.params.qid)
+			}
 		case <-drainC:
 			q.fatal("drain timed out", nil)
 		default:

@@ -49,6 +49,7 @@ type rawOpts struct {
 	depth    int    // queue entries: hsqsize = depth-1 (default 32)
 	hrqsize  int    // 0: depth
 	ird      uint8  // host responder resources (0: device max, 255)
+	irdZero  bool   // offer no responder resources at all
 	private  []byte // raw private data instead of a CM request
 	capSize  int    // command buffer size (default 64 + 4096)
 	dataSize int    // registered data area (default 1 MiB)
@@ -64,7 +65,7 @@ func dialRaw(ctx context.Context, t testing.TB, prov verbs.Provider, addr string
 	if o.hrqsize == 0 {
 		o.hrqsize = o.depth
 	}
-	if o.ird == 0 {
+	if o.ird == 0 && !o.irdZero {
 		o.ird = 255
 	}
 	if o.capSize == 0 {

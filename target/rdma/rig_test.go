@@ -1,6 +1,7 @@
 package rdma
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
@@ -131,3 +132,5 @@ func (h *rawHost) ioSQE(op uint8, cid uint16, off uint64, n uint32, hoff int, su
 	s.SGL1().SetKeyed(h.dataAddr(hoff), n, h.rkey(), subtype)
 	return s
 }
+
+func bytesEqual(a, b []byte) bool { return bytes.Equal(a, b) }
