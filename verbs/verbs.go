@@ -341,8 +341,10 @@ type CompletionQueue interface {
 	// It never blocks. It returns ErrCQOverrun once the CQ overflowed.
 	Poll(wc []WorkCompletion) (int, error)
 	// ReqNotify arms the CQ: the next completion added after the call sends
-	// one token on Notify(). After arming, Poll again before waiting, to
-	// catch completions that raced with the arm.
+	// one token on Notify(). If the CQ already holds completions when it is
+	// armed, the token is sent at once (so Wait after an empty Poll cannot
+	// miss a completion that landed in between); a provider whose hardware
+	// does not do this must emulate it.
 	ReqNotify() error
 	// Notify delivers completion-event tokens (capacity 1, never closed
 	// while the CQ lives).

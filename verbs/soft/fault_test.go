@@ -306,15 +306,8 @@ func TestProviderCloseRemovesDevice(t *testing.T) {
 	c.id.Close()
 	cp.Close()
 	sp.Close() // idempotent
-	// Every goroutine of both providers is gone once Close returns; only
-	// exiting runtime helpers may linger for a moment.
-	for i := 0; runtime.NumGoroutine() > base; i++ {
-		if i == 10000 {
-			buf := make([]byte, 1<<16)
-			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
-		}
-		runtime.Gosched()
-	}
+	// Every goroutine of both providers is gone once Close returns.
+	checkGoroutines(t, base)
 }
 
 func TestProfiles(t *testing.T) {

@@ -2,7 +2,9 @@ package soft_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/rdmablk/rdmablk/verbs"
 	"github.com/rdmablk/rdmablk/verbs/soft"
@@ -19,11 +21,13 @@ func softEnv(prof soft.Profile, tcp bool) func(t *testing.T) verbstest.Env {
 			fab = soft.NewFabric()
 			addr = "target.fabric:0"
 		}
+		base := runtime.NumGoroutine()
 		server := soft.New(soft.Options{Profile: prof, Fabric: fab})
 		client := soft.New(soft.Options{Profile: prof, Fabric: fab, DeviceName: prof.DeviceName + "-host"})
 		t.Cleanup(func() {
 			client.Close()
 			server.Close()
+			checkGoroutines(t, base)
 		})
 		return verbstest.Env{
 			Server: server, Client: client, Addr: addr,
@@ -50,4 +54,19 @@ func TestSuiteSingleProvider(t *testing.T) {
 		t.Cleanup(func() { p.Close() })
 		return verbstest.Env{Server: p, Client: p, Addr: "loop:4420", InjectQPError: soft.InjectQPError}
 	})
+}
+
+// checkGoroutines fails the test if more goroutines run than before it
+// started. Provider.Close waits for every goroutine it started, so only
+// runtime helpers that are already exiting may need a moment.
+func checkGoroutines(t *testing.T, base int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > base {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("goroutine leak: %d running, %d before:\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
+		}
+		runtime.Gosched()
+	}
 }

@@ -378,3 +378,25 @@ func testReadDepthORD(t *testing.T, e Env) {
 		}
 	}
 }
+
+func testNotifyPending(t *testing.T, e Env) {
+	p := connect(t, e, pairConfig{})
+	buf := p.mem.alloc(4096)
+	mc, md := p.c.reg(buf[:2048], 0), p.s.reg(buf[2048:], allAccess)
+	if err := p.c.scq.ReqNotify(); err != nil {
+		t.Fatalf("ReqNotify: %v", err)
+	}
+	p.c.postSend(verbs.SendWR{ID: 1, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
+		SGL: []verbs.SGE{sge(mc, 0, 8)}, RemoteAddr: md.Addr(), RKey: md.RKey()})
+	select {
+	case <-p.c.scq.Notify():
+	case <-p.ctx.Done():
+		t.Fatalf("no completion event")
+	}
+	// The completion is still queued: arming again must signal at once,
+	// and Wait must return.
+	if err := verbs.Wait(p.ctx, p.c.scq); err != nil {
+		t.Fatalf("Wait with a queued completion: %v", err)
+	}
+	expectStatus(t, waitWC(t, p.ctx, p.c.scq, 1), ok(1))
+}

@@ -67,6 +67,7 @@ var suite = []testCase{
 	{"SendWithInv", testSendWithInv},
 	{"Inline", testInline},
 	{"CompletionOrdering", testCompletionOrdering},
+	{"NotifyPending", testNotifyPending},
 	{"ReadDepthORD", testReadDepthORD},
 	{"RNRRetryExceeded", testRNRRetryExceeded},
 	{"RNRRetryForever", testRNRRetryForever},
