@@ -1,0 +1,185 @@
+//go:build linux
+
+package nbd
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// NBD ioctls (linux/nbd.h: _IO(0xab, n)).
+const (
+	ioctlSetSock       = 0xab00
+	ioctlSetBlkSize    = 0xab01
+	ioctlDoIt          = 0xab03
+	ioctlClearSock     = 0xab04
+	ioctlClearQue      = 0xab05
+	ioctlSetSizeBlocks = 0xab07
+	ioctlDisconnect    = 0xab08
+	ioctlSetTimeout    = 0xab09
+	ioctlSetFlags      = 0xab0a
+)
+
+// KernelDevice is an export attached to a kernel /dev/nbdX.
+type KernelDevice struct {
+	// Path is the device node, e.g. /dev/nbd0.
+	Path string
+
+	f       *os.File
+	done    chan struct{} // closed when NBD_DO_IT returns
+	doErr   error
+	serveWG sync.WaitGroup
+	once    sync.Once
+}
+
+// FreeKernelDevice returns the first /dev/nbdX the kernel has no socket
+// on (no /sys/block/nbdX/pid), or ErrNoDevice when the nbd module is not
+// loaded or every device is busy.
+func FreeKernelDevice() (string, error) {
+	names, _ := filepath.Glob("/sys/block/nbd*")
+	sort.Slice(names, func(i, j int) bool {
+		return len(names[i]) < len(names[j]) || len(names[i]) == len(names[j]) && names[i] < names[j]
+	})
+	for _, n := range names {
+		if _, err := os.Stat(filepath.Join(n, "pid")); err == nil {
+			continue
+		}
+		dev := "/dev/" + filepath.Base(n)
+		if _, err := os.Stat(dev); err == nil {
+			return dev, nil
+		}
+	}
+	return "", ErrNoDevice
+}
+
+// AttachKernel connects export name of s to the kernel device dev (""
+// picks a free one) through a socket pair and the NBD ioctls (block size,
+// size, transmission flags, request timeout, NBD_SET_SOCK, NBD_DO_IT on a
+// locked OS thread). The server serves the other end of the pair from the
+// transmission phase. timeout ≤ 0 leaves the kernel default. Call Detach
+// to disconnect. Needs CAP_SYS_ADMIN and the nbd module; without it the
+// error wraps ErrNoDevice.
+func (s *Server) AttachKernel(dev, name string, timeout time.Duration) (*KernelDevice, error) {
+	e := s.export(name)
+	if e == nil {
+		return nil, ErrNoExport
+	}
+	if dev == "" {
+		var err error
+		if dev, err = FreeKernelDevice(); err != nil {
+			return nil, err
+		}
+	}
+	f, err := os.OpenFile(dev, os.O_RDWR, 0)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %v", ErrNoDevice, err)
+		}
+		return nil, err
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	kernelEnd, serverEnd := fds[0], fds[1]
+	fail := func(err error) (*KernelDevice, error) {
+		unix.Close(kernelEnd)
+		unix.Close(serverEnd)
+		_ = ioctl(f, ioctlClearSock, 0)
+		f.Close()
+		return nil, fmt.Errorf("nbd: attach %s: %w", dev, err)
+	}
+	bs := uint64(e.bs())
+	if bs < 512 {
+		bs = 512 // the kernel's smallest logical block size
+	}
+	size := uint64(e.Backend.Size())
+	if err := ioctl(f, ioctlSetBlkSize, uintptr(bs)); err != nil {
+		return fail(fmt.Errorf("NBD_SET_BLKSIZE %d: %w", bs, err))
+	}
+	if err := ioctl(f, ioctlSetSizeBlocks, uintptr(size/bs)); err != nil {
+		return fail(fmt.Errorf("NBD_SET_SIZE_BLOCKS: %w", err))
+	}
+	if err := ioctl(f, ioctlSetFlags, uintptr(e.flags())); err != nil {
+		return fail(fmt.Errorf("NBD_SET_FLAGS: %w", err))
+	}
+	if timeout > 0 {
+		if err := ioctl(f, ioctlSetTimeout, uintptr(max(1, int(timeout/time.Second)))); err != nil {
+			return fail(fmt.Errorf("NBD_SET_TIMEOUT: %w", err))
+		}
+	}
+	if err := ioctl(f, ioctlSetSock, uintptr(kernelEnd)); err != nil {
+		return fail(fmt.Errorf("NBD_SET_SOCK: %w", err))
+	}
+	sf := os.NewFile(uintptr(serverEnd), "nbd-server")
+	c, err := net.FileConn(sf)
+	sf.Close()
+	if err != nil {
+		unix.Close(kernelEnd)
+		_ = ioctl(f, ioctlClearSock, 0)
+		f.Close()
+		return nil, err
+	}
+	k := &KernelDevice{Path: dev, f: f, done: make(chan struct{})}
+	k.serveWG.Add(1)
+	go func() {
+		defer k.serveWG.Done()
+		_ = s.ServeTransmission(c, e.Name)
+	}()
+	go func() {
+		// NBD_DO_IT blocks until the device is disconnected; the
+		// kernel holds its own reference to the socket.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		k.doErr = ioctl(f, ioctlDoIt, 0)
+		unix.Close(kernelEnd)
+		close(k.done)
+	}()
+	return k, nil
+}
+
+// Detach asks the kernel to disconnect (NBD_DISCONNECT), waits up to
+// timeout for NBD_DO_IT to return, clears the socket and closes the
+// device. The kernel flushes its queue first; I/O still queued when the
+// socket closes fails with EIO in the kernel.
+func (k *KernelDevice) Detach(timeout time.Duration) error {
+	var err error
+	k.once.Do(func() {
+		_ = ioctl(k.f, ioctlDisconnect, 0)
+		select {
+		case <-k.done:
+		case <-time.After(timeout):
+			err = fmt.Errorf("nbd: %s: NBD_DO_IT did not return within %v", k.Path, timeout)
+		}
+		_ = ioctl(k.f, ioctlClearQue, 0)
+		_ = ioctl(k.f, ioctlClearSock, 0)
+		k.serveWG.Wait()
+		k.f.Close()
+	})
+	return err
+}
+
+// Done is closed when the kernel ended the attachment.
+func (k *KernelDevice) Done() <-chan struct{} { return k.done }
+
+func ioctl(f *os.File, req, arg uintptr) error {
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), req, arg)
+	if errno != 0 {
+		if errno == unix.ENOTTY || errno == unix.ENODEV {
+			return fmt.Errorf("%w: %v", ErrNoDevice, errno)
+		}
+		return errno
+	}
+	return nil
+}
+
