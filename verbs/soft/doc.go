@@ -20,8 +20,11 @@
 // and READ responses). Remote operations need no help from the responder
 // application. Provider.Close removes the device: connections end with
 // verbs.ErrDeviceRemoved and every goroutine of the provider has stopped
-// when it returns; ConnID.Close and QueuePair.Close stop the QP's engines
-// before returning.
+// when it returns. ConnID.Close and QueuePair.Close of a connected QP send
+// DISC and return once the QP's engines have stopped: normally as soon as
+// the peer answers, at most 2 s later if it does not. PostSend, PostRecv
+// and Poll never block; CompletionQueue.ReqNotify on a CQ that already
+// holds completions signals at once.
 //
 // # Buffer lifetimes
 //

@@ -110,7 +110,7 @@ type qp struct {
 	sqNext    uint64
 	sqTail    uint64
 	ackTo     uint64 // every WR below this index is acknowledged
-	sentHigh  uint64 // every WR below this index was transmitted at least once
+	sentHigh  uint64 // every WR below this index was reached by the tx engine (sent or failed locally)
 	txBusy    uint64 // slot the tx engine is reading from, or noSlot
 	rxBusy    uint64 // READ slot the rx engine is filling, or noSlot
 	readsOut  int    // READs transmitted and not landed
@@ -332,7 +332,7 @@ func (q *qp) flushLocked() {
 		s := q.slot(i)
 		st := verbs.WCWRFlushErr
 		switch {
-		case s.failed:
+		case s.failed && i < q.sentHigh: // reached by the send queue before the error
 			st = s.status
 		case i < q.ackTo && i < q.sqNext && (s.op != verbs.OpRDMARead || s.landed):
 			st = verbs.WCSuccess
@@ -367,6 +367,8 @@ func (q *qp) injectError() {
 
 // Close destroys the QP: a connected QP disconnects (the peer sees DISC),
 // the engines stop, and everything outstanding completes with WCWRFlushErr.
+// It blocks until the engines have exited (at most discLinger when the peer
+// does not answer the DISC); afterwards the QP's memory is not touched.
 func (q *qp) Close() error {
 	q.mu.Lock()
 	if q.closed {

@@ -142,6 +142,7 @@ func (q *qp) nextTxLocked(a *txAction) {
 			// The WR failed its local checks: it completes with its error
 			// once every earlier WR has completed.
 			q.sqNext++
+			q.sentHigh = max(q.sentHigh, q.sqNext)
 			q.localErr = true
 			q.advanceLocked()
 			return
