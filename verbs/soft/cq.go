@@ -3,6 +3,7 @@ package soft
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rdmablk/rdmablk/verbs"
 )
@@ -16,7 +17,7 @@ type completionQueue struct {
 	notify chan struct{} // completion events, capacity 1
 
 	mu      sync.Mutex // guards the fields below
-	ring    []verbs.WorkCompletion
+	ring    []cqEntry
 	head    int
 	count   int
 	armed   bool
@@ -27,11 +28,18 @@ type completionQueue struct {
 
 var _ verbs.CompletionQueue = (*completionQueue)(nil)
 
+// cqEntry is a completion plus the work-queue slots polling it frees.
+type cqEntry struct {
+	wc     verbs.WorkCompletion
+	freed  *atomic.Uint64 // the QP's sqFreed or rqFreed
+	freeTo uint64         // every slot below this index is free once polled
+}
+
 func newCQ(d *device, depth, vector int) *completionQueue {
 	return &completionQueue{
 		dev: d, depth: depth, vector: vector,
 		notify: make(chan struct{}, 1),
-		ring:   make([]verbs.WorkCompletion, depth),
+		ring:   make([]cqEntry, depth),
 		qps:    make(map[*qp]struct{}),
 	}
 }
@@ -50,7 +58,10 @@ func (cq *completionQueue) Poll(wc []verbs.WorkCompletion) (int, error) {
 	}
 	n := 0
 	for n < len(wc) && cq.count > 0 {
-		wc[n] = cq.ring[cq.head]
+		e := &cq.ring[cq.head]
+		wc[n] = e.wc
+		e.freed.Store(e.freeTo) // polls are serialized by mu: in order
+		e.freed = nil
 		cq.head++
 		if cq.head == cq.depth {
 			cq.head = 0
@@ -113,12 +124,13 @@ func (cq *completionQueue) detach(q *qp) {
 	cq.mu.Unlock()
 }
 
-// push adds a completion. It is called with the producing QP's lock held,
+// push adds a completion; polling it stores freeTo into freed, releasing
+// the work-queue slots. It is called with the producing QP's lock held,
 // which keeps each QP's completions in order. A full CQ overruns: the
 // completion is lost, the CQ enters the error state and every QP using it
 // is moved to the error state (asynchronously, since the caller holds a QP
 // lock).
-func (cq *completionQueue) push(wc *verbs.WorkCompletion) {
+func (cq *completionQueue) push(wc *verbs.WorkCompletion, freed *atomic.Uint64, freeTo uint64) {
 	cq.mu.Lock()
 	if cq.overrun || cq.closed {
 		cq.mu.Unlock()
@@ -143,7 +155,7 @@ func (cq *completionQueue) push(wc *verbs.WorkCompletion) {
 	if i >= cq.depth {
 		i -= cq.depth
 	}
-	cq.ring[i] = *wc
+	cq.ring[i] = cqEntry{wc: *wc, freed: freed, freeTo: freeTo}
 	cq.count++
 	cq.signalLocked()
 	cq.mu.Unlock()

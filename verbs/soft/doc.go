@@ -55,10 +55,12 @@
 //     reported when a message lands in it (receive WCLocProtErr, sender
 //     WCRemOpErr, both QPs in error).
 //   - Queue capacity: at most Cap().MaxSendWR send WRs outstanding, else
-//     ErrQueueFull. A slot is freed when a completion is generated for its WR
-//     or for a later WR of the same queue; an unsignaled WR therefore holds
-//     its slot until a later signaled WR completes (post a signaled WR at
-//     least every MaxSendWR WRs, as on hardware). The same for receives.
+//     ErrQueueFull. As in mlx5 and rxe, a slot is freed when the completion
+//     of its WR, or of a later WR of the same queue, is polled: an
+//     unsignaled WR holds its slot until a later signaled WR's completion
+//     is polled (post a signaled WR at least every MaxSendWR WRs), and a CQ
+//     at least as deep as the queues using it cannot overrun. The same for
+//     receives and MaxRecvWR.
 //   - Posting a send before the connection is established is ErrQPState;
 //     posting to a QP in the error state is accepted and flushes.
 //   - Remote WRITE/READ: the rkey must exist on the responder's device, its

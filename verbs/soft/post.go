@@ -81,7 +81,7 @@ func (q *qp) postSendLocked(wr *verbs.SendWR) error {
 			return fmt.Errorf("%w: inline RDMA READ", verbs.ErrInvalid)
 		}
 	}
-	if q.sqTail-q.sqHead >= uint64(len(q.sq)) {
+	if q.sqTail-q.sqFreed.Load() >= uint64(len(q.sq)) {
 		return fmt.Errorf("%w: %d send WRs outstanding", verbs.ErrQueueFull, len(q.sq))
 	}
 	pos := int(q.sqTail % uint64(len(q.sq)))
@@ -203,7 +203,7 @@ func (q *qp) PostRecv(wrs []verbs.RecvWR) (int, error) {
 			err = fmt.Errorf("%w: %d SGEs, QP allows %d", verbs.ErrInvalid, len(wr.SGL), q.cap.MaxRecvSGE)
 			break
 		}
-		if q.rqTail-q.rqHead >= uint64(len(q.rq)) {
+		if q.rqTail-q.rqFreed.Load() >= uint64(len(q.rq)) {
 			err = fmt.Errorf("%w: %d receive WRs outstanding", verbs.ErrQueueFull, len(q.rq))
 			break
 		}

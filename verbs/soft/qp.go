@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rdmablk/rdmablk/verbs"
@@ -79,14 +80,16 @@ type respItem struct {
 //
 // Send-queue indices are absolute counters (slot = index mod depth):
 //
-//	sqHead ≤ sqAck ≤ sqNext ≤ sqTail
-//	[sqHead, sqAck)  completed unsignaled WRs whose slots are not yet free
+//	sqFreed ≤ sqAck ≤ sqNext ≤ sqTail
+//	[sqFreed, sqAck) completed, but no completion of it or a later WR polled
 //	[sqAck, sqNext)  transmitted, awaiting ACK / READ data / error
 //	[sqNext, sqTail) posted, not yet transmitted
 //
-// A slot is freed when a completion is generated for it or for a later WR
-// (so an application that never signals fills the queue, as on hardware).
-// The message sequence number of the WR at index i is uint32(i).
+// As in mlx5 and rxe, a slot is freed when the completion of its WR, or of a
+// later WR of the same queue, is polled: an application that never signals
+// fills the queue, and one whose CQ is as deep as its queues cannot overrun
+// it. The receive queue works the same way with rqFreed. The message
+// sequence number of the WR at index i is uint32(i).
 type qp struct {
 	dev    *device
 	pd     *protectionDomain
@@ -97,6 +100,11 @@ type qp struct {
 	sigAll bool
 	bell   chan struct{} // wakes the tx engine, capacity 1
 
+	// Advanced by CompletionQueue.Poll (under the CQ's lock, in completion
+	// order) when a completion of this QP is polled; read by the posters.
+	sqFreed atomic.Uint64
+	rqFreed atomic.Uint64
+
 	mu     sync.Mutex // guards everything below
 	state  qpState
 	closed bool
@@ -105,7 +113,6 @@ type qp struct {
 	sq        []sendSlot
 	sqSegs    [][]byte
 	inline    []byte
-	sqHead    uint64
 	sqAck     uint64
 	sqNext    uint64
 	sqTail    uint64
@@ -247,16 +254,23 @@ func wcOpcode(op verbs.Opcode) verbs.WCOpcode {
 	return verbs.WCSend
 }
 
-// sendWCLocked generates the completion of a send WR.
-func (q *qp) sendWCLocked(s *sendSlot, st verbs.WCStatus) {
+// sendWCLocked generates the completion of the send WR at index i.
+func (q *qp) sendWCLocked(s *sendSlot, i uint64, st verbs.WCStatus) {
 	wc := verbs.WorkCompletion{ID: s.id, Status: st, Opcode: wcOpcode(s.op), ByteLen: s.length, QPNum: q.num}
-	q.sendCQ.push(&wc)
+	q.sendCQ.push(&wc, &q.sqFreed, i+1)
 }
 
-// recvWCLocked generates an error or flush completion of the head receive.
+// recvWCLocked completes the head receive with an error or flush status and
+// consumes it.
 func (q *qp) recvWCLocked(r *recvSlot, st verbs.WCStatus) {
 	wc := verbs.WorkCompletion{ID: r.id, Status: st, Opcode: verbs.WCRecv, QPNum: q.num}
-	q.recvCQ.push(&wc)
+	q.recvDoneLocked(&wc)
+}
+
+// recvDoneLocked consumes the head receive with completion wc.
+func (q *qp) recvDoneLocked(wc *verbs.WorkCompletion) {
+	q.rqHead++
+	q.recvCQ.push(wc, &q.rqFreed, q.rqHead)
 }
 
 // sqIndexLocked maps a message sequence number to its send-queue index.
@@ -286,8 +300,7 @@ func (q *qp) advanceLocked() {
 		s := q.slot(i)
 		if s.failed {
 			q.sqAck++
-			q.sendWCLocked(s, s.status)
-			q.sqHead = q.sqAck
+			q.sendWCLocked(s, i, s.status)
 			q.enterErrorLocked()
 			return
 		}
@@ -296,8 +309,7 @@ func (q *qp) advanceLocked() {
 		}
 		q.sqAck++
 		if s.signaled {
-			q.sendWCLocked(s, verbs.WCSuccess)
-			q.sqHead = q.sqAck
+			q.sendWCLocked(s, i, verbs.WCSuccess)
 		}
 	}
 }
@@ -339,17 +351,14 @@ func (q *qp) flushLocked() {
 		}
 		q.sqAck++
 		if st != verbs.WCSuccess || s.signaled {
-			q.sendWCLocked(s, st)
+			q.sendWCLocked(s, i, st)
 		}
-		q.sqHead = q.sqAck
 	}
 	if q.sqNext < q.sqAck {
 		q.sqNext = q.sqAck
 	}
 	for q.rqHead < q.rqTail && !q.rqBusy {
-		r := q.rslot(q.rqHead)
-		q.rqHead++
-		q.recvWCLocked(r, verbs.WCWRFlushErr)
+		q.recvWCLocked(q.rslot(q.rqHead), verbs.WCWRFlushErr)
 	}
 }
 

@@ -152,9 +152,7 @@ func (q *qp) rnrLocked(h *header) error {
 // syn and moves the QP to the error state. It unlocks q.mu and, unless the
 // payload was consumed already, discards it.
 func (q *qp) failRecvLocked(h *header, st verbs.WCStatus, syn uint8, consumed bool) error {
-	r := q.rslot(q.rqHead)
-	q.rqHead++
-	q.recvWCLocked(r, st)
+	q.recvWCLocked(q.rslot(q.rqHead), st)
 	ok := q.nakErrorLocked(syn, h.msn)
 	q.mu.Unlock()
 	if !ok {
@@ -210,8 +208,7 @@ func (q *qp) onSendLocked(h *header) error {
 		}
 		wc.Flags, wc.InvalidatedRKey = verbs.WCWithInv, h.imm
 	}
-	q.rqHead++
-	q.recvCQ.push(&wc)
+	q.recvDoneLocked(&wc)
 	q.expect++
 	ok := q.ackLocked(h.msn)
 	q.mu.Unlock()
@@ -274,8 +271,7 @@ func (q *qp) onWriteLocked(h *header) error {
 	if imm {
 		wc := verbs.WorkCompletion{ID: r.id, Opcode: verbs.WCRecvRDMAWithImm, Flags: verbs.WCWithImm,
 			ByteLen: h.length, Imm: h.imm, QPNum: q.num}
-		q.rqHead++
-		q.recvCQ.push(&wc)
+		q.recvDoneLocked(&wc)
 	}
 	q.expect++
 	ok := q.ackLocked(h.msn)
