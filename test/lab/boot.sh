@@ -37,7 +37,7 @@ case "$NET" in
   *) echo "boot.sh: NET=$NET?" >&2; exit 125 ;;
 esac
 SERIAL=$OUTD/$SCEN.serial
-KARGS="root=/dev/vda rw console=ttyS0,115200 init=/sbin/lab-init panic=1 loglevel=4 net.ifnames=0 lab.scenario=$SCEN lab.runid=$RUNID $* ${APPEND:-}"
+KARGS="root=/dev/vda rw console=ttyS0,115200 init=/sbin/lab-init panic=1 loglevel=4 net.ifnames=0 lab.scenario=$SCEN lab.name=$SCEN lab.runid=$RUNID $* ${APPEND:-}"
 t0=$(date +%s)
 echo "boot.sh: scenario=$SCEN out=$OUTD"
 QEMU=(qemu-system-x86_64

@@ -17,8 +17,9 @@ mount -o remount,rw / 2>/dev/null
 hostname rdmalab
 # a fresh NVMe host identity per boot: the image is shared by every VM
 mkdir -p /etc/nvme
-nvme gen-hostnqn > /etc/nvme/hostnqn 2>/dev/null
+# (nvme gen-hostnqn reads the DMI product UUID, which is all zeros under qemu)
 cat /proc/sys/kernel/random/uuid > /etc/nvme/hostid
+echo "nqn.2014-08.org.nvmexpress:uuid:$(cat /etc/nvme/hostid)" > /etc/nvme/hostnqn
 ip link set lo up
 SCEN=idle
 for p in $(cat /proc/cmdline); do

@@ -27,7 +27,7 @@ rxe_up() {
 # dmesg_check: fail on kernel warnings, bugs and error lines (except the known rxe notice)
 dmesg_check() {
   local bad
-  dmesg > "$LAB_OUT/dmesg.txt"
+  dmesg > "$LAB_OUT/dmesg-${LAB_NAME:-guest}.txt"
   bad=$(dmesg | grep -E 'WARNING|BUG|Oops|Call Trace|error|Error|ERROR|failed|timeout|tainted' \
         | grep -vE 'speed is unknown|9pnet|Unable to find swap|EDD information not available')
   if [ -n "$bad" ]; then echo "$bad"; fail "dmesg has warnings/errors ($(echo "$bad" | wc -l) lines)"; return 1; fi

@@ -1,0 +1,98 @@
+#!/bin/bash
+# Scenarios 1 and 2 (one boot): the kernel's nvme-rdma host against rdmablkd, then against the
+# kernel's nvmet-rdma target, over rxe0 on eth0, both serving a 1 GiB brd RAM disk (/dev/ram1 for
+# rdmablkd, /dev/ram0 for nvmet) so the backing store is the same kind.
+# For rdmablkd: nvme discover, connect, list, id-ctrl, fio (fio_suite), disconnect, connect again,
+# verify-only read-back of what was written before the reconnect, disconnect. Then the same fio
+# suite against nvmet. dmesg must stay clean. Needs /mnt/share/bin/rdmablkd.
+# Params: lab.fiotime=S (20), lab.verifysize=SIZE (256M), lab.only=ours|kernel (both)
+. /mnt/share/scripts/lib.sh
+D=/mnt/share/bin/rdmablkd
+OURS=nqn.2026-11.io.rdmablk:lab
+KNQN=nqn.2026-11.io.rdmablk:kernel
+ONLY=${LAB_ONLY:-both}
+t_start=$(ts)
+step "network and rxe0"
+net_up; rxe_up || exit 1
+run modprobe brd rd_nr=2 rd_size=1048576 || exit 1
+run modprobe nvme-rdma || exit 1
+connect() { # NQN PORT: nvme connect, then wait for the new /dev/nvmeXnY (sets NDEV)
+  local t0 before; t0=$(ts); before=$(ls /dev/ | grep -E '^nvme[0-9]+n[0-9]+$')
+  run nvme connect -t rdma -n "$1" -a "$IP" -s "$2" || return 1
+  echo "connect took $(since "$t0")s"
+  NDEV=
+  for _ in $(seq 100); do
+    NDEV=$(ls /dev/ | grep -E '^nvme[0-9]+n[0-9]+$' | grep -vxF "$before" | head -1)
+    [ -n "$NDEV" ] && break; sleep 0.1
+  done
+  [ -n "$NDEV" ] || { fail "no block device for $1"; run nvme list; return 1; }
+  NDEV=/dev/$NDEV; echo "block device $NDEV"
+}
+
+if [ "$ONLY" != kernel ]; then
+  step "scenario 1: rdmablkd on $IP:4420 (/dev/ram1)"
+  [ -x "$D" ] || { fail "missing $D"; exit 1; }
+  mkdir -p /tmp/rd
+  cat > /tmp/rd/rdmablkd.yaml <<EOC
+data_dir: /tmp/rd
+log: {level: info}
+transport: {provider: auto, max_queue_depth: 128}
+listeners: [{addr: "$IP:4420"}]
+volumes: [{name: ram1, path: /dev/ram1, block_size: 512}]
+subsystems:
+  - nqn: $OURS
+    serial: rdmablklab01
+    allow_any_host: true
+    namespaces: [{nsid: 1, volume: ram1}]
+EOC
+  "$D" --config /tmp/rd/rdmablkd.yaml > "$LAB_OUT/rdmablkd.log" 2>&1 &
+  DPID=$!
+  for _ in $(seq 100); do grep -q -i 'listen' "$LAB_OUT/rdmablkd.log" && break; sleep 0.1; done
+  cat "$LAB_OUT/rdmablkd.log"
+  grep -qi 'ibverbs' "$LAB_OUT/rdmablkd.log" || fail "rdmablkd did not choose the ibverbs provider"
+  run nvme discover -t rdma -a "$IP" -s 4420 | tee "$LAB_OUT/ours-discover.txt" || fail "nvme discover (ours)"
+  grep -q "$OURS" "$LAB_OUT/ours-discover.txt" || fail "discovery log lacks $OURS"
+  if connect "$OURS" 4420; then
+    run nvme list
+    nvme id-ctrl "$NDEV" > "$LAB_OUT/ours-id-ctrl.txt" 2>&1 || fail "nvme id-ctrl"
+    nvme id-ns "$NDEV" > "$LAB_OUT/ours-id-ns.txt" 2>&1 || fail "nvme id-ns"
+    nvme get-feature "$NDEV" -f 0x0f > "$LAB_OUT/ours-kato.txt" 2>&1  # keep alive timer
+    grep -E '^(vid|sn|mn|fr|mdts|cntlid|ver|kas|sqes|cqes|nn|sgls|subnqn|ioccsz|iorcsz|msdbd)\b' "$LAB_OUT/ours-id-ctrl.txt"
+    fio_suite ours "$NDEV"
+    step "disconnect, reconnect, verify-only read-back"
+    run nvme disconnect -n "$OURS" || fail "nvme disconnect (ours)"
+    if connect "$OURS" 4420; then
+      fio_job ours.reverify "$NDEV" randwrite 16 --size="${LAB_VERIFYSIZE:-256M}" --verify=crc32c \
+        --verify_only --verify_state_save=0
+      run nvme disconnect -n "$OURS" || fail "second nvme disconnect (ours)"
+    else fail "reconnect to rdmablkd"; fi
+  else fail "nvme connect to rdmablkd"; nvme disconnect -n "$OURS"; fi
+  kill -TERM "$DPID"; wait "$DPID"; echo "rdmablkd exit code $?"
+  tail -5 "$LAB_OUT/rdmablkd.log"
+fi
+
+if [ "$ONLY" != ours ]; then
+  step "scenario 2: kernel nvmet-rdma on $IP:4421 (/dev/ram0)"
+  run modprobe nvmet; run modprobe nvmet-rdma
+  C=/sys/kernel/config/nvmet
+  mkdir $C/subsystems/$KNQN && echo 1 > $C/subsystems/$KNQN/attr_allow_any_host
+  mkdir $C/subsystems/$KNQN/namespaces/1 && echo -n /dev/ram0 > $C/subsystems/$KNQN/namespaces/1/device_path
+  echo 1 > $C/subsystems/$KNQN/namespaces/1/enable || fail "nvmet namespace enable"
+  mkdir $C/ports/1
+  echo rdma > $C/ports/1/addr_trtype; echo ipv4 > $C/ports/1/addr_adrfam
+  echo "$IP" > $C/ports/1/addr_traddr; echo 4421 > $C/ports/1/addr_trsvcid
+  ln -s $C/subsystems/$KNQN $C/ports/1/subsystems/$KNQN || fail "nvmet port link"
+  if connect "$KNQN" 4421; then
+    nvme id-ctrl "$NDEV" > "$LAB_OUT/kernel-id-ctrl.txt" 2>&1
+    fio_suite kernel "$NDEV"
+    run nvme disconnect -n "$KNQN" || fail "nvme disconnect (kernel)"
+  else fail "nvme connect to nvmet"; nvme disconnect -n "$KNQN"; fi
+  rm $C/ports/1/subsystems/$KNQN; rmdir $C/ports/1
+  echo 0 > $C/subsystems/$KNQN/namespaces/1/enable; rmdir $C/subsystems/$KNQN/namespaces/1 $C/subsystems/$KNQN
+fi
+step "dmesg"
+dmesg_check
+dmesg | grep -iE 'nvme|rxe|rdma' | tail -30
+rdma statistic show link rxe0/1 > "$LAB_OUT/rxe-counters.txt" 2>&1
+echo "scenario nvmeof: ${FAILS} failure(s), $(since "$t_start")s"
+[ "$FAILS" = 0 ]

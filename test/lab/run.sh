@@ -1,0 +1,128 @@
+#!/bin/bash
+# Run every lab scenario and write test/lab/results/<date>.md. One command, as root, after
+# build-image.sh:
+#   test/lab/run.sh [SCENARIO ...]     (default: nvmeof initiator twovm verbstest)
+# Builds rdmablkd, rdmablk and the verbs/ibverbs test binary on the host with -tags ibverbs
+# (cgo, libibverbs-dev / librdmacm-dev from build-image.sh) into $LAB_DIR/share/bin, boots the
+# guest once per scenario (one VM set at a time), collects the RESULT lines and writes the tables.
+#   nvmeof     scenarios 1+2: kernel nvme-rdma host -> rdmablkd, then -> kernel nvmet-rdma (fio)
+#   initiator  scenario 3: rdmablk bench + write/read/cmp -> nvmet-rdma and -> rdmablkd
+#   twovm      scenario 4: rdmablkd in one guest, kernel host + rdmablk in another (RoCE v2)
+#   verbstest  scenario 5: go test -tags ibverbs ./verbs/ibverbs (verbs/verbstest) on rxe0
+# Env: FIOTIME (s per fio/bench job, 20), RESULTS (output file), NOBUILD=1 (reuse share/bin),
+#      TAGS (build tags, default ibverbs).
+# Exit status 0 only when every scenario passed.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+. "$HERE/config.sh"
+[ "$(id -u)" = 0 ] || { echo "run.sh: run as root" >&2; exit 1; }
+[ -f "$IMAGE" ] || { echo "run.sh: no guest image: run test/lab/build-image.sh first" >&2; exit 1; }
+SCENARIOS=${*:-nvmeof initiator twovm verbstest}
+FT=${FIOTIME:-20}
+STAMP=$(date +%Y-%m-%d-%H%M)
+RESULTS=${RESULTS:-$HERE/results/$STAMP.md}
+RUN=$STAMP-run
+mkdir -p "$SHARE/bin" "$HERE/results"
+# TAGS= (empty) builds the pure-Go binaries: only the kernel-to-kernel parts can pass then.
+TAGS=${TAGS-ibverbs}
+if [ "${NOBUILD:-0}" != 1 ]; then
+  echo "== building on the host (tags: ${TAGS:-none})"
+  (cd "$REPO" && go build -tags "$TAGS" -o "$SHARE/bin/rdmablkd" ./cmd/rdmablkd &&
+     go build -tags "$TAGS" -o "$SHARE/bin/rdmablk" ./cmd/rdmablk) || { echo "run.sh: build failed" >&2; exit 1; }
+  if [ -n "$TAGS" ]; then
+    (cd "$REPO" && go test -c -tags ibverbs -o "$SHARE/bin/ibverbs.test" ./verbs/ibverbs) || echo "run.sh: verbs/ibverbs test binary did not build" >&2
+  fi
+fi
+declare -A RC WALL
+for s in $SCENARIOS; do
+  t0=$(date +%s)
+  echo "== scenario $s"
+  case "$s" in
+    nvmeof|initiator) RUNID=$RUN-$s "$HERE/boot.sh" "$s" lab.fiotime="$FT" ;;
+    twovm) RUNID=$RUN-$s FIOTIME=$(( FT < 15 ? FT : 15 )) "$HERE/twovm.sh" ;;
+    verbstest)
+      if [ -x "$SHARE/bin/ibverbs.test" ]; then
+        RUNID=$RUN-$s "$HERE/run-gobin.sh" "$SHARE/bin/ibverbs.test" -test.v -test.count=1 -test.timeout=15m \
+          > "$SHARE/out/$RUN-verbstest.txt" 2>&1
+      else echo "no ibverbs test binary"; false; fi ;;
+    *) echo "run.sh: unknown scenario $s" >&2; false ;;
+  esac
+  RC[$s]=$?; WALL[$s]=$(( $(date +%s) - t0 ))
+  echo "== scenario $s: rc=${RC[$s]} (${WALL[$s]}s)"
+done
+# ---- results file
+ALL=$(cat "$SHARE"/out/$RUN-*/results.txt 2>/dev/null)
+val() { echo "$ALL" | awk -v k="$1" '$1==k {print $2; exit}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0 > 0 && b+0 > 0) printf "%.2f", a/b; else print "-" }'; }
+pkgver() { awk -v p="$1" '$1==p {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev/null; }
+{
+  echo "# rdmablk lab results, $(date '+%Y-%m-%d %H:%M %Z')"
+  echo
+  echo "Command: \`test/lab/run.sh $*\` (FIOTIME=$FT) at commit \`$(cd "$REPO" && git rev-parse --short HEAD)\`$(cd "$REPO" && git diff --quiet HEAD -- . ':!test/lab/results' || echo ' (with local changes)')."
+  echo "Host: $(. /etc/os-release; echo "$PRETTY_NAME"), kernel $(uname -r), $(nproc) cores, no KVM:"
+  echo "qemu $(qemu-system-x86_64 --version | head -1 | awk '{print $4}') TCG (\`-cpu max -accel tcg,thread=multi\`), $(go version | awk '{print $3}'), build tags: ${TAGS:-none}."
+  echo "Guest: Debian $SUITE, kernel $(basename "$KERNEL" | sed 's/vmlinuz-//'), linux-image $(pkgver "linux-image-$(basename "$KERNEL" | sed 's/vmlinuz-//')"),"
+  echo "rdma-core $(pkgver rdma-core), fio $(pkgver fio), nvme-cli $(pkgver nvme-cli), iproute2 $(pkgver iproute2)."
+  echo "Network: rxe0 (Soft-RoCE, RoCE v2) on virtio-net eth0; scenarios 1-3 talk to the guest's own"
+  echo "address, scenario 4 between two guests on a bridge in a private network namespace."
+  echo "Backing store: 1 GiB brd RAM disk for both targets. These are emulation (TCG) figures: only"
+  echo "the side-by-side ratio in one boot means something."
+  echo
+  echo "## Scenarios"
+  echo
+  echo "| scenario | result | wall |"
+  echo "| --- | --- | --- |"
+  for s in $SCENARIOS; do echo "| $s | $([ "${RC[$s]}" = 0 ] && echo pass || echo "FAIL (rc=${RC[$s]})") | ${WALL[$s]} s |"; done
+  if [[ " $SCENARIOS " == *" nvmeof "* ]]; then
+    echo
+    echo "## Scenarios 1 and 2: kernel nvme-rdma host + fio, rdmablkd vs kernel nvmet-rdma"
+    echo
+    echo "fio 4k, libaio, direct, one job, ${FT} s each; verify = randwrite ${LAB_VERIFYSIZE:-256M} with crc32c then read-verify."
+    echo
+    echo "| job | rdmablkd IOPS | nvmet-rdma IOPS | ours / kernel | rdmablkd clat avg / p99 (us) | nvmet clat avg / p99 (us) | fio err (ours / kernel) |"
+    echo "| --- | --- | --- | --- | --- | --- | --- |"
+    for j in randread.qd16 randread.qd32 randwrite.qd16 randwrite.qd32 verify; do
+      o=$(val ours.$j.iops); k=$(val kernel.$j.iops)
+      echo "| $j | ${o:--} | ${k:--} | $(ratio "$o" "$k") | $(val ours.$j.clat_avg_us) / $(val ours.$j.clat_p99_us) | $(val kernel.$j.clat_avg_us) / $(val kernel.$j.clat_p99_us) | $(val ours.$j.err) / $(val kernel.$j.err) |"
+    done
+    echo
+    echo "After \`nvme disconnect\` + \`nvme connect\`: verify-only read-back of the verify job's data: $(val ours.reverify.iops) IOPS, err=$(val ours.reverify.err)."
+  fi
+  if [[ " $SCENARIOS " == *" initiator "* ]]; then
+    echo
+    echo "## Scenario 3: our initiator (rdmablk bench, ibverbs) against nvmet-rdma and rdmablkd"
+    echo
+    echo "| job | vs nvmet-rdma IOPS (p99 us) | vs rdmablkd IOPS (p99 us) | I/O errors (nvmet / ours) |"
+    echo "| --- | --- | --- | --- |"
+    for j in randread.qd16 randread.qd32 randwrite.qd16 randwrite.qd32; do
+      echo "| $j | $(val init.kernel.$j.iops) ($(val init.kernel.$j.p99_us)) | $(val init.ours.$j.iops) ($(val init.ours.$j.p99_us)) | $(val init.kernel.$j.errors) / $(val init.ours.$j.errors) |"
+    done
+    echo
+    echo "Verify pass (64 MiB random file: rdmablk write, rdmablk read, cmp; and cmp with the RAM disk):"
+    echo "nvmet-rdma: $(val init.kernel.verify) / on disk $(val init.kernel.ondisk); rdmablkd: $(val init.ours.verify) / on disk $(val init.ours.ondisk)."
+  fi
+  if [[ " $SCENARIOS " == *" twovm "* ]]; then
+    echo
+    echo "## Scenario 4: two guests (rdmablkd VM, initiator VM; -smp 1 each), RoCE v2 between two kernels"
+    echo
+    echo "| job | IOPS | clat avg / p99 (us) | err |"
+    echo "| --- | --- | --- | --- |"
+    for j in randread.qd16 randwrite.qd16 verify; do
+      echo "| kernel host fio $j | $(val twovm.$j.iops) | $(val twovm.$j.clat_avg_us) / $(val twovm.$j.clat_p99_us) | $(val twovm.$j.err) |"
+    done
+    echo "| rdmablk bench randread.qd16 | $(val twovm.init.randread.qd16.iops) | | |"
+    echo
+    echo "rdmablk 16 MiB write/read-back/cmp: $(val twovm.init.verify)."
+  fi
+  if [[ " $SCENARIOS " == *" verbstest "* ]]; then
+    echo
+    echo "## Scenario 5: verbs/verbstest under ibverbs on rxe0"
+    echo
+    echo '```'
+    grep -E '^(--- |ok|PASS|FAIL|run-gobin)' "$SHARE/out/$RUN-verbstest.txt" 2>/dev/null | head -60
+    echo '```'
+  fi
+} > "$RESULTS"
+echo "== results: $RESULTS"
+for s in $SCENARIOS; do [ "${RC[$s]}" = 0 ] || exit 1; done
