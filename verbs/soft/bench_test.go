@@ -168,12 +168,23 @@ func benchRDMA(b *testing.B, tcp bool, op verbs.Opcode, size, window int) {
 	}
 }
 
-func BenchmarkWrite4KFabric(b *testing.B)   { benchRDMA(b, false, verbs.OpRDMAWrite, 4<<10, 32) }
-func BenchmarkWrite4KTCP(b *testing.B)      { benchRDMA(b, true, verbs.OpRDMAWrite, 4<<10, 32) }
-func BenchmarkWrite128KFabric(b *testing.B) { benchRDMA(b, false, verbs.OpRDMAWrite, 128<<10, 16) }
-func BenchmarkWrite128KTCP(b *testing.B)    { benchRDMA(b, true, verbs.OpRDMAWrite, 128<<10, 16) }
-func BenchmarkRead4KFabric(b *testing.B)    { benchRDMA(b, false, verbs.OpRDMARead, 4<<10, 16) }
-func BenchmarkRead4KTCP(b *testing.B)       { benchRDMA(b, true, verbs.OpRDMARead, 4<<10, 16) }
+// overBoth runs f as sub-benchmarks over a Fabric and over loopback TCP.
+func overBoth(b *testing.B, f func(b *testing.B, tcp bool)) {
+	b.Run("Fabric", func(b *testing.B) { f(b, false) })
+	b.Run("TCP", func(b *testing.B) { f(b, true) })
+}
+
+func BenchmarkWrite4K(b *testing.B) {
+	overBoth(b, func(b *testing.B, tcp bool) { benchRDMA(b, tcp, verbs.OpRDMAWrite, 4<<10, 32) })
+}
+
+func BenchmarkWrite128K(b *testing.B) {
+	overBoth(b, func(b *testing.B, tcp bool) { benchRDMA(b, tcp, verbs.OpRDMAWrite, 128<<10, 16) })
+}
+
+func BenchmarkRead4K(b *testing.B) {
+	overBoth(b, func(b *testing.B, tcp bool) { benchRDMA(b, tcp, verbs.OpRDMARead, 4<<10, 16) })
+}
 
 // benchSendRecv streams b.N SENDs of size bytes; the benchmark goroutine
 // also reposts the server's receives.
@@ -230,10 +241,11 @@ func benchSendRecv(b *testing.B, tcp bool, size int) {
 	}
 }
 
-func BenchmarkSendRecvFabric(b *testing.B) { benchSendRecv(b, false, 64) }
-func BenchmarkSendRecvTCP(b *testing.B)    { benchSendRecv(b, true, 64) }
+func BenchmarkSendRecv(b *testing.B) {
+	overBoth(b, func(b *testing.B, tcp bool) { benchSendRecv(b, tcp, 64) })
+}
 
-// BenchmarkRawTCP128K is the baseline for Write128KTCP: the same bytes over
+// BenchmarkRawTCP128K is the baseline for Write128K/TCP: the same bytes over
 // a plain loopback TCP connection, no framing, no acknowledgements.
 func BenchmarkRawTCP128K(b *testing.B) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

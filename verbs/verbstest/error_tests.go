@@ -246,3 +246,43 @@ func testCQOverrun(t *testing.T, e Env) {
 	// the other CQ.
 	expectStatus(t, waitWC(t, p.ctx, p.c.rcq, 2), flushed(50), flushed(51))
 }
+
+func testCQSizedToQueue(t *testing.T, e Env) {
+	// A send queue slot is free only once its completion was polled, so a
+	// CQ as deep as the send queue cannot overrun, however lazily the
+	// application polls while it keeps the queue full.
+	const depth = 16
+	p := connect(t, e, pairConfig{client: sideConfig{cap: verbs.QPCap{MaxSendWR: depth, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}, sendCQ: depth}})
+	q := p.c.qp.Cap().MaxSendWR
+	if p.c.scq.Depth() < q {
+		t.Fatalf("CQ of %d entries for a send queue of %d", p.c.scq.Depth(), q)
+	}
+	buf := p.mem.alloc(8192)
+	mc, md := p.c.reg(buf[:4096], 0), p.s.reg(buf[4096:], allAccess)
+	w := verbs.SendWR{Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled, SGL: []verbs.SGE{sge(mc, 0, 64)},
+		RemoteAddr: md.Addr(), RKey: md.RKey()}
+	total := 6 * q
+	posted, polled := 0, 0
+	var wc [1]verbs.WorkCompletion
+	for polled < total {
+		for posted < total {
+			w.ID = uint64(posted)
+			n, err := p.c.qp.PostSend([]verbs.SendWR{w})
+			if n == 0 {
+				if !isErr(err, verbs.ErrQueueFull) {
+					t.Fatalf("PostSend: %v", err)
+				}
+				break
+			}
+			posted++
+		}
+		// Poll a single completion, then refill: the other completions
+		// generated meanwhile stay queued in the CQ.
+		got := waitWC(t, p.ctx, p.c.scq, 1)
+		expectStatus(t, got, ok(uint64(polled)))
+		polled++
+	}
+	if n, err := p.c.scq.Poll(wc[:]); n != 0 || err != nil {
+		t.Fatalf("extra completion %d %+v: %v", n, wc, err)
+	}
+}

@@ -77,6 +77,7 @@ var suite = []testCase{
 	{"PostToErrorQP", testPostToErrorQP},
 	{"InjectQPError", testInjectQPError},
 	{"CQOverrun", testCQOverrun},
+	{"CQSizedToQueue", testCQSizedToQueue},
 	{"DeviceLimits", testDeviceLimits},
 	{"PostLimits", testPostLimits},
 	{"SendQueueFull", testSendQueueFull},
