@@ -198,13 +198,20 @@ func (c *Controller) computeMaxTransfer() int {
 	return mt &^ 4095
 }
 
-// setupEvents enables namespace attribute notices (when supported) and
-// starts the Asynchronous Event Request loop.
+// setupEvents enables namespace attribute and ANA change notices (when
+// supported) and starts the Asynchronous Event Request loop.
 func (c *Controller) setupEvents(ctx context.Context) error {
-	if c.ident.OAES&nvme.OAESNSAttr == 0 {
+	var aec uint32
+	if c.ident.OAES&nvme.OAESNSAttr != 0 {
+		aec |= nvme.AECNSAttr
+	}
+	if c.ident.OAES&nvme.OAESANAChange != 0 && c.ident.CMIC&nvme.CMICANA != 0 {
+		aec |= nvme.AECANAChange
+	}
+	if aec == 0 {
 		return nil
 	}
-	if _, err := c.admin.setFeatures(ctx, nvme.FeatAsyncEventConfig, nvme.AECNSAttr); err != nil {
+	if _, err := c.admin.setFeatures(ctx, nvme.FeatAsyncEventConfig, aec); err != nil {
 		// Not fatal: the host just misses notices.
 		c.log.Warn("set async event configuration", "err", err)
 		var se *StatusError

@@ -243,6 +243,16 @@ func (c *Controller) aerLoop() {
 		}
 		typ, info, lid := nvme.ParseAsyncEventResult(cqe.DW0())
 		c.log.Info("async event", "type", typ, "info", info, "lid", lid)
+		if typ == nvme.AsyncEventTypeNotice && info == nvme.AsyncEventNoticeANAChange {
+			// Whoever reads the ANA log (with RAE clear) clears the
+			// event; without a listener, read it here.
+			if f := c.opts.onANAChange; f != nil {
+				f()
+			} else if _, err := c.readANA(context.Background()); err != nil {
+				c.log.Warn("read ANA log", "err", err)
+			}
+			continue
+		}
 		if typ == nvme.AsyncEventTypeNotice && info == nvme.AsyncEventNoticeNSChanged {
 			ctx, cancel := context.WithTimeout(context.Background(), c.opts.ConnectTimeout)
 			// Reading the Changed Namespace List clears the event.

@@ -1,5 +1,7 @@
 package initiator
 
+import "github.com/rdmablk/rdmablk/verbs"
+
 // WithTestHooks returns o with background-goroutine observers installed
 // (for the external end-to-end tests). rescanned is called after each
 // namespace rescan caused by an asynchronous event, keptAlive after each
@@ -7,4 +9,31 @@ package initiator
 func WithTestHooks(o Options, rescanned, keptAlive func(error)) Options {
 	o.hooks = &testHooks{rescanned: rescanned, keptAlive: keptAlive}
 	return o
+}
+
+// QueuePairs returns the RDMA QPs of c's I/O queues (for fault injection).
+func QueuePairs(c *Controller) []verbs.QueuePair {
+	var out []verbs.QueuePair
+	for _, q := range c.queues {
+		out = append(out, q.q.qp)
+	}
+	return out
+}
+
+// ConnIDs returns the connections of every queue of c, admin first.
+func ConnIDs(c *Controller) []verbs.ConnID {
+	c.conns.Lock()
+	defer c.conns.Unlock()
+	var out []verbs.ConnID
+	for _, q := range c.qpairs {
+		out = append(out, q.id)
+	}
+	return out
+}
+
+// SessionController returns the live controller of path i, or nil.
+func SessionController(s *Session, i int) *Controller {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paths[i].ctrl
 }

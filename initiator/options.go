@@ -48,6 +48,10 @@ type Options struct {
 
 	// hooks observe background work from tests (nil in production).
 	hooks *testHooks
+	// onANAChange is called by the controller's event goroutine when the
+	// controller reports an ANA change notice (set by Session; it must
+	// not block).
+	onANAChange func()
 }
 
 // testHooks are called by the controller's background goroutines.

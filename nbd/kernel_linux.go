@@ -182,4 +182,3 @@ func ioctl(f *os.File, req, arg uintptr) error {
 	}
 	return nil
 }
-

@@ -1,0 +1,592 @@
+package initiator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Session defaults (nvme-cli's --reconnect-delay is 10 s and
+// --ctrl-loss-tmo 600 s; a block export wants to notice a returning
+// target sooner).
+const (
+	DefaultReconnectDelay  = 2 * time.Second
+	DefaultCtrlLossTimeout = 600 * time.Second
+)
+
+// ErrSessionClosed: the session was closed by Close.
+var ErrSessionClosed = errors.New("initiator: session closed")
+
+// SessionOptions configure OpenSession.
+type SessionOptions struct {
+	// Options are used for every controller of every path (Provider is
+	// required).
+	Options
+	// SubNQN is the subsystem. Required.
+	SubNQN string
+	// Paths are the target addresses ("host:port") that reach SubNQN:
+	// two listeners of one target, or two targets exporting the same
+	// volume. Order is preference among paths of equal ANA state: I/O
+	// fails back to an earlier path when it returns. At least one.
+	Paths []string
+	// NSID is the namespace to serve; 0 picks the first active one.
+	NSID uint32
+	// ReconnectDelay is the wait between connect attempts of a failed
+	// path; default DefaultReconnectDelay.
+	ReconnectDelay time.Duration
+	// CtrlLossTimeout is how long I/O waits while no path is connected
+	// before failing with ErrControllerLost (and EIO); default
+	// DefaultCtrlLossTimeout, negative waits forever.
+	CtrlLossTimeout time.Duration
+}
+
+// PathState is the connection state of one path.
+type PathState int32
+
+// Path states.
+const (
+	PathConnecting PathState = iota // no controller yet, or reconnecting
+	PathLive                        // controller connected
+	PathClosed                      // session closed
+)
+
+func (s PathState) String() string {
+	switch s {
+	case PathConnecting:
+		return "connecting"
+	case PathLive:
+		return "live"
+	case PathClosed:
+		return "closed"
+	}
+	return "unknown"
+}
+
+// PathInfo describes one path for status displays.
+type PathInfo struct {
+	Addr       string
+	State      PathState
+	ANA        ANAState // meaningful when live
+	CNTLID     uint16
+	Queues     int
+	Connects   int    // successful connects so far
+	LastError  string // of the last failure or connect attempt
+	Preferred  bool   // the path I/O uses now
+	LastChange time.Time
+}
+
+// path is one address of the subsystem and its current controller.
+type path struct {
+	addr string
+	kick chan struct{} // ANA re-read requests (buffered 1)
+
+	// Guarded by Session.mu.
+	state    PathState
+	ctrl     *Controller
+	ns       *Namespace
+	ana      ANAState
+	connects int
+	lastErr  error
+	changed  time.Time
+}
+
+// Session is a namespace reached through one or more paths, each a
+// Controller that is reconnected when it fails. Its I/O methods (ReadAt,
+// WriteAt, WriteFUA, Flush, Deallocate, WriteZeroes) replay a command
+// that failed because its path failed — controller lost, queue pair
+// error, keep-alive timeout, ANA inaccessible — on the best live path,
+// waiting for a reconnect if there is none; callers see an error only
+// when no path has been connected for CtrlLossTimeout (then an error
+// wrapping ErrControllerLost and syscall.EIO, promptly for every waiting
+// and later call) or for an error of the command itself (a *StatusError).
+//
+// Replay semantics: a read returns data only from an attempt that
+// completed successfully in full; a write or write zeroes that failed
+// mid-way is written again in full (block writes are idempotent), so
+// after success the range holds the data even if an earlier attempt had
+// partially reached the media. A failed attempt's partial reads are
+// overwritten by the replay. Two overlapping writes that are both
+// unacknowledged have no defined order, as on any block device.
+//
+// Its methods are safe for concurrent use. It implements nbd.Backend
+// with all of nbd's optional interfaces.
+type Session struct {
+	opts SessionOptions
+	log  *slog.Logger
+
+	mu        sync.Mutex // guards paths' fields, changed, downSince, closed, size, bs
+	paths     []*path
+	changed   chan struct{} // closed and replaced on every path change
+	downSince time.Time     // when the last live path went away; zero while one is live
+	closed    bool
+	size      int64
+	bs        int
+	nsid      uint32
+
+	done chan struct{} // closed by Close
+	wg   sync.WaitGroup
+
+	inFlight atomic.Int64
+	replays  atomic.Uint64
+}
+
+// OpenSession starts a goroutine per path that connects (and reconnects)
+// it, and returns once one path is live, or with the last connect error
+// when none is within opts.ConnectTimeout (or ctx ends).
+func OpenSession(ctx context.Context, opts SessionOptions) (*Session, error) {
+	if opts.Provider == nil {
+		return nil, fmt.Errorf("%w: Options.Provider is nil", ErrInvalid)
+	}
+	if opts.SubNQN == "" || len(opts.Paths) == 0 {
+		return nil, fmt.Errorf("%w: a session needs a subsystem NQN and at least one path", ErrInvalid)
+	}
+	opts.Options = opts.Options.withDefaults()
+	if opts.ReconnectDelay <= 0 {
+		opts.ReconnectDelay = DefaultReconnectDelay
+	}
+	if opts.CtrlLossTimeout == 0 {
+		opts.CtrlLossTimeout = DefaultCtrlLossTimeout
+	}
+	s := &Session{opts: opts, log: opts.Logger, changed: make(chan struct{}), done: make(chan struct{}),
+		nsid: opts.NSID, downSince: time.Now()}
+	for _, a := range opts.Paths {
+		s.paths = append(s.paths, &path{addr: a, kick: make(chan struct{}, 1), changed: time.Now()})
+	}
+	for _, p := range s.paths {
+		s.wg.Add(1)
+		go s.runPath(p)
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
+	defer cancel()
+	for {
+		s.mu.Lock()
+		live := false
+		var lastErr error
+		for _, p := range s.paths {
+			if p.state == PathLive {
+				live = true
+			}
+			if p.lastErr != nil {
+				lastErr = p.lastErr
+			}
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		if live {
+			return s, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			s.Close()
+			if lastErr == nil {
+				lastErr = ctx.Err()
+			}
+			return nil, fmt.Errorf("initiator: no path to %s connected: %w", opts.SubNQN, lastErr)
+		}
+	}
+}
+
+// broadcast wakes everyone waiting for a path change. s.mu held.
+func (s *Session) broadcast() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+	live := false
+	for _, p := range s.paths {
+		if p.state == PathLive {
+			live = true
+		}
+	}
+	switch {
+	case live:
+		s.downSince = time.Time{}
+	case s.downSince.IsZero():
+		s.downSince = time.Now()
+	}
+}
+
+// runPath connects p, waits for its controller to fail, and reconnects
+// after ReconnectDelay, until Close.
+func (s *Session) runPath(p *path) {
+	defer s.wg.Done()
+	o := s.opts.Options
+	o.onANAChange = func() {
+		select {
+		case p.kick <- struct{}{}:
+		default:
+		}
+	}
+	first := true
+	for {
+		if !first {
+			t := time.NewTimer(s.opts.ReconnectDelay)
+			select {
+			case <-t.C:
+			case <-s.done:
+				t.Stop()
+				return
+			}
+		}
+		first = false
+		c, ns, ana, err := s.connectPath(p, o)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			if c != nil {
+				c.Close()
+			}
+			return
+		}
+		if err != nil {
+			p.lastErr = err
+			p.changed = time.Now()
+			s.broadcast() // OpenSession reports the error
+			s.mu.Unlock()
+			s.log.Warn("path connect failed", "addr", p.addr, "err", err)
+			continue
+		}
+		p.state, p.ctrl, p.ns, p.ana, p.lastErr = PathLive, c, ns, ana, nil
+		p.connects++
+		p.changed = time.Now()
+		s.broadcast()
+		s.mu.Unlock()
+		s.log.Info("path live", "addr", p.addr, "cntlid", c.CNTLID(), "ana", ana.String(), "connects", p.connects)
+		s.watch(p, c, ns)
+		s.mu.Lock()
+		p.state, p.ctrl, p.ns = PathConnecting, nil, nil
+		if err := c.Err(); err != nil {
+			p.lastErr = err
+		}
+		p.changed = time.Now()
+		closed := s.closed
+		if closed {
+			p.state = PathClosed
+		}
+		s.broadcast()
+		s.mu.Unlock()
+		// Waits for this controller's in-flight calls, which fail fast
+		// and are replayed on another path or after the reconnect.
+		c.Close()
+		if closed {
+			return
+		}
+		s.log.Warn("path lost; reconnecting", "addr", p.addr, "err", p.lastErrString(s), "delay", s.opts.ReconnectDelay)
+	}
+}
+
+func (p *path) lastErrString(s *Session) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.lastErr == nil {
+		return ""
+	}
+	return p.lastErr.Error()
+}
+
+// watch blocks while c is live, re-reading the ANA state on change
+// notices and on path errors, until c dies or the session closes.
+func (s *Session) watch(p *path, c *Controller, ns *Namespace) {
+	for {
+		select {
+		case <-c.Done():
+			return
+		case <-s.done:
+			return
+		case <-p.kick:
+			ctx, cancel := context.WithTimeout(context.Background(), s.opts.ConnectTimeout)
+			st, err := c.ANAState(ctx, ns.NSID())
+			cancel()
+			if err != nil {
+				s.log.Warn("read ANA state", "addr", p.addr, "err", err)
+				continue // a dead controller shows in Done
+			}
+			s.mu.Lock()
+			if p.ana != st {
+				s.log.Info("path ANA state", "addr", p.addr, "from", p.ana.String(), "to", st.String())
+				p.ana = st
+				p.changed = time.Now()
+				s.broadcast()
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// connectPath connects a controller on p and checks that it serves the
+// session's namespace with the same geometry.
+func (s *Session) connectPath(p *path, o Options) (*Controller, *Namespace, ANAState, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), o.ConnectTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	c, err := Connect(ctx, p.addr, s.opts.SubNQN, o)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	fail := func(err error) (*Controller, *Namespace, ANAState, error) {
+		c.Close()
+		return nil, nil, 0, err
+	}
+	s.mu.Lock()
+	nsid, size, bs := s.nsid, s.size, s.bs
+	s.mu.Unlock()
+	var ns *Namespace
+	if nsid == 0 {
+		if all := c.Namespaces(); len(all) > 0 {
+			ns = all[0]
+		} else {
+			return fail(fmt.Errorf("%w: %s has no active namespace", ErrNoNamespace, s.opts.SubNQN))
+		}
+	} else if ns, err = c.Namespace(nsid); err != nil {
+		return fail(err)
+	}
+	if size != 0 && (ns.Size() != size || ns.BlockSize() != bs) {
+		return fail(fmt.Errorf("%w: path %s serves namespace %d as %d bytes in %d-byte blocks, the session has %d in %d",
+			ErrInvalid, p.addr, ns.NSID(), ns.Size(), ns.BlockSize(), size, bs))
+	}
+	ana, err := c.ANAState(ctx, ns.NSID())
+	if err != nil {
+		return fail(err)
+	}
+	s.mu.Lock()
+	if s.size == 0 {
+		s.nsid, s.size, s.bs = ns.NSID(), ns.Size(), ns.BlockSize()
+	}
+	s.mu.Unlock()
+	return c, ns, ana, nil
+}
+
+// pick returns the namespace of the best usable path: live, ANA optimized
+// before non-optimized, earlier in Paths first. With none, it waits for a
+// change until CtrlLossTimeout after the last live path went away.
+func (s *Session) pick() (*path, *Namespace, error) {
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, nil, ErrSessionClosed
+		}
+		var best *path
+		for _, p := range s.paths {
+			if p.state != PathLive || !p.ana.usable() || p.ctrl.isDead() {
+				continue
+			}
+			if best == nil || best.ana != 1 && p.ana == 1 {
+				best = p
+			}
+		}
+		if best != nil {
+			ns := best.ns
+			s.mu.Unlock()
+			return best, ns, nil
+		}
+		ch := s.changed
+		var t *time.Timer
+		var timer <-chan time.Time
+		if s.opts.CtrlLossTimeout > 0 && !s.downSince.IsZero() {
+			left := time.Until(s.downSince.Add(s.opts.CtrlLossTimeout))
+			if left <= 0 {
+				since := s.downSince
+				s.mu.Unlock()
+				return nil, nil, fmt.Errorf("%w: %w: no path to %s for %v (ctrl-loss-tmo %v)",
+					ErrControllerLost, syscall.EIO, s.opts.SubNQN, time.Since(since).Round(time.Millisecond), s.opts.CtrlLossTimeout)
+			}
+			t = time.NewTimer(left)
+			timer = t.C
+		}
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-timer:
+		case <-s.done:
+		}
+		if t != nil {
+			t.Stop()
+		}
+	}
+}
+
+// retryable reports whether err is a path failure worth replaying.
+func (s *Session) retryable(err error) bool {
+	if errors.Is(err, ErrControllerLost) || isPathError(err) || isAbortedByTeardown(err) {
+		return true
+	}
+	// A controller closed by its path goroutine under the call.
+	return errors.Is(err, ErrClosed) && !s.isClosed()
+}
+
+func (s *Session) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// do runs op on the best path, replaying it after path failures.
+func (s *Session) do(op func(ns *Namespace) error) error {
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	for {
+		p, ns, err := s.pick()
+		if err != nil {
+			return err
+		}
+		err = op(ns)
+		if err == nil || !s.retryable(err) {
+			return err
+		}
+		s.replays.Add(1)
+		if isPathError(err) {
+			// The path's ANA state changed under us: stop using it
+			// until its log says otherwise.
+			s.mu.Lock()
+			if p.ns == ns && p.ana.usable() {
+				p.ana = ANAState(0x3) // inaccessible until re-read
+				s.broadcast()
+			}
+			s.mu.Unlock()
+			select {
+			case p.kick <- struct{}{}:
+			default:
+			}
+		} else {
+			// Wait until the controller is gone (at once for a lost
+			// one; a draining target ends it shortly), so the retry
+			// does not pick the same controller again.
+			t := time.NewTimer(s.opts.ReconnectDelay)
+			select {
+			case <-ns.c.Done():
+			case <-s.done:
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}
+}
+
+// Size is the namespace size in bytes.
+func (s *Session) Size() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.size
+}
+
+// BlockSize is the namespace's logical block size.
+func (s *Session) BlockSize() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bs
+}
+
+// NSID is the namespace served.
+func (s *Session) NSID() uint32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.nsid
+}
+
+// ReadAt reads len(p) bytes at off (see Namespace.ReadAt), replaying
+// after path failures.
+func (s *Session) ReadAt(p []byte, off int64) (n int, err error) {
+	err = s.do(func(ns *Namespace) error {
+		n, err = ns.ReadAt(p, off)
+		return err
+	})
+	return n, err
+}
+
+// WriteAt writes p at off (see Namespace.WriteAt), replaying after path
+// failures.
+func (s *Session) WriteAt(p []byte, off int64) (n int, err error) {
+	err = s.do(func(ns *Namespace) error {
+		n, err = ns.WriteAt(p, off)
+		return err
+	})
+	return n, err
+}
+
+// WriteFUA writes p at off with Force Unit Access.
+func (s *Session) WriteFUA(p []byte, off int64) error {
+	return s.do(func(ns *Namespace) error { return ns.WriteFUA(p, off) })
+}
+
+// Flush makes completed writes durable. After a failover it flushes the
+// path it runs on, which for two targets exporting one volume covers
+// only what that target holds: such targets must share the media.
+func (s *Session) Flush() error {
+	return s.do(func(ns *Namespace) error { return ns.Flush() })
+}
+
+// Deallocate trims length bytes at off.
+func (s *Session) Deallocate(off, length int64) error {
+	return s.do(func(ns *Namespace) error { return ns.Deallocate(off, length) })
+}
+
+// WriteZeroes zeroes length bytes at off.
+func (s *Session) WriteZeroes(off, length int64) error {
+	return s.do(func(ns *Namespace) error { return ns.WriteZeroes(off, length) })
+}
+
+// InFlight is the number of I/O calls in progress (including those
+// waiting for a path).
+func (s *Session) InFlight() int64 { return s.inFlight.Load() }
+
+// Replays counts I/O calls replayed after a path failure.
+func (s *Session) Replays() uint64 { return s.replays.Load() }
+
+// Paths describes every path.
+func (s *Session) Paths() []PathInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var cur *path
+	for _, p := range s.paths {
+		if p.state == PathLive && p.ana.usable() && (cur == nil || cur.ana != 1 && p.ana == 1) {
+			cur = p
+		}
+	}
+	out := make([]PathInfo, len(s.paths))
+	for i, p := range s.paths {
+		out[i] = PathInfo{Addr: p.addr, State: p.state, ANA: p.ana, Connects: p.connects, Preferred: p == cur, LastChange: p.changed}
+		if p.ctrl != nil {
+			out[i].CNTLID = p.ctrl.CNTLID()
+			out[i].Queues = p.ctrl.NumQueues()
+		}
+		if p.lastErr != nil {
+			out[i].LastError = p.lastErr.Error()
+		}
+	}
+	return out
+}
+
+// Changed returns a channel closed at the next path change (state or
+// ANA), for tests and status displays.
+func (s *Session) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+// Close stops reconnecting, fails waiting calls with ErrSessionClosed,
+// closes every controller and waits for the path goroutines.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.done)
+	s.broadcast()
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
