@@ -44,6 +44,7 @@ EOC
 DPID=$!
 for _ in $(seq 100); do grep -qi 'listen' "$LAB_OUT/rdmablkd.log" && break; sleep 0.1; done
 cat "$LAB_OUT/rdmablkd.log"
+grep -q 'provider=ibverbs' "$LAB_OUT/rdmablkd.log" || fail "rdmablkd did not choose the ibverbs provider"
 
 jnum() { awk -v k="\"$2\":" '$1==k {gsub(",","",$2); print $2; exit}' "$1"; }
 # side LABEL PORT NQN RAMDISK

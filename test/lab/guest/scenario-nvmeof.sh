@@ -49,7 +49,7 @@ EOC
   DPID=$!
   for _ in $(seq 100); do grep -q -i 'listen' "$LAB_OUT/rdmablkd.log" && break; sleep 0.1; done
   cat "$LAB_OUT/rdmablkd.log"
-  grep -qi 'ibverbs' "$LAB_OUT/rdmablkd.log" || fail "rdmablkd did not choose the ibverbs provider"
+  grep -q 'provider=ibverbs' "$LAB_OUT/rdmablkd.log" || fail "rdmablkd did not choose the ibverbs provider"
   run nvme discover -t rdma -a "$IP" -s 4420 | tee "$LAB_OUT/ours-discover.txt" || fail "nvme discover (ours)"
   grep -q "$OURS" "$LAB_OUT/ours-discover.txt" || fail "discovery log lacks $OURS"
   if connect "$OURS" 4420; then

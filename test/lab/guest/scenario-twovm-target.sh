@@ -22,7 +22,7 @@ EOC
 DPID=$!
 for _ in $(seq 100); do grep -qi 'listen' "$LAB_OUT/twovm-rdmablkd.log" && break; sleep 0.1; done
 cat "$LAB_OUT/twovm-rdmablkd.log"
-grep -qi ibverbs "$LAB_OUT/twovm-rdmablkd.log" || fail "rdmablkd did not choose ibverbs"
+grep -q 'provider=ibverbs' "$LAB_OUT/twovm-rdmablkd.log" || fail "rdmablkd did not choose ibverbs"
 echo "$IP" > "$LAB_OUT/target.ready"; step "target ready"
 for _ in $(seq "$W"); do [ -e "$LAB_OUT/initiator.done" ] && break; sleep 1; done
 [ -e "$LAB_OUT/initiator.done" ] || fail "initiator VM did not finish in ${W}s"
