@@ -33,6 +33,7 @@ func newRoot() *cobra.Command {
 	var cfgFile string
 	var listen []string
 	var printConfig bool
+	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:           "rdmablkd",
 		Short:         "NVMe-oF/RDMA storage target daemon",
@@ -63,6 +64,11 @@ func newRoot() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			stopProfile, err := startCPUProfile(cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer stopProfile()
 			return run(cfg, log)
 		},
 	}
@@ -74,6 +80,7 @@ func newRoot() *cobra.Command {
 	f.String("profile", "", "soft provider capability profile: default or pvrdma")
 	f.String("log-level", "", "debug, info, warn or error")
 	f.BoolVar(&printConfig, "print-config", false, "print the effective configuration and exit")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile of the daemon's run to this file")
 	for flag, key := range map[string]string{
 		"data-dir": "data_dir", "provider": "transport.provider",
 		"profile": "transport.profile", "log-level": "log.level",
