@@ -102,6 +102,9 @@ func (n Node) clone() Node {
 	return n
 }
 
+// Clone returns a deep copy.
+func (s Subsystem) Clone() Subsystem { return s.clone() }
+
 func (s Subsystem) clone() Subsystem {
 	s.Hosts = append([]string{}, s.Hosts...)
 	ns := make(map[uint32]string, len(s.Namespaces))

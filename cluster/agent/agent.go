@@ -1,0 +1,247 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/rdmablk/rdmablk/cluster"
+	"github.com/rdmablk/rdmablk/cluster/api"
+	"github.com/rdmablk/rdmablk/cluster/catalog"
+	"github.com/rdmablk/rdmablk/cluster/metrics"
+	"github.com/rdmablk/rdmablk/cluster/reconcile"
+	"github.com/rdmablk/rdmablk/target"
+)
+
+// Config configures a member.
+type Config struct {
+	NodeID  string
+	DataDir string
+	// RaftBind / RaftAdvertise: see cluster.Config.
+	RaftBind, RaftAdvertise string
+	// APIBind is the control API's listen address (default
+	// 127.0.0.1:7420); APIAdvertise what other nodes dial ("" = the bound
+	// address, which must then not be unspecified).
+	APIBind, APIAdvertise string
+	// Bootstrap founds a new cluster (first node, first start only).
+	Bootstrap bool
+	// Join lists API addresses of existing members; the node asks them to
+	// add it (idempotent, so it is safe to keep on restarts).
+	Join []string
+	// ServerTLS enables HTTPS on the API (client certificates as it says);
+	// ClientTLS is used to reach other nodes' APIs (forwarding, join).
+	ServerTLS, ClientTLS *tls.Config
+
+	// Raft tuning, as in cluster.Config (zero = defaults).
+	HeartbeatTimeout, ElectionTimeout time.Duration
+	SnapshotThreshold, TrailingLogs   uint64
+	SnapshotInterval                  time.Duration
+	RaftLogLevel                      string
+	// StreamLayer: see cluster.Config (tests).
+	StreamLayer raft.StreamLayer
+
+	Target    *target.Target
+	Discovery *reconcile.Discovery // nil: no cross-node discovery entries
+	Resync    time.Duration
+	Logger    *slog.Logger
+}
+
+// Agent is a running member.
+type Agent struct {
+	cfg        Config
+	log        *slog.Logger
+	Node       *cluster.Node
+	API        *api.Server
+	Metrics    *metrics.Metrics
+	Reconciler *reconcile.Reconciler
+	listener   *api.Listener
+	self       catalog.Node
+
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+}
+
+// Start opens the raft node, serves the API, and starts the reconciler
+// and the join / registration loop. It does not wait for a leader.
+func Start(cfg Config) (a *Agent, err error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Target == nil {
+		return nil, fmt.Errorf("%w: agent needs a target", cluster.ErrBadConfig)
+	}
+	if cfg.APIBind == "" {
+		cfg.APIBind = "127.0.0.1:7420"
+	}
+	a = &Agent{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), Metrics: metrics.New()}
+	defer func() {
+		if err != nil {
+			a.Stop()
+		}
+	}()
+	a.Node, err = cluster.Open(cluster.Config{
+		ID: cfg.NodeID, Dir: filepath.Join(cfg.DataDir, "raft"),
+		RaftBind: cfg.RaftBind, RaftAdvertise: cfg.RaftAdvertise, Bootstrap: cfg.Bootstrap,
+		StreamLayer:      cfg.StreamLayer,
+		HeartbeatTimeout: cfg.HeartbeatTimeout, ElectionTimeout: cfg.ElectionTimeout,
+		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs,
+		SnapshotInterval: cfg.SnapshotInterval,
+		Logger:           a.log, RaftLogLevel: cfg.RaftLogLevel,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.Metrics.WatchRaft(a.Node)
+	a.Metrics.WatchTarget(cfg.Target)
+	a.API = api.NewServer(api.Options{Node: a.Node, Metrics: a.Metrics.Handler(), ClientTLS: cfg.ClientTLS, Logger: a.log})
+	a.listener, err = api.Listen(cfg.APIBind, cfg.ServerTLS, a.API)
+	if err != nil {
+		return nil, fmt.Errorf("api listen %s: %w", cfg.APIBind, err)
+	}
+	apiAddr := cfg.APIAdvertise
+	if apiAddr == "" {
+		apiAddr = a.listener.Addr()
+		if h, _, _ := net.SplitHostPort(apiAddr); net.ParseIP(h).IsUnspecified() {
+			return nil, fmt.Errorf("%w: api bind %s is unspecified: set the API advertise address", cluster.ErrBadConfig, cfg.APIBind)
+		}
+	}
+	a.self = catalog.Node{ID: cfg.NodeID, APIAddr: apiAddr, RaftAddr: a.Node.RaftAddr()}
+	for _, p := range cfg.Target.Ports() {
+		a.self.Listeners = append(a.self.Listeners, catalog.Listener{
+			PortID: p.ID, TrType: p.TrType, AdrFam: p.AdrFam, TrAddr: p.TrAddr, TrSvcID: p.TrSvcID,
+		})
+	}
+	a.Reconciler = reconcile.New(reconcile.Options{
+		NodeID: cfg.NodeID, VolumeDir: filepath.Join(cfg.DataDir, "volumes"),
+		Target: cfg.Target, Catalog: a.Node, Proposer: a.API, Metrics: a.Metrics,
+		Logger: a.log, Resync: cfg.Resync,
+	})
+	if cfg.Discovery != nil {
+		cfg.Discovery.SetCatalog(a.Node)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+	a.wg.Add(2)
+	go func() { defer a.wg.Done(); a.Reconciler.Run(ctx) }()
+	go func() { defer a.wg.Done(); a.announce(ctx) }()
+	a.log.Info("cluster node started", "api_addr", apiAddr, "raft_addr", a.self.RaftAddr,
+		"bootstrap", cfg.Bootstrap, "join", cfg.Join)
+	return a, nil
+}
+
+// APIAddr returns the advertised API address.
+func (a *Agent) APIAddr() string { return a.self.APIAddr }
+
+// Self returns the node as it registers itself in the catalogue.
+func (a *Agent) Self() catalog.Node { return a.self }
+
+// announce joins through the seeds (if any) and makes sure the
+// catalogue's entry for this node is current. It retries until it
+// succeeds or ctx ends.
+func (a *Agent) announce(ctx context.Context) {
+	delay := 50 * time.Millisecond
+	wait := func() bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(delay):
+		}
+		if delay < 2*time.Second {
+			delay *= 2
+		}
+		return true
+	}
+	if len(a.cfg.Join) > 0 && !a.member() {
+		for joined := false; !joined; {
+			for _, seed := range a.cfg.Join {
+				c := api.NewClient(seed, a.cfg.ClientTLS)
+				cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				err := c.Join(cctx, a.self)
+				cancel()
+				c.Close()
+				if err == nil {
+					a.log.Info("joined cluster", "via", seed)
+					joined = true
+					break
+				}
+				a.log.Debug("join attempt failed", "seed", seed, "err", err)
+			}
+			if !joined && !wait() {
+				return
+			}
+		}
+	}
+	for {
+		var cur catalog.Node
+		var ok bool
+		a.Node.View(func(st *catalog.State) { cur, ok = st.Nodes[a.self.ID] })
+		if ok && sameNode(cur, a.self) {
+			a.log.Info("cluster node registered", "api_addr", a.self.APIAddr, "raft_addr", a.self.RaftAddr)
+			return
+		}
+		self := a.self
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		_, err := a.API.Propose(cctx, catalog.Command{Op: catalog.OpRegisterNode, Node: &self})
+		cancel()
+		if err != nil {
+			a.log.Debug("registration failed", "err", err)
+			if !wait() {
+				return
+			}
+		}
+	}
+}
+
+// member reports whether this node's raft configuration already lists it
+// with its current address alongside others (a restart).
+func (a *Agent) member() bool {
+	st := a.Node.Status()
+	for _, m := range st.Members {
+		if m.ID == a.self.ID && m.RaftAddr == a.self.RaftAddr && len(st.Members) > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+func sameNode(a, b catalog.Node) bool {
+	return a.ID == b.ID && a.APIAddr == b.APIAddr && a.RaftAddr == b.RaftAddr && slices.Equal(a.Listeners, b.Listeners)
+}
+
+// Stop ends the reconciler and registration loops, the API listener and
+// raft. The target and the volumes stay as they are. Idempotent.
+func (a *Agent) Stop() error {
+	var errs []error
+	a.stopOnce.Do(func() {
+		if a.cancel != nil {
+			a.cancel()
+		}
+		a.wg.Wait()
+		if a.listener != nil {
+			errs = append(errs, a.listener.Close())
+		}
+		if a.Node != nil {
+			errs = append(errs, a.Node.Close())
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// CloseVolumes closes the backends the reconciler opened. Call it after
+// the target was closed.
+func (a *Agent) CloseVolumes() error {
+	if a.Reconciler == nil {
+		return nil
+	}
+	return a.Reconciler.Close()
+}

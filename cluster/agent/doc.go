@@ -1,0 +1,21 @@
+// Package agent runs one cluster member inside rdmablkd: the raft node
+// (package cluster), the control API and /metrics (cluster/api,
+// cluster/metrics), the reconciler and the cluster discovery source
+// (cluster/reconcile), and the join / self-registration loop. The daemon
+// and the multi-node tests build members with it.
+//
+// # Lifetimes
+//
+// The target and its listeners belong to the caller. Create the
+// reconcile.Discovery before the target (target.Options.Discovery), start
+// the listeners, then Start the agent: it registers the target's ports as
+// the node's data listeners. Shut down in this order: Agent.Stop (no more
+// passes, API and raft down), then the listeners and the target, then
+// Agent.CloseVolumes (the backends the reconciler opened).
+//
+// # Layout of the data directory
+//
+//	<DataDir>/raft/raft.db        raft log and stable store (bbolt)
+//	<DataDir>/raft/snapshots/     raft snapshots
+//	<DataDir>/volumes/<name>.img  backing files of the volumes this node owns
+package agent

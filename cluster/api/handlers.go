@@ -1,0 +1,275 @@
+package api
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/rdmablk/rdmablk/cluster/catalog"
+)
+
+func (s *Server) apply(w http.ResponseWriter, c catalog.Command) (catalog.Result, bool) {
+	c.V = catalog.CommandVersion
+	res, err := s.o.Node.Apply(c)
+	if err != nil {
+		writeError(w, err)
+		return res, false
+	}
+	return res, true
+}
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+	st := s.o.Node.Status()
+	h := HealthResponse{Status: "ok", Node: st.ID, RaftState: st.State, Leader: st.LeaderID, Applied: st.AppliedIndex}
+	code := http.StatusOK
+	if st.LeaderID == "" {
+		h.Status, code = CodeNoLeader, http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, h)
+}
+
+func (s *Server) status(w http.ResponseWriter, _ *http.Request) {
+	resp := StatusResponse{Status: s.o.Node.Status()}
+	s.o.Node.View(func(st *catalog.State) { resp.Nodes = st.NodeList() })
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) join(w http.ResponseWriter, r *http.Request) {
+	var req JoinRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	n := req.Node
+	if !catalog.ValidName(n.ID) || n.RaftAddr == "" || n.APIAddr == "" {
+		writeError(w, fmt.Errorf("%w: join needs node id, raft_addr and api_addr", catalog.ErrInvalid))
+		return
+	}
+	if err := s.o.Node.AddVoter(n.ID, n.RaftAddr); err != nil {
+		writeError(w, err)
+		return
+	}
+	res, ok := s.apply(w, catalog.Command{Op: catalog.OpRegisterNode, Node: &n})
+	if ok {
+		writeJSON(w, http.StatusOK, res.Node)
+	}
+}
+
+func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
+	var req RemoveRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.ID == s.o.Node.ID() {
+		writeError(w, fmt.Errorf("%w: the leader cannot remove itself; transfer leadership or remove it from another node after it steps down", catalog.ErrConflict))
+		return
+	}
+	if _, ok := s.apply(w, catalog.Command{Op: catalog.OpRemoveNode, NodeID: req.ID}); !ok {
+		return
+	}
+	if err := s.o.Node.RemoveServer(req.ID); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"removed": req.ID})
+}
+
+func (s *Server) snapshot(w http.ResponseWriter, _ *http.Request) {
+	if err := s.o.Node.Snapshot(); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"snapshot": "taken"})
+}
+
+func (s *Server) internalApply(w http.ResponseWriter, r *http.Request) {
+	var req ApplyRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	res, err := s.o.Node.Apply(req.Command)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// --- volumes ---
+
+func (s *Server) listVolumes(w http.ResponseWriter, _ *http.Request) {
+	var vs []catalog.Volume
+	s.o.Node.View(func(st *catalog.State) { vs = st.VolumeList() })
+	writeJSON(w, http.StatusOK, vs)
+}
+
+func (s *Server) getVolume(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	var v catalog.Volume
+	var ok bool
+	s.o.Node.View(func(st *catalog.State) { v, ok = st.Volumes[name] })
+	if !ok {
+		writeError(w, fmt.Errorf("%w: volume %q", catalog.ErrNotFound, name))
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func randomID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40 // UUID version 4, RFC 9562
+	b[8] = b[8]&0x3f | 0x80
+	return hex.EncodeToString(b[:])
+}
+
+func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) {
+	var req CreateVolumeRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.BlockSize == 0 {
+		req.BlockSize = 512
+	}
+	if req.Node == "" {
+		req.Node = s.origin(r)
+	}
+	v := &catalog.Volume{
+		Name: req.Name, UUID: randomID(), NGUID: randomID(), Size: req.Size, BlockSize: req.BlockSize,
+		Path: req.Name + ".img", Node: req.Node,
+	}
+	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpCreateVolume, Volume: v}); ok {
+		writeJSON(w, http.StatusCreated, res.Volume)
+	}
+}
+
+func (s *Server) resizeVolume(w http.ResponseWriter, r *http.Request) {
+	var req ResizeVolumeRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpResizeVolume, Name: r.PathValue("name"), Size: req.Size}); ok {
+		writeJSON(w, http.StatusOK, res.Volume)
+	}
+}
+
+func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request) {
+	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpDeleteVolume, Name: r.PathValue("name")}); ok {
+		writeJSON(w, http.StatusAccepted, res.Volume)
+	}
+}
+
+// --- subsystems ---
+
+func (s *Server) listSubsystems(w http.ResponseWriter, _ *http.Request) {
+	var ss []catalog.Subsystem
+	s.o.Node.View(func(st *catalog.State) { ss = st.SubsystemList() })
+	writeJSON(w, http.StatusOK, ss)
+}
+
+func (s *Server) getSubsystem(w http.ResponseWriter, r *http.Request) {
+	nqn := r.PathValue("nqn")
+	var sub catalog.Subsystem
+	var ok bool
+	s.o.Node.View(func(st *catalog.State) {
+		var x catalog.Subsystem
+		if x, ok = st.Subsystems[nqn]; ok {
+			sub = x.Clone()
+		}
+	})
+	if !ok {
+		writeError(w, fmt.Errorf("%w: subsystem %q", catalog.ErrNotFound, nqn))
+		return
+	}
+	writeJSON(w, http.StatusOK, sub)
+}
+
+func (s *Server) createSubsystem(w http.ResponseWriter, r *http.Request) {
+	var req CreateSubsystemRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.Node == "" {
+		req.Node = s.origin(r)
+	}
+	sub := &catalog.Subsystem{NQN: req.NQN, Node: req.Node, Serial: req.Serial, Model: req.Model,
+		AllowAnyHost: req.AllowAnyHost, Hosts: req.Hosts}
+	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpCreateSubsystem, Subsystem: sub}); ok {
+		writeJSON(w, http.StatusCreated, res.Subsystem)
+	}
+}
+
+func (s *Server) deleteSubsystem(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.apply(w, catalog.Command{Op: catalog.OpDeleteSubsystem, NQN: r.PathValue("nqn")}); ok {
+		writeJSON(w, http.StatusOK, map[string]string{"deleted": r.PathValue("nqn")})
+	}
+}
+
+func (s *Server) addNamespace(w http.ResponseWriter, r *http.Request) {
+	var req AddNamespaceRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	res, ok := s.apply(w, catalog.Command{Op: catalog.OpAddNamespace, NQN: r.PathValue("nqn"), NSID: req.NSID, Name: req.Volume})
+	if ok {
+		writeJSON(w, http.StatusCreated, AddNamespaceResponse{NSID: res.NSID, Subsystem: *res.Subsystem})
+	}
+}
+
+func (s *Server) removeNamespace(w http.ResponseWriter, r *http.Request) {
+	nsid, err := strconv.ParseUint(r.PathValue("nsid"), 10, 32)
+	if err != nil {
+		writeError(w, fmt.Errorf("%w: nsid %q", catalog.ErrInvalid, r.PathValue("nsid")))
+		return
+	}
+	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpRemoveNamespace, NQN: r.PathValue("nqn"), NSID: uint32(nsid)}); ok {
+		writeJSON(w, http.StatusOK, res.Subsystem)
+	}
+}
+
+func (s *Server) addHost(w http.ResponseWriter, r *http.Request) {
+	var req HostRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpAddHost, NQN: r.PathValue("nqn"), Host: req.Host}); ok {
+		writeJSON(w, http.StatusOK, res.Subsystem)
+	}
+}
+
+func (s *Server) removeHost(w http.ResponseWriter, r *http.Request) {
+	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpRemoveHost, NQN: r.PathValue("nqn"), Host: r.PathValue("host")}); ok {
+		writeJSON(w, http.StatusOK, res.Subsystem)
+	}
+}
+
+func (s *Server) setAllowAny(w http.ResponseWriter, r *http.Request) {
+	var req AllowAnyRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpSetAllowAnyHost, NQN: r.PathValue("nqn"), Allow: req.Allow}); ok {
+		writeJSON(w, http.StatusOK, res.Subsystem)
+	}
+}
+
+func (s *Server) setANA(w http.ResponseWriter, r *http.Request) {
+	var req ANARequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpSetANAState, NQN: r.PathValue("nqn"), NodeID: req.Node, State: req.State}); ok {
+		writeJSON(w, http.StatusOK, res.Subsystem)
+	}
+}

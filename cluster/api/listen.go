@@ -1,0 +1,46 @@
+package api
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Listener is a running HTTP(S) server for the API.
+type Listener struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+// Listen binds addr and serves h on it (TLS when tlsConf is set) until
+// Close.
+func Listen(addr string, tlsConf *tls.Config, h http.Handler) (*Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if tlsConf != nil {
+		ln = tls.NewListener(ln, tlsConf)
+	}
+	l := &Listener{ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
+	go l.srv.Serve(ln)
+	return l, nil
+}
+
+// Addr returns the bound host:port.
+func (l *Listener) Addr() string { return l.ln.Addr().String() }
+
+// Close stops accepting, waits up to 5 s for requests in progress, then
+// closes the rest.
+func (l *Listener) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := l.srv.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return l.srv.Close()
+	}
+	return err
+}

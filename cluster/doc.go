@@ -1,0 +1,34 @@
+// Package cluster makes rdmablkd nodes a cluster: a hashicorp/raft group
+// whose replicated state machine is the catalogue (package
+// cluster/catalog). The raft log and stable store are raft-boltdb/v2
+// (bbolt) in <dir>/raft.db, snapshots are files under <dir>/snapshots,
+// and peers talk over raft's TCP transport with an advertise address.
+//
+// Subpackages: cluster/catalog (the state and its commands), cluster/api
+// (the versioned HTTP/JSON control API, its client, forwarding of writes
+// to the leader, Prometheus metrics) and cluster/reconcile (each node
+// makes its target match what the catalogue says it owns).
+//
+// # Ownership and lifetimes
+//
+// A Node owns its raft instance, stores and transport; Close releases
+// them. The catalogue lives inside the Node's FSM; State returns deep
+// copies, View lends the live state for the duration of a callback only
+// (the callback must not retain or modify it).
+//
+// # Goroutines
+//
+// Raft runs its own goroutines. The FSM's Apply, Snapshot and Restore are
+// called by raft; Apply and Restore take the FSM's write lock, readers
+// (State, View) the read lock. Watchers are signalled after the lock is
+// released, by a non-blocking send on a 1-buffered channel: a watcher sees
+// "something changed at least once since you last looked" (level
+// triggered) and must re-read State. All Node methods are safe for
+// concurrent use.
+//
+// # Errors
+//
+// Writes on a follower fail with ErrNotLeader (a *NotLeaderError naming the
+// leader when known); the API layer forwards them. Catalogue rejections are
+// the catalog sentinels, returned unchanged from Apply.
+package cluster

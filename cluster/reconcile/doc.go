@@ -1,0 +1,47 @@
+// Package reconcile makes a node's target match the catalogue for what
+// the node owns, like a controller: desired state (the catalogue) against
+// actual state (open backends, the target's subsystems, namespaces and
+// host ACLs), level triggered by the catalogue's watch feed.
+//
+// # What a pass does
+//
+//  1. Volumes owned here and not deleted: the backing file is created
+//     sparse (or grown) under the volume directory and opened; a volume
+//     whose size grew is re-opened at the new size and swapped in under
+//     its namespace without detaching it, then the namespace raises the
+//     Namespace Attribute Changed event. The owner reports the volume
+//     online (or error, with the reason) to the catalogue.
+//  2. Subsystems served here: created in the target; allow-any, hosts and
+//     namespaces are brought to the catalogue's values.
+//  3. What the catalogue no longer has is removed: namespaces, then
+//     subsystems this reconciler created, then backends are closed.
+//  4. Volume tombstones owned here: the backing file is removed, then
+//     PurgeVolume is proposed. This is the only place data is deleted, and
+//     only for a volume the catalogue says was deleted.
+//
+// A pass is idempotent; a failed step is logged and retried on the next
+// pass (every change and every Options.Resync interval). After a restart
+// the target is empty and the first pass rebuilds it from the catalogue:
+// files are re-opened, never re-created or truncated (blockdev/file grows,
+// never shrinks).
+//
+// # Ownership
+//
+// The Reconciler owns the backends it opened and closes them after the
+// target no longer uses them (RemoveNamespace returned) or on Close. It
+// owns the subsystems it added to the target; others (static ones from
+// the daemon config) are never touched.
+//
+// # Hot path
+//
+// Each backend is wrapped in a volume backend that counts I/O into
+// metrics.VolumeMeter and lets a resize swap the file backend under a live
+// namespace through an atomic pointer: one atomic load and the meter's
+// atomic adds per I/O, no locks, no allocations (BenchmarkVolumeRead).
+//
+// # Goroutines
+//
+// Run drives passes on one goroutine; Sync may be called instead (tests).
+// Passes never run concurrently (a mutex serialises them). Discovery's
+// DiscoveryEntries runs on target goroutines and only reads the catalogue.
+package reconcile
