@@ -60,8 +60,12 @@ func (c *targetCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *targetCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.t.Stats()
-	cnt := func(d *prometheus.Desc, v uint64) { ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v)) }
-	gau := func(d *prometheus.Desc, v int) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v)) }
+	cnt := func(d *prometheus.Desc, v uint64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	}
+	gau := func(d *prometheus.Desc, v int) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
+	}
 	cnt(tgtCommands, st.Commands)
 	cnt(tgtReads, st.ReadCommands)
 	cnt(tgtWrites, st.WriteCommands)
