@@ -48,6 +48,9 @@ func newRoot() *cobra.Command {
 	pf.DurationVar(&g.timeout, "timeout", 10*time.Second, "connect timeout")
 	pf.BoolVar(&g.json, "json", false, "JSON output where supported")
 	root.AddCommand(newDiscover(g), newIdentify(g), newRead(g), newWrite(g), newBench(g))
+	root.AddCommand(newConnect(g), newServe(g))
+	root.AddCommand(newDisconnect(g))
+	root.AddCommand(newList(g))
 	return root
 }
 

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rdmablk/rdmablk/initiator"
+	"github.com/rdmablk/rdmablk/internal/attach"
+	"github.com/rdmablk/rdmablk/internal/providers"
+	"github.com/rdmablk/rdmablk/nvme"
+)
+
+// attachFlags are the flags of connect.
+type attachFlags struct {
+	cfg        attach.Config
+	paths      []string
+	runDir     string
+	foreground bool
+	logLevel   string
+}
+
+func newConnect(g *globals) *cobra.Command {
+	af := &attachFlags{}
+	cmd := &cobra.Command{
+		Use:   "connect",
+		Short: "Attach a namespace: serve it as an NBD export (and /dev/nbdX when the nbd module is loaded)",
+		Long: `connect opens a reconnecting, multipath initiator session to the subsystem
+(--traddr plus any --path), serves the namespace as an NBD export on a unix
+socket (--socket; --tcp adds a TCP listener) and attaches it to a free
+/dev/nbdX when the kernel has the nbd module (--device). Without the module
+the export still serves NBD clients: fio --ioengine=nbd, qemu-img, or
+nbd-client -unix SOCKET /dev/nbd0 -N NAME.
+
+By default connect starts the attachment in the background and returns once
+it is ready; --foreground keeps it in this process until SIGTERM or
+'rdmablk disconnect NAME'.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !af.foreground {
+				return connectBackground(cmd, af, g)
+			}
+			return connectForeground(cmd.Context(), af, g)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&af.cfg.Name, "name", "", "attachment name (default: derived from the NQN)")
+	f.StringArrayVar(&af.paths, "path", nil, "another address of the same subsystem (multipath; repeatable)")
+	f.Uint32Var(&af.cfg.NSID, "nsid", 0, "namespace ID (default: the first)")
+	f.StringVar(&af.cfg.Socket, "socket", "", "NBD unix socket (default: RUNDIR/NAME.sock)")
+	f.StringVar(&af.cfg.TCP, "tcp", "", "also serve NBD on this TCP address")
+	f.StringVar(&af.cfg.Device, "device", "auto", "kernel device: auto, none or /dev/nbdX")
+	f.DurationVar(&af.cfg.ReconnectDelay, "reconnect-delay", initiator.DefaultReconnectDelay, "wait between reconnect attempts")
+	f.DurationVar(&af.cfg.CtrlLossTimeout, "ctrl-loss-tmo", initiator.DefaultCtrlLossTimeout, "fail I/O with EIO after no path for this long (negative: never)")
+	f.DurationVar(&af.cfg.IOTimeout, "io-timeout", 0, "kernel nbd request timeout (0: kernel default)")
+	f.StringVar(&af.cfg.NetNS, "netns", "", "network namespace for the RDMA resources (see README: rdma system set netns exclusive)")
+	f.IntVar(&af.cfg.Queues, "queues", 0, "I/O queues per path (default 4)")
+	f.IntVar(&af.cfg.QueueDepth, "queue-depth", 0, "queue depth (default 128)")
+	f.StringVar(&af.runDir, "run-dir", attach.DefaultRunDir(), "directory of attachment state and sockets")
+	f.BoolVar(&af.foreground, "foreground", false, "run the attachment in this process")
+	f.StringVar(&af.logLevel, "log-level", "info", "log level (debug, info, warn, error)")
+	return cmd
+}
+
+// resolveNQN returns --nqn or the first NVM subsystem of the discovery log.
+func resolveNQN(ctx context.Context, g *globals, opts initiator.Options) (string, error) {
+	if g.nqn != "" {
+		return g.nqn, nil
+	}
+	entries, err := initiator.Discover(ctx, g.addr(), opts)
+	if err != nil {
+		return "", fmt.Errorf("discover (to pick a subsystem; or pass --nqn): %w", err)
+	}
+	for _, e := range entries {
+		if e.SubType == nvme.SubTypeNVM {
+			return e.SubNQN, nil
+		}
+	}
+	return "", fmt.Errorf("the discovery log at %s lists no NVM subsystem", g.addr())
+}
+
+// defaultName derives an attachment name from the NQN's last component.
+func defaultName(nqn string) string {
+	out := []byte{}
+	for i := len(nqn) - 1; i >= 0; i-- {
+		c := nqn[i]
+		if c == ':' || c == '.' && len(out) > 0 {
+			break
+		}
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
+			out = append([]byte{c}, out...)
+		}
+	}
+	if len(out) == 0 {
+		return "vol"
+	}
+	return string(out)
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+func connectForeground(ctx context.Context, af *attachFlags, g *globals) error {
+	log := newLogger(af.logLevel)
+	opts, err := g.options()
+	if err != nil {
+		return err
+	}
+	opts.Logger = log
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	cctx, cancel := context.WithTimeout(ctx, 2*g.timeout)
+	nqn, err := resolveNQN(cctx, g, opts)
+	cancel()
+	if err != nil {
+		return err
+	}
+	cfg := af.cfg
+	cfg.NQN = nqn
+	if cfg.Name == "" {
+		cfg.Name = defaultName(nqn)
+	}
+	cfg.Paths = append([]string{g.addr()}, af.paths...)
+	return attach.Run(ctx, []attach.Config{cfg}, opts, af.runDir, log)
+}
+
+// connectBackground re-executes connect with --foreground in a new
+// session, logging to RUNDIR/NAME.log, and waits until it is registered.
+func connectBackground(cmd *cobra.Command, af *attachFlags, g *globals) error {
+	opts, err := g.options()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 2*g.timeout)
+	nqn, err := resolveNQN(ctx, g, opts)
+	cancel()
+	if err != nil {
+		return err
+	}
+	name := af.cfg.Name
+	if name == "" {
+		name = defaultName(nqn)
+	}
+	if err := os.MkdirAll(af.runDir, 0o755); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(af.runDir, name+".json")); err == nil {
+		return fmt.Errorf("attachment %q is already registered in %s (rdmablk disconnect %s)", name, af.runDir, name)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	args := append([]string{}, os.Args[1:]...)
+	args = append(args, "--foreground", "--name", name, "--nqn", nqn, "--run-dir", af.runDir)
+	logPath := filepath.Join(af.runDir, name+".log")
+	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lf.Close()
+	child := exec.Command(self, args...)
+	child.Stdout, child.Stderr = lf, lf
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := child.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	deadline := time.After(3*g.timeout + 10*time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("attachment %s exited during start (%v); see %s", name, err, logPath)
+		case <-deadline:
+			return fmt.Errorf("attachment %s not ready in time; see %s", name, logPath)
+		case <-tick.C:
+		}
+		entries, _ := attach.List(af.runDir)
+		for _, e := range entries {
+			if e.Name == name && e.Status != nil {
+				fmt.Printf("%s: pid %d, socket %s", name, e.PID, e.Status.Socket)
+				if e.Status.Device != "" {
+					fmt.Printf(", device %s", e.Status.Device)
+				}
+				fmt.Printf(", %s (%d-byte blocks)\n", humanBytes(e.Status.Size), e.Status.BlockSize)
+				_ = child.Process.Release()
+				return nil
+			}
+		}
+	}
+}
+
+// newServe runs the attachments of a configuration file (the service mode).
+func newServe(g *globals) *cobra.Command {
+	var cfgPath, logLevel string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the attachments of a configuration file until SIGTERM (the systemd service)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := attach.LoadFile(cfgPath)
+			if err != nil {
+				return err
+			}
+			log := newLogger(logLevel)
+			p, reason, err := providers.Open(f.Provider, f.Profile, nil)
+			if err != nil {
+				return err
+			}
+			log.Info("verbs provider", "provider", f.Provider, "reason", reason)
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			err = attach.Run(ctx, f.Attachments, initiator.Options{Provider: p, ConnectTimeout: g.timeout, Logger: log}, f.RunDir, log)
+			if err != nil && !errors.Is(err, context.Canceled) {
+				return err
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&cfgPath, "config", "c", "/etc/rdmablk/attachments.yaml", "attachments configuration file")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level")
+	return cmd
+}

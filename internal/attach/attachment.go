@@ -1,0 +1,274 @@
+package attach
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/rdmablk/rdmablk/initiator"
+	"github.com/rdmablk/rdmablk/nbd"
+)
+
+// PathStatus is one path in a Status.
+type PathStatus struct {
+	Addr      string `json:"addr"`
+	State     string `json:"state"`
+	ANA       string `json:"ana"`
+	CNTLID    uint16 `json:"cntlid"`
+	Queues    int    `json:"queues"`
+	Connects  int    `json:"connects"`
+	Preferred bool   `json:"preferred"`
+	LastError string `json:"last_error,omitempty"`
+}
+
+// Status is what GET /status returns.
+type Status struct {
+	Name        string       `json:"name"`
+	NQN         string       `json:"nqn"`
+	NSID        uint32       `json:"nsid"`
+	PID         int          `json:"pid"`
+	Socket      string       `json:"socket"`
+	TCP         string       `json:"tcp,omitempty"`
+	Device      string       `json:"device,omitempty"`
+	Size        int64        `json:"size"`
+	BlockSize   int          `json:"block_size"`
+	Paths       []PathStatus `json:"paths"`
+	InFlight    int64        `json:"in_flight"`
+	Replays     uint64       `json:"replays"`
+	NBDConns    int64        `json:"nbd_conns"`
+	NBDRequests uint64       `json:"nbd_requests"`
+	Started     time.Time    `json:"started"`
+}
+
+// Attachment is a running attachment.
+type Attachment struct {
+	cfg     Config
+	runDir  string
+	log     *slog.Logger
+	started time.Time
+
+	sess   *initiator.Session
+	srv    *nbd.Server
+	kdev   *nbd.KernelDevice
+	ctl    *http.Server
+	ctlLn  net.Listener
+	serveW sync.WaitGroup
+
+	stopOnce sync.Once
+	stopped  chan struct{} // closed when Stop finished
+	request  chan struct{} // closed on a disconnect request
+	reqOnce  sync.Once
+}
+
+// Start opens the session (waiting for a first path within
+// opts.ConnectTimeout), serves the NBD export, attaches the kernel device
+// per cfg.Device and registers the attachment in runDir. opts carries the
+// provider and per-controller options; cfg's fields override them.
+func Start(ctx context.Context, cfg Config, opts initiator.Options, runDir string) (*Attachment, error) {
+	if err := cfg.Validate(runDir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Queues > 0 {
+		opts.IOQueues = cfg.Queues
+	}
+	if cfg.QueueDepth > 0 {
+		opts.QueueDepth = cfg.QueueDepth
+	}
+	if cfg.HostNQN != "" {
+		opts.HostNQN = cfg.HostNQN
+	}
+	if err := setNetNS(&opts, cfg.NetNS); err != nil {
+		return nil, err
+	}
+	a := &Attachment{cfg: cfg, runDir: runDir, log: opts.Logger.With("attachment", cfg.Name), started: time.Now(),
+		stopped: make(chan struct{}), request: make(chan struct{})}
+	sess, err := initiator.OpenSession(ctx, initiator.SessionOptions{
+		Options: opts, SubNQN: cfg.NQN, Paths: cfg.Paths, NSID: cfg.NSID,
+		ReconnectDelay: cfg.ReconnectDelay, CtrlLossTimeout: cfg.CtrlLossTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.sess = sess
+	fail := func(err error) (*Attachment, error) {
+		a.teardown()
+		return nil, err
+	}
+	a.srv, err = nbd.NewServer(nbd.Options{Logger: a.log, Exports: []*nbd.Export{{
+		Name: cfg.Name, Description: cfg.NQN, Backend: sess,
+	}}})
+	if err != nil {
+		return fail(err)
+	}
+	_ = os.Remove(cfg.Socket)
+	ul, err := net.Listen("unix", cfg.Socket)
+	if err != nil {
+		return fail(fmt.Errorf("attach: NBD socket: %w", err))
+	}
+	a.serve(ul)
+	if cfg.TCP != "" {
+		tl, err := net.Listen("tcp", cfg.TCP)
+		if err != nil {
+			return fail(fmt.Errorf("attach: NBD TCP listener: %w", err))
+		}
+		a.cfg.TCP = tl.Addr().String()
+		a.serve(tl)
+	}
+	switch cfg.Device {
+	case "none":
+	default:
+		dev := cfg.Device
+		if dev == "auto" {
+			dev = ""
+		}
+		k, err := a.srv.AttachKernel(dev, cfg.Name, cfg.IOTimeout)
+		switch {
+		case err == nil:
+			a.kdev = k
+			a.log.Info("attached kernel device", "device", k.Path)
+		case errors.Is(err, nbd.ErrNoDevice) && cfg.Device == "auto":
+			a.log.Info("no kernel nbd device (module not loaded?); serving NBD clients only",
+				"socket", cfg.Socket, "manual", fmt.Sprintf("nbd-client -unix %s /dev/nbd0 -N %s", cfg.Socket, cfg.Name))
+		default:
+			return fail(err)
+		}
+	}
+	if err := a.startControl(); err != nil {
+		return fail(err)
+	}
+	if err := a.writeState(); err != nil {
+		return fail(err)
+	}
+	a.log.Info("attachment ready", "nqn", cfg.NQN, "paths", cfg.Paths, "socket", cfg.Socket, "size", sess.Size())
+	return a, nil
+}
+
+func (a *Attachment) serve(l net.Listener) {
+	a.serveW.Add(1)
+	go func() {
+		defer a.serveW.Done()
+		_ = a.srv.Serve(l)
+	}()
+}
+
+// Name is the attachment's name.
+func (a *Attachment) Name() string { return a.cfg.Name }
+
+// Session is the attachment's initiator session.
+func (a *Attachment) Session() *initiator.Session { return a.sess }
+
+// Disconnected is closed when a disconnect was requested over the
+// control socket (the owner then calls Stop).
+func (a *Attachment) Disconnected() <-chan struct{} { return a.request }
+
+// Status reports the attachment's state.
+func (a *Attachment) Status() Status {
+	st := Status{
+		Name: a.cfg.Name, NQN: a.cfg.NQN, NSID: a.sess.NSID(), PID: os.Getpid(), Socket: a.cfg.Socket, TCP: a.cfg.TCP,
+		Size: a.sess.Size(), BlockSize: a.sess.BlockSize(), InFlight: a.sess.InFlight(), Replays: a.sess.Replays(),
+		Started: a.started,
+	}
+	if a.kdev != nil {
+		st.Device = a.kdev.Path
+	}
+	ns := a.srv.Stats()
+	st.NBDConns, st.NBDRequests = ns.Conns, ns.Requests
+	for _, p := range a.sess.Paths() {
+		st.Paths = append(st.Paths, PathStatus{Addr: p.Addr, State: p.State.String(), ANA: p.ANA.String(),
+			CNTLID: p.CNTLID, Queues: p.Queues, Connects: p.Connects, Preferred: p.Preferred, LastError: p.LastError})
+	}
+	return st
+}
+
+// Stop detaches the kernel device (the kernel flushes first), stops the
+// NBD server (in-flight requests finish), closes the session and
+// unregisters the attachment. It is idempotent.
+func (a *Attachment) Stop() error {
+	a.stopOnce.Do(func() {
+		a.teardown()
+		close(a.stopped)
+	})
+	return nil
+}
+
+func (a *Attachment) teardown() {
+	_ = os.Remove(a.statePath())
+	if a.kdev != nil {
+		if err := a.kdev.Detach(30 * time.Second); err != nil {
+			a.log.Warn("detach kernel device", "err", err)
+		}
+	}
+	if a.srv != nil {
+		a.srv.Close()
+		a.serveW.Wait()
+	}
+	if a.sess != nil {
+		if err := a.sess.Flush(); err != nil && !errors.Is(err, initiator.ErrControllerLost) {
+			a.log.Warn("final flush", "err", err)
+		}
+		a.sess.Close()
+	}
+	_ = os.Remove(a.cfg.Socket)
+	if a.ctl != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = a.ctl.Shutdown(ctx)
+		cancel()
+	}
+	_ = os.Remove(a.ctlPath())
+}
+
+func (a *Attachment) statePath() string { return filepath.Join(a.runDir, a.cfg.Name+".json") }
+func (a *Attachment) ctlPath() string   { return filepath.Join(a.runDir, a.cfg.Name+".ctl") }
+
+// state is the registration file's content.
+type state struct {
+	Name    string `json:"name"`
+	PID     int    `json:"pid"`
+	Control string `json:"control"`
+	Socket  string `json:"socket"`
+}
+
+func (a *Attachment) writeState() error {
+	b, _ := json.Marshal(state{Name: a.cfg.Name, PID: os.Getpid(), Control: a.ctlPath(), Socket: a.cfg.Socket})
+	tmp := a.statePath() + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, a.statePath())
+}
+
+func (a *Attachment) startControl() error {
+	p := a.ctlPath()
+	_ = os.Remove(p)
+	l, err := net.Listen("unix", p)
+	if err != nil {
+		return fmt.Errorf("attach: control socket: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(a.Status())
+	})
+	mux.HandleFunc("POST /disconnect", func(w http.ResponseWriter, _ *http.Request) {
+		a.reqOnce.Do(func() { close(a.request) })
+		w.WriteHeader(http.StatusAccepted)
+	})
+	a.ctl = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	a.ctlLn = l
+	go func() { _ = a.ctl.Serve(l) }()
+	return nil
+}
