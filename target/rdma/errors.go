@@ -12,3 +12,6 @@ var (
 
 // errShortCapsule: a capsule too short to carry a CID (queue-fatal).
 var errShortCapsule = errors.New("rdma: capsule shorter than 4 bytes")
+
+// errDrainTimeout: a queue did not drain within Config.DrainTimeout.
+var errDrainTimeout = errors.New("rdma: drain timed out")

@@ -3,6 +3,7 @@ package rdma
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/rdmablk/rdmablk/nvme"
 )
@@ -156,4 +157,38 @@ func TestCoreClosesQueue(t *testing.T) {
 		t.Fatal("wrong core queue destroyed")
 	}
 	checkAlive(t, g, other, 1, 0)
+}
+
+func TestDrainTimeoutDisconnects(t *testing.T) {
+	g := newRig(t, rigOpts{cfg: Config{DrainTimeout: 20 * time.Millisecond}})
+	h := g.connectQueue(rawOpts{qid: 1, depth: 8}, testSubNQN, testHostNQN)
+	release := make(chan struct{})
+	g.core.hold.Store(&release)
+	s := h.ioSQE(nvme.IORead, 1, 0, 4096, 0, 0)
+	if err := h.send(capsule(&s, nil)); err != nil {
+		t.Fatal(err)
+	}
+	g.waitHeld(1)
+	closed := make(chan error, 1)
+	go func() { closed <- g.l.Close() }()
+	// The drain gives up: the connection is cut although the core still
+	// holds the command...
+	if _, err := h.response(g.ctx); !errors.Is(err, errQueueDead) {
+		t.Fatalf("%v, want the queue dead after the drain timeout", err)
+	}
+	// ...but Close still waits for the core to hand the request back.
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while the core held a request", err)
+	default:
+	}
+	close(release)
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-g.ctx.Done():
+		t.Fatal("Close did not return")
+	}
 }

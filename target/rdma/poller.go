@@ -44,7 +44,7 @@ func (q *queue) run() {
 				h.draining(q.params.qid)
 			}
 		case <-drainC:
-			q.fatal("drain timed out", nil)
+			q.fatal("drain timed out", errDrainTimeout)
 		default:
 		}
 		if q.dying {
@@ -82,6 +82,8 @@ func (q *queue) run() {
 		case <-q.id.Done():
 		case <-drainCh:
 		case <-drainC:
+			// A timer fires once: act on it here.
+			q.fatal("drain timed out", errDrainTimeout)
 		}
 		spins = 0
 	}

@@ -35,8 +35,14 @@ type rawHost struct {
 	wc      []verbs.WorkCompletion
 	// sendErr is the first failed SEND completion seen.
 	sendErr *verbs.WorkCompletion
-	// rsps are response completions polled but not yet taken.
-	rsps []rawRsp
+	// rsps[rspHead:] are response completions polled but not yet taken.
+	rsps    []rawRsp
+	rspHead int
+	// Preallocated work requests (the host's hot path allocates nothing).
+	sendWR  [1]verbs.SendWR
+	sendSGE [1]verbs.SGE
+	recvWR  [1]verbs.RecvWR
+	recvSGE [1]verbs.SGE
 }
 
 type rawRsp struct {
@@ -123,14 +129,15 @@ func dialRaw(ctx context.Context, t testing.TB, prov verbs.Provider, addr string
 		return fail(err)
 	}
 	h.wc = make([]verbs.WorkCompletion, 16)
+	h.rsps = make([]rawRsp, 0, o.hrqsize)
 	return h, nil
 }
 
 func (h *rawHost) postRecv(i int) error {
 	off := h.rspOff + i*nvme.CQESize
-	_, err := h.qp.PostRecv([]verbs.RecvWR{{ID: uint64(i), SGL: []verbs.SGE{{
-		Addr: h.mr.Addr() + uint64(off), Length: nvme.CQESize, LKey: h.mr.LKey(),
-	}}}})
+	h.recvSGE[0] = verbs.SGE{Addr: h.mr.Addr() + uint64(off), Length: nvme.CQESize, LKey: h.mr.LKey()}
+	h.recvWR[0] = verbs.RecvWR{ID: uint64(i), SGL: h.recvSGE[:]}
+	_, err := h.qp.PostRecv(h.recvWR[:])
 	return err
 }
 
@@ -172,10 +179,9 @@ func (h *rawHost) send(capsule []byte) error {
 	h.next = (h.next + 1) % h.depth
 	off := i * h.capSize
 	copy(h.mem[off:], capsule)
-	_, err := h.qp.PostSend([]verbs.SendWR{{
-		ID: 1 << 32, Opcode: verbs.OpSend, Flags: verbs.SendSignaled,
-		SGL: []verbs.SGE{{Addr: h.mr.Addr() + uint64(off), Length: uint32(len(capsule)), LKey: h.mr.LKey()}},
-	}})
+	h.sendSGE[0] = verbs.SGE{Addr: h.mr.Addr() + uint64(off), Length: uint32(len(capsule)), LKey: h.mr.LKey()}
+	h.sendWR[0] = verbs.SendWR{ID: 1 << 32, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SGL: h.sendSGE[:]}
+	_, err := h.qp.PostSend(h.sendWR[:])
 	return err
 }
 
@@ -186,9 +192,12 @@ var errQueueDead = errors.New("rawhost: queue dead")
 // returns errQueueDead (wrapped) when the connection fails first.
 func (h *rawHost) response(ctx context.Context) (rawRsp, error) {
 	for {
-		if len(h.rsps) > 0 {
-			r := h.rsps[0]
-			h.rsps = h.rsps[1:]
+		if h.rspHead < len(h.rsps) {
+			r := h.rsps[h.rspHead]
+			h.rspHead++
+			if h.rspHead == len(h.rsps) {
+				h.rsps, h.rspHead = h.rsps[:0], 0
+			}
 			return r, nil
 		}
 		n, err := h.drain()
