@@ -122,8 +122,22 @@ func (l *Listener) port() target.Port {
 // Addr is the bound address ("host:port", with the actual port).
 func (l *Listener) Addr() string { return l.ln.Addr() }
 
-// Stats returns the counters (atomically read, each on its own).
-func (l *Listener) Stats() Stats { return l.stats.snapshot() }
+// Stats returns the counters: those of released queues plus those of the
+// live ones (each counter read atomically on its own).
+func (l *Listener) Stats() Stats {
+	var sum counters
+	l.mu.Lock()
+	l.stats.addIO(&sum)
+	for q := range l.queues {
+		q.st.addIO(&sum)
+	}
+	l.mu.Unlock()
+	s := sum.snapshot()
+	s.Accepted = l.stats.accepted.Load()
+	s.Rejected = l.stats.rejected.Load()
+	s.Queues = l.stats.queues.Load()
+	return s
+}
 
 // Close stops accepting, drains every queue (commands already received
 // are completed and their CQEs sent; commands arriving meanwhile are
@@ -245,6 +259,9 @@ func (l *Listener) reject(id verbs.ConnID, status uint16, why string) {
 func (l *Listener) removeQueue(q *queue) {
 	l.mu.Lock()
 	_, ok := l.queues[q]
+	if ok {
+		q.st.addIO(&l.stats)
+	}
 	delete(l.queues, q)
 	l.mu.Unlock()
 	if ok && q.accepted {

@@ -209,7 +209,7 @@ func (q *queue) allocSlot() *request {
 // startCommand parses the capsule in receive buffer ri into slot r and
 // moves it to its first waiting state (state New).
 func (q *queue) startCommand(r *request, ri int32, n int) {
-	st := &q.l.stats
+	st := &q.st
 	st.commands.Add(1)
 	r.state = StateNew
 	r.recv = ri
@@ -279,7 +279,7 @@ func (q *queue) repostHeld(r *request) {
 // the command). SQID is the negotiated qid; SQHD is the last head pointer
 // the core reported on this queue.
 func (q *queue) fail(r *request, s nvme.Status, dw0 uint32) {
-	q.l.stats.commandErrors.Add(1)
+	q.st.commandErrors.Add(1)
 	r.req.CQE.Reset()
 	r.req.CQE.SetDW0(dw0)
 	r.req.CQE.SetCID(r.req.SQE.CID())
@@ -335,8 +335,8 @@ func (q *queue) postRead(r *request) {
 		RKey:       r.rkey,
 	}
 	q.nSend++
-	q.l.stats.rdmaReads.Add(1)
-	q.l.stats.bytesFromHost.Add(uint64(r.length))
+	q.st.rdmaReads.Add(1)
+	q.st.bytesFromHost.Add(uint64(r.length))
 	if h := q.l.hooks; h != nil && h.readPosted != nil {
 		h.readPosted(q.params.ord - q.readCredits)
 	}
@@ -431,8 +431,8 @@ func (q *queue) postCompletion(r *request) {
 		q.nSend++
 		q.sendCredits--
 		r.sendCredits++
-		q.l.stats.rdmaWrites.Add(1)
-		q.l.stats.bytesToHost.Add(uint64(n))
+		q.st.rdmaWrites.Add(1)
+		q.st.bytesToHost.Add(uint64(n))
 		r.state = StateCompletePending
 	}
 	r.state = StateCompleting
@@ -567,7 +567,7 @@ func (q *queue) fatal(reason string, err error) {
 	q.dying = true
 	q.nRecv, q.nSend = 0, 0
 	if err != nil && !errors.Is(err, verbs.ErrDisconnected) && !errors.Is(err, verbs.ErrClosed) {
-		q.l.stats.queueErrors.Add(1)
+		q.st.queueErrors.Add(1)
 		q.log.Warn("rdma: queue failed", "reason", reason, "err", err)
 		return
 	}

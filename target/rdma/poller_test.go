@@ -292,7 +292,7 @@ func TestReadErrorKillsQueueAndFreesBufferOnlyAfterCompletion(t *testing.T) {
 	if !g.q.dying || r.state != StateFree || len(g.q.freeBufs) != g.q.params.depth || g.fq.executed.Load() != 0 {
 		t.Fatalf("dying %v state %v bufs %d executed %d", g.q.dying, r.state, len(g.q.freeBufs), g.fq.executed.Load())
 	}
-	if g.l.stats.queueErrors.Load() != 1 {
+	if g.q.st.queueErrors.Load() != 1 {
 		t.Fatal("queue error not counted")
 	}
 }
@@ -348,7 +348,7 @@ func TestInCapsuleWriteHoldsReceiveUntilCQE(t *testing.T) {
 	if !bytes.Equal(g.core.disk[1024:2048], payload) {
 		t.Fatal("in-capsule data not written")
 	}
-	if g.l.stats.inCapsuleBytes.Load() != 1024 {
+	if g.q.st.inCapsuleBytes.Load() != 1024 {
 		t.Fatal("in-capsule bytes not counted")
 	}
 }

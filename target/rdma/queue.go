@@ -90,6 +90,8 @@ type queue struct {
 	// accepted is set by setup before the poller starts when the
 	// connection was established.
 	accepted bool
+	// st are this queue's I/O counters (see counters).
+	st counters
 	// done is closed when the queue's resources are released.
 	done chan struct{}
 }

@@ -29,7 +29,11 @@ type Stats struct {
 	InCapsuleBytes uint64
 }
 
-// counters are the live atomics behind Stats.
+// counters are the live atomics behind Stats. The listener holds the
+// connection counters and the totals of released queues; each queue holds
+// its own I/O counters (written only by its poller, so the hot path never
+// shares a cache line with another queue) and adds them to the listener's
+// when it is released.
 type counters struct {
 	accepted, rejected, queues                 atomic.Uint64
 	commands, commandErrors, queueErrors       atomic.Uint64
@@ -51,4 +55,16 @@ func (c *counters) snapshot() Stats {
 		BytesToHost:    c.bytesToHost.Load(),
 		InCapsuleBytes: c.inCapsuleBytes.Load(),
 	}
+}
+
+// addIO adds c's per-queue I/O counters to dst.
+func (c *counters) addIO(dst *counters) {
+	dst.commands.Add(c.commands.Load())
+	dst.commandErrors.Add(c.commandErrors.Load())
+	dst.queueErrors.Add(c.queueErrors.Load())
+	dst.rdmaReads.Add(c.rdmaReads.Load())
+	dst.rdmaWrites.Add(c.rdmaWrites.Load())
+	dst.bytesFromHost.Add(c.bytesFromHost.Load())
+	dst.bytesToHost.Add(c.bytesToHost.Load())
+	dst.inCapsuleBytes.Add(c.inCapsuleBytes.Load())
 }
