@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/viper"
 
@@ -21,6 +22,7 @@ type Config struct {
 	Target     TargetConfig     `mapstructure:"target"`
 	Volumes    []VolumeConfig   `mapstructure:"volumes"`
 	Subsystems []SubsysConfig   `mapstructure:"subsystems"`
+	Cluster    ClusterConfig    `mapstructure:"cluster"`
 }
 
 // LogConfig selects slog level and format.
@@ -72,6 +74,42 @@ type SubsysConfig struct {
 type NSConfig struct {
 	NSID   uint32 `mapstructure:"nsid"`
 	Volume string `mapstructure:"volume"`
+}
+
+// ClusterConfig turns the daemon into a cluster member (see package
+// cluster/agent). Disabled, the daemon serves only its static volumes.
+type ClusterConfig struct {
+	Enabled bool   `mapstructure:"enabled"`
+	NodeID  string `mapstructure:"node_id"`
+	// DataDir holds raft state and volume files ("" = <data_dir>/cluster).
+	DataDir       string        `mapstructure:"data_dir"`
+	RaftBind      string        `mapstructure:"raft_bind"`
+	RaftAdvertise string        `mapstructure:"raft_advertise"`
+	APIBind       string        `mapstructure:"api_bind"`
+	APIAdvertise  string        `mapstructure:"api_advertise"`
+	Bootstrap     bool          `mapstructure:"bootstrap"`
+	Join          []string      `mapstructure:"join"`
+	TLS           ClusterTLS    `mapstructure:"tls"`
+	Raft          ClusterRaft   `mapstructure:"raft"`
+	Resync        time.Duration `mapstructure:"resync"`
+}
+
+// ClusterTLS configures HTTPS on the control API.
+type ClusterTLS struct {
+	CertFile string `mapstructure:"cert_file"`
+	KeyFile  string `mapstructure:"key_file"`
+	// ClientCAFile requires client certificates signed by it.
+	ClientCAFile string `mapstructure:"client_ca_file"`
+	// CAFile verifies other nodes' API certificates.
+	CAFile string `mapstructure:"ca_file"`
+}
+
+// ClusterRaft tunes raft (zero = defaults).
+type ClusterRaft struct {
+	HeartbeatTimeout  time.Duration `mapstructure:"heartbeat_timeout"`
+	ElectionTimeout   time.Duration `mapstructure:"election_timeout"`
+	SnapshotThreshold uint64        `mapstructure:"snapshot_threshold"`
+	LogLevel          string        `mapstructure:"log_level"`
 }
 
 // NewViper returns a viper instance holding the embedded default
@@ -157,6 +195,14 @@ func (c *Config) Validate() error {
 			if ns.NSID == 0 || ns.NSID == 0xFFFFFFFF {
 				errs = append(errs, fmt.Errorf("config: subsystem %q: invalid nsid %d", s.NQN, ns.NSID))
 			}
+		}
+	}
+	if c.Cluster.Enabled {
+		if c.Cluster.NodeID == "" || c.Cluster.RaftBind == "" {
+			errs = append(errs, errors.New("config: cluster: node_id and raft_bind are required"))
+		}
+		if (c.Cluster.TLS.CertFile == "") != (c.Cluster.TLS.KeyFile == "") {
+			errs = append(errs, errors.New("config: cluster.tls: cert_file and key_file go together"))
 		}
 	}
 	return errors.Join(errs...)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/rdmablk/rdmablk/blockdev"
 	"github.com/rdmablk/rdmablk/blockdev/file"
+	"github.com/rdmablk/rdmablk/cluster/agent"
+	"github.com/rdmablk/rdmablk/cluster/reconcile"
 	"github.com/rdmablk/rdmablk/internal/providers"
 	"github.com/rdmablk/rdmablk/target"
 	"github.com/rdmablk/rdmablk/target/rdma"
@@ -23,6 +25,7 @@ type Daemon struct {
 	tgt       *target.Target
 	listeners []*rdma.Listener
 	backends  []blockdev.Backend
+	member    *agent.Agent // nil unless cluster.enabled
 }
 
 // Start opens the volumes, builds the target and starts listening. On
@@ -49,11 +52,17 @@ func Start(cfg *Config, log *slog.Logger) (d *Daemon, err error) {
 	d.provider = p
 	log.Info("verbs provider", "provider", p.Name(), "profile", cfg.Transport.Profile, "why", reason)
 
-	d.tgt = target.New(target.Options{
+	var disc *reconcile.Discovery
+	topts := target.Options{
 		Logger:      log,
 		Workers:     cfg.Target.Workers,
 		MaxIOQueues: cfg.Target.MaxIOQueues,
-	})
+	}
+	if cfg.Cluster.Enabled {
+		disc = reconcile.NewDiscovery(cfg.Cluster.NodeID)
+		topts.Discovery = disc
+	}
+	d.tgt = target.New(topts)
 
 	vols := map[string]blockdev.Backend{}
 	for _, vc := range cfg.Volumes {
@@ -99,8 +108,16 @@ func Start(cfg *Config, log *slog.Logger) (d *Daemon, err error) {
 		d.listeners = append(d.listeners, l)
 		log.Info("listening", "transport", "rdma", "addr", l.Addr(), "port_id", i+1)
 	}
+	if cfg.Cluster.Enabled {
+		if d.member, err = startCluster(cfg, d.tgt, disc, log); err != nil {
+			return nil, err
+		}
+	}
 	return d, nil
 }
+
+// Cluster returns the cluster member, nil when cluster mode is off.
+func (d *Daemon) Cluster() *agent.Agent { return d.member }
 
 // Addrs returns the actual listen addresses.
 func (d *Daemon) Addrs() []string {
@@ -119,6 +136,9 @@ func (d *Daemon) Target() *target.Target { return d.tgt }
 // dead), then the target, then the backends (flushed and closed).
 func (d *Daemon) Close() error {
 	var errs []error
+	if d.member != nil {
+		errs = append(errs, d.member.Stop())
+	}
 	for _, l := range d.listeners {
 		errs = append(errs, l.Close())
 	}
@@ -131,6 +151,10 @@ func (d *Daemon) Close() error {
 		errs = append(errs, b.Close())
 	}
 	d.backends = nil
+	if d.member != nil {
+		errs = append(errs, d.member.CloseVolumes())
+		d.member = nil
+	}
 	return errors.Join(errs...)
 }
 
