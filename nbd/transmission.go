@@ -98,11 +98,11 @@ func (cs *conn) run(r *request) {
 			putBuf(r.data)
 		}
 		requestPool.Put(r)
-		cs.s.inFlight.Add(-1)
 		<-cs.sem
 		cs.wg.Done()
 	}()
 	errno := cs.e.execute(r)
+	cs.s.inFlight.Add(-1)
 	if errno != 0 {
 		cs.s.errors.Add(1)
 	}

@@ -169,10 +169,12 @@ func (cl *Client) readLoop() {
 		cl.mu.Lock()
 		if err == nil {
 			err = ErrClosed
+		} else if !errors.Is(err, ErrClosed) {
+			err = fmt.Errorf("%w: %w", ErrClosed, err)
 		}
 		cl.err = err
 		for k, p := range cl.pending {
-			p.ch <- fmt.Errorf("%w: %w", ErrClosed, err)
+			p.ch <- err
 			delete(cl.pending, k)
 		}
 		cl.mu.Unlock()
