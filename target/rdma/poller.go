@@ -127,6 +127,10 @@ func (q *queue) step() bool {
 // handleWC dispatches one work completion.
 func (q *queue) handleWC(wc *verbs.WorkCompletion) {
 	kind, idx := splitWRID(wc.ID)
+	if idx < 0 || (kind == wrRecv && int(idx) >= len(q.recvSGE)) || (kind != wrRecv && int(idx) >= len(q.slots)) {
+		q.log.Error("rdma: completion with unknown work request ID", "id", wc.ID)
+		return
+	}
 	switch kind {
 	case wrRecv:
 		q.postedRecvs--
