@@ -581,6 +581,12 @@ func (q *queue) fatal(reason string, err error) {
 // teardown disconnects, destroys the core queue, waits until every posted
 // work request completed or was flushed and every request the core held
 // came back, then releases the resources. Runs on the poller goroutine.
+//
+// Queue.Destroy comes before the wait for executing requests, not after:
+// the core holds Asynchronous Event Requests until an event or until the
+// queue is destroyed, so waiting first could wait forever. The core
+// guarantees Complete for every pending request after Destroy, and the
+// memory those requests use is unmapped only after all of them came back.
 func (q *queue) teardown() {
 	q.dying = true
 	q.nRecv, q.nSend = 0, 0
