@@ -51,6 +51,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newConnect(g), newServe(g))
 	root.AddCommand(newDisconnect(g))
 	root.AddCommand(newList(g))
+	root.AddCommand(newClusterCmd(g), newVolumeCmd(g), newSubsystemCmd(g))
 	return root
 }
 

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rdmablk/rdmablk/cluster/api"
+	"github.com/rdmablk/rdmablk/cluster/catalog"
+	"github.com/rdmablk/rdmablk/internal/daemon"
+)
+
+func volumeTable(w io.Writer, v any) {
+	var vs []catalog.Volume
+	switch x := v.(type) {
+	case []catalog.Volume:
+		vs = x
+	case catalog.Volume:
+		vs = []catalog.Volume{x}
+	}
+	fmt.Fprintln(w, "NAME\tSIZE\tBLOCK\tNODE\tSTATE\tUUID\tMESSAGE")
+	for _, x := range vs {
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", x.Name, x.Size, x.BlockSize, x.Node, x.State, x.UUID, x.Message)
+	}
+}
+
+func newVolumeCmd(g *globals) *cobra.Command {
+	a := &adminFlags{g: g}
+	cmd := &cobra.Command{Use: "volume", Short: "cluster volumes (control API)"}
+	a.register(cmd)
+
+	var size, node string
+	var bs int
+	create := &cobra.Command{Use: "create NAME --size 10G [--node n1]", Short: "create a volume", Args: cobra.ExactArgs(1)}
+	create.Flags().StringVar(&size, "size", "", "size (K/M/G/T suffixes, powers of 1024)")
+	create.Flags().StringVar(&node, "node", "", "owner node (default: the node --api points at)")
+	create.Flags().IntVar(&bs, "block-size", 512, "logical block size: 512 or 4096")
+	create.RunE = func(cmd *cobra.Command, args []string) error {
+		n, err := daemon.ParseSize(size)
+		if err != nil {
+			return err
+		}
+		return a.run(func(ctx context.Context, c *api.Client) (any, error) {
+			return c.CreateVolume(ctx, api.CreateVolumeRequest{Name: args[0], Size: n, BlockSize: bs, Node: node})
+		}, volumeTable)(cmd, args)
+	}
+	list := &cobra.Command{Use: "list", Short: "list volumes", Args: cobra.NoArgs}
+	list.RunE = a.run(func(ctx context.Context, c *api.Client) (any, error) { return c.Volumes(ctx) }, volumeTable)
+	get := &cobra.Command{Use: "get NAME", Short: "show a volume", Args: cobra.ExactArgs(1)}
+	get.RunE = func(cmd *cobra.Command, args []string) error {
+		return a.run(func(ctx context.Context, c *api.Client) (any, error) { return c.Volume(ctx, args[0]) }, volumeTable)(cmd, args)
+	}
+	var newSize string
+	resize := &cobra.Command{Use: "resize NAME --size 20G", Short: "grow a volume (hosts get a namespace-changed event)", Args: cobra.ExactArgs(1)}
+	resize.Flags().StringVar(&newSize, "size", "", "new size")
+	resize.RunE = func(cmd *cobra.Command, args []string) error {
+		n, err := daemon.ParseSize(newSize)
+		if err != nil {
+			return err
+		}
+		return a.run(func(ctx context.Context, c *api.Client) (any, error) { return c.ResizeVolume(ctx, args[0], n) }, volumeTable)(cmd, args)
+	}
+	del := &cobra.Command{Use: "delete NAME", Short: "delete a volume and its data", Args: cobra.ExactArgs(1)}
+	del.RunE = func(cmd *cobra.Command, args []string) error {
+		return a.run(func(ctx context.Context, c *api.Client) (any, error) {
+			return map[string]string{"deleted": args[0]}, c.DeleteVolume(ctx, args[0])
+		}, nil)(cmd, args)
+	}
+	cmd.AddCommand(create, list, get, resize, del)
+	return cmd
+}
