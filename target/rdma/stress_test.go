@@ -19,10 +19,10 @@ func TestConcurrentQueues(t *testing.T) {
 			g := newRig(t, rigOpts{profile: prof, cfg: Config{MaxDataTransfer: 64 << 10}})
 			g.core.async.Store(true)
 			const (
-				queues = 6
+				queues = 4
 				depth  = 16
 				chunk  = 32 << 10
-				rounds = 6
+				rounds = 4
 			)
 			hosts := make([]*rawHost, queues)
 			for i := range hosts {
