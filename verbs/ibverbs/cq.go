@@ -1,0 +1,204 @@
+//go:build ibverbs
+
+package ibverbs
+
+/*
+#include "rb.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/rdmablk/rdmablk/verbs"
+)
+
+// cq is ibv_cq with its own completion channel. A goroutine parked in the
+// poller (see evfd) turns channel events into Notify tokens; ReqNotify arms
+// the CQ with ibv_req_notify_cq. Poll is one cgo call for up to len(wc)
+// completions, written straight into the caller's slice.
+type cq struct {
+	dev    *device
+	cq     *C.struct_ibv_cq
+	ch     *C.struct_ibv_comp_channel
+	efd    *evfd
+	handle uintptr
+	depth  int
+	notify chan struct{}
+	stopped chan struct{}
+
+	overrun atomic.Bool
+
+	// ReqNotify on a CQ that already holds completions must signal at
+	// once (verbs contract); ibv_req_notify_cq does not, so ReqNotify
+	// polls one completion into stash to find out, and Poll hands it out
+	// first.
+	stashMu sync.Mutex // guards stash
+	stash   verbs.WorkCompletion
+	stashed atomic.Bool
+
+	mu     sync.Mutex // guards qps and closed
+	qps    map[*queuePair]struct{}
+	closed bool
+}
+
+func newCQ(d *device, cqe, vector int) (*cq, error) {
+	ch := C.ibv_create_comp_channel(d.ctx)
+	if ch == nil {
+		return nil, fmt.Errorf("ibverbs: ibv_create_comp_channel on %s failed", d.name)
+	}
+	c := &cq{dev: d, ch: ch, notify: make(chan struct{}, 1), stopped: make(chan struct{}),
+		qps: map[*queuePair]struct{}{}}
+	c.handle = cqHandles.Add(1)
+	d.c.addCQ(c)
+	c.cq = C.rb_create_cq(d.ctx, C.int(cqe), C.uintptr_t(c.handle), ch, C.int(vector))
+	if c.cq == nil {
+		c.forget()
+		C.ibv_destroy_comp_channel(ch)
+		return nil, fmt.Errorf("%w: ibv_create_cq(%d) on %s failed", verbs.ErrInvalid, cqe, d.name)
+	}
+	c.depth = int(c.cq.cqe)
+	efd, err := newEvfd(ch.fd, d.name+" cq")
+	if err != nil {
+		C.ibv_destroy_cq(c.cq)
+		C.ibv_destroy_comp_channel(ch)
+		c.forget()
+		return nil, err
+	}
+	c.efd = efd
+	go c.eventLoop()
+	return c, nil
+}
+
+func (c *cq) forget() { c.dev.c.removeCQ(c) }
+
+func (c *cq) eventLoop() {
+	defer close(c.stopped)
+	for {
+		err := c.efd.wait(func() bool { return C.rb_get_cq_event(c.ch) == 0 })
+		if err != nil {
+			return
+		}
+		c.token()
+	}
+}
+
+func (c *cq) token() {
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+}
+
+// overran handles IBV_EVENT_CQ_ERR: the CQ is unusable and, as the verbs
+// contract says, so is every QP on it (providers such as rxe leave the
+// QPs running; we move them to the error state so their work flushes).
+func (c *cq) overran() {
+	c.overrun.Store(true)
+	c.mu.Lock()
+	qps := make([]*queuePair, 0, len(c.qps))
+	for q := range c.qps {
+		qps = append(qps, q)
+	}
+	c.mu.Unlock()
+	for _, q := range qps {
+		q.toError()
+	}
+	c.token()
+}
+
+func (c *cq) Poll(wc []verbs.WorkCompletion) (int, error) {
+	if c.overrun.Load() {
+		return 0, fmt.Errorf("%w", verbs.ErrCQOverrun)
+	}
+	if len(wc) == 0 {
+		return 0, nil
+	}
+	k := 0
+	if c.stashed.Load() {
+		c.stashMu.Lock()
+		if c.stashed.Load() {
+			wc[0] = c.stash
+			c.stashed.Store(false)
+			k = 1
+		}
+		c.stashMu.Unlock()
+		if k == len(wc) {
+			return k, nil
+		}
+	}
+	n := C.rb_poll(c.cq, (*C.struct_rb_wc)(unsafe.Pointer(&wc[k])), C.int(len(wc)-k))
+	if n < 0 {
+		if k > 0 {
+			return k, nil
+		}
+		return 0, fmt.Errorf("%w: ibv_poll_cq failed", verbs.ErrCQOverrun)
+	}
+	return k + int(n), nil
+}
+
+func (c *cq) ReqNotify() error {
+	if e := C.ibv_req_notify_cq(c.cq, 0); e != 0 {
+		return errnoErr("ibv_req_notify_cq", e)
+	}
+	pending := c.stashed.Load()
+	if !pending {
+		c.stashMu.Lock()
+		if !c.stashed.Load() && C.rb_poll(c.cq, (*C.struct_rb_wc)(unsafe.Pointer(&c.stash)), 1) == 1 {
+			c.stashed.Store(true)
+		}
+		pending = c.stashed.Load()
+		c.stashMu.Unlock()
+	}
+	if pending {
+		c.token()
+	}
+	return nil
+}
+
+func (c *cq) Notify() <-chan struct{} { return c.notify }
+func (c *cq) Depth() int              { return c.depth }
+
+func (c *cq) attach(q *queuePair) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("%w: completion queue", verbs.ErrClosed)
+	}
+	c.qps[q] = struct{}{}
+	return nil
+}
+
+func (c *cq) detach(q *queuePair) {
+	c.mu.Lock()
+	delete(c.qps, q)
+	c.mu.Unlock()
+}
+
+func (c *cq) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return verbs.ErrClosed
+	}
+	if len(c.qps) > 0 {
+		n := len(c.qps)
+		c.mu.Unlock()
+		return fmt.Errorf("%w: completion queue still used by %d QPs", verbs.ErrInvalid, n)
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.efd.close()
+	<-c.stopped
+	c.forget()
+	if e := C.ibv_destroy_cq(c.cq); e != 0 {
+		return errnoErr("ibv_destroy_cq", e)
+	}
+	if e := C.ibv_destroy_comp_channel(c.ch); e != 0 {
+		return errnoErr("ibv_destroy_comp_channel", e)
+	}
+	return nil
+}
