@@ -21,13 +21,13 @@ import (
 // the CQ with ibv_req_notify_cq. Poll is one cgo call for up to len(wc)
 // completions, written straight into the caller's slice.
 type cq struct {
-	dev    *device
-	cq     *C.struct_ibv_cq
-	ch     *C.struct_ibv_comp_channel
-	efd    *evfd
-	handle uintptr
-	depth  int
-	notify chan struct{}
+	dev     *device
+	cq      *C.struct_ibv_cq
+	ch      *C.struct_ibv_comp_channel
+	efd     *evfd
+	handle  uintptr
+	depth   int
+	notify  chan struct{}
 	stopped chan struct{}
 
 	overrun atomic.Bool

@@ -81,4 +81,3 @@ func TestDevices(t *testing.T) {
 		t.Logf("%s: %+v", d.Name(), d.Attr())
 	}
 }
-

@@ -35,8 +35,8 @@ type Options struct {
 type Provider struct {
 	opts Options
 	log  *slog.Logger
-	ch  *C.struct_rdma_event_channel
-	efd *evfd
+	ch   *C.struct_rdma_event_channel
+	efd  *evfd
 
 	mu sync.Mutex // guards the fields below
 	// ids maps the handle stored in rdma_cm_id.context to its owner (a

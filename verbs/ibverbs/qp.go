@@ -71,7 +71,7 @@ func (q *queuePair) allocScratch() {
 	q.rscr = (*C.struct_ibv_recv_wr)(q.calloc(batch, C.sizeof_struct_ibv_recv_wr))
 }
 
-func (q *queuePair) Num() uint32       { return q.num }
+func (q *queuePair) Num() uint32      { return q.num }
 func (q *queuePair) Cap() verbs.QPCap { return q.cap }
 
 // toError moves the QP to the error state: outstanding and future work
