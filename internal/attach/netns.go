@@ -1,15 +1,14 @@
 package attach
 
-import (
-	"fmt"
+import "github.com/rdmablk/rdmablk/initiator"
 
-	"github.com/rdmablk/rdmablk/initiator"
-)
-
-// setNetNS applies a network namespace to opts.
+// setNetNS runs the attachment's RDMA resources (every path's CM IDs, PD,
+// CQs and QPs) in network namespace ns (initiator.Options.NetNS; with
+// `rdma system set netns exclusive` the RDMA device must have been moved
+// there: `rdma dev set DEV netns NAME`).
 func setNetNS(opts *initiator.Options, ns string) error {
-	if ns == "" {
-		return nil
+	if ns != "" {
+		opts.NetNS = ns
 	}
-	return fmt.Errorf("attach: --netns %q: this build's initiator has no network namespace support yet", ns)
+	return nil
 }
