@@ -1,0 +1,86 @@
+package daemon
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestEmbeddedDefaultIsValid(t *testing.T) {
+	c, err := Load(NewViper())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Listeners) != 1 || c.Listeners[0].Addr != "127.0.0.1:4420" {
+		t.Errorf("listeners %+v, want one on 127.0.0.1:4420", c.Listeners)
+	}
+	if c.Transport.Provider != "auto" || len(c.Volumes) != 1 || len(c.Subsystems) != 1 {
+		t.Errorf("unexpected default: %+v", c)
+	}
+	if !c.Subsystems[0].AllowAnyHost {
+		t.Error("default subsystem must allow any host")
+	}
+}
+
+func TestFileAndEnvOverride(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(f, []byte("listeners:\n  - addr: 127.0.0.1:5000\n  - addr: 127.0.0.1:5001\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("RDMABLKD_TRANSPORT_PROFILE", "pvrdma")
+	v := NewViper()
+	if err := MergeFile(v, f); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Listeners) != 2 || c.Listeners[1].Addr != "127.0.0.1:5001" {
+		t.Errorf("file did not replace listeners: %+v", c.Listeners)
+	}
+	if c.Transport.Profile != "pvrdma" {
+		t.Errorf("env did not override profile: %q", c.Transport.Profile)
+	}
+	if len(c.Volumes) != 1 {
+		t.Errorf("defaults not kept for keys the file does not set")
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	c := Config{
+		Transport: TransportConfig{Provider: "magic"},
+		Volumes: []VolumeConfig{
+			{Name: "a", Path: "a.img", Size: "12Q"},
+			{Name: "a", Path: "b.img", BlockSize: 1000},
+		},
+		Subsystems: []SubsysConfig{{NQN: "nqn.x", Namespaces: []NSConfig{{NSID: 0, Volume: "zz"}}}},
+	}
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("invalid config accepted")
+	}
+	for _, want := range []string{"no listeners", "provider", "12Q", "defined twice", "block_size", "unknown volume", "invalid nsid"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{
+		"0": 0, "512": 512, "4k": 4096, "1M": 1 << 20, "10G": 10 << 30, "10GiB": 10 << 30,
+		"10GB": 10 << 30, "2T": 2 << 40, " 3 G ": 3 << 30,
+	} {
+		got, err := ParseSize(in)
+		if err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-1", "G", "1X", "99999999999P", "1.5G"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) accepted", bad)
+		}
+	}
+}
