@@ -1,0 +1,116 @@
+package attach_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rdmablk/rdmablk/blockdev/mem"
+	"github.com/rdmablk/rdmablk/initiator"
+	"github.com/rdmablk/rdmablk/internal/attach"
+	"github.com/rdmablk/rdmablk/nbd/nbdtest"
+	"github.com/rdmablk/rdmablk/target"
+	"github.com/rdmablk/rdmablk/target/rdma"
+	"github.com/rdmablk/rdmablk/verbs/soft"
+)
+
+const nqn = "nqn.2026-11.io.rdmablk:attach"
+
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func TestLoadFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.yaml")
+	os.WriteFile(p, []byte(`run_dir: `+dir+`
+attachments:
+  - {name: v0, nqn: `+nqn+`, paths: [a:1, b:2], reconnect_delay: 250ms, ctrl_loss_tmo: 30s}
+`), 0o600)
+	f, err := attach.LoadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := f.Attachments[0]
+	if f.Provider != "auto" || a.ReconnectDelay != 250*time.Millisecond || a.CtrlLossTimeout != 30*time.Second ||
+		a.Socket != filepath.Join(dir, "v0.sock") || a.Device != "auto" || len(a.Paths) != 2 {
+		t.Fatalf("loaded %+v %+v", f, a)
+	}
+	for name, body := range map[string]string{
+		"bad name":  "attachments: [{name: ../x, nqn: n, paths: [a:1]}]",
+		"no paths":  "attachments: [{name: x, nqn: n}]",
+		"no nqn":    "attachments: [{name: x, paths: [a:1]}]",
+		"duplicate": "attachments: [{name: x, nqn: n, paths: [a:1]}, {name: x, nqn: n, paths: [a:1]}]",
+	} {
+		os.WriteFile(p, []byte(body), 0o600)
+		if _, err := attach.LoadFile(p); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestRunListDisconnect: Run serves an attachment; List reports it with
+// its path state; Disconnect stops it and unregisters it.
+func TestRunListDisconnect(t *testing.T) {
+	fab := soft.NewFabric()
+	tgt := target.New(target.Options{Logger: quiet()})
+	be := mem.New(8192, 512)
+	if _, err := tgt.AddSubsystem(target.SubsystemConfig{NQN: nqn, AllowAnyHost: true,
+		Namespaces: []target.NamespaceConfig{{NSID: 1, Backend: be}}}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := rdma.Listen(rdma.Config{Provider: soft.New(soft.Options{Fabric: fab}), Target: tgt, Addr: "192.0.2.1:4420", PortID: 1, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { l.Close(); tgt.Close(); be.Close() }()
+
+	dir := t.TempDir()
+	cfg := attach.Config{Name: "v0", NQN: nqn, Paths: []string{"192.0.2.1:4420"}, Device: "auto", Queues: 1, QueueDepth: 8}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- attach.Run(ctx, []attach.Config{cfg}, initiator.Options{Provider: soft.New(soft.Options{Fabric: fab}), Logger: quiet()}, dir, quiet())
+	}()
+	var st *attach.Status
+	for deadline := time.Now().Add(30 * time.Second); st == nil; {
+		entries, err := attach.List(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) == 1 && entries[0].Status != nil {
+			st = entries[0].Status
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("attachment never listed")
+		}
+		time.Sleep(10 * time.Millisecond) // polling another goroutine's registration
+	}
+	if st.Size != 8192*512 || len(st.Paths) != 1 || st.Paths[0].State != "live" || st.Paths[0].Queues != 1 || st.Device != "" {
+		t.Fatalf("status %+v", st)
+	}
+	c, err := nbdtest.Dial("unix", st.Socket, "v0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WriteAt(make([]byte, 4096), 0); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := attach.Disconnect(dir, "v0", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := attach.List(dir); len(entries) != 0 {
+		t.Fatalf("still listed: %+v", entries)
+	}
+	if err := attach.Disconnect(dir, "v0", time.Second); !errors.Is(err, attach.ErrNotFound) {
+		t.Fatalf("disconnect of a stopped attachment: %v", err)
+	}
+}
