@@ -28,6 +28,7 @@ type globals struct {
 	queues   int
 	depth    int
 	json     bool
+	netns    string
 }
 
 func newRoot() *cobra.Command {
@@ -47,7 +48,9 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&g.profile, "profile", "default", "soft provider profile: default or pvrdma")
 	pf.DurationVar(&g.timeout, "timeout", 10*time.Second, "connect timeout")
 	pf.BoolVar(&g.json, "json", false, "JSON output where supported")
+	pf.StringVar(&g.netns, "netns", "", "create the RDMA resources in this network namespace (name under /run/netns, or a path)")
 	root.AddCommand(newDiscover(g), newIdentify(g), newRead(g), newWrite(g), newBench(g))
+	root.AddCommand(newDevices(g))
 	root.AddCommand(newConnect(g), newServe(g))
 	root.AddCommand(newDisconnect(g))
 	root.AddCommand(newList(g))
@@ -74,6 +77,7 @@ func (g *globals) options() (initiator.Options, error) {
 		IOQueues:       g.queues,
 		QueueDepth:     g.depth,
 		ConnectTimeout: g.timeout,
+		NetNS:          g.netns,
 	}, nil
 }
 
