@@ -71,4 +71,3 @@ func printDevices(w io.Writer, r devicesReport) {
 	fmt.Fprintf(w, "RDMA netns mode: %s\n", r.NetnsMode)
 	fmt.Fprintf(w, "verbs providers compiled in: %s\n", strings.Join(r.Providers, ", "))
 }
-
