@@ -38,6 +38,9 @@ type TransportConfig struct {
 	InCapsuleDataSize int    `mapstructure:"in_capsule_data_size"`
 	MaxDataTransfer   int    `mapstructure:"max_data_transfer"`
 	MaxQueueDepth     int    `mapstructure:"max_queue_depth"`
+	// PollSpins: empty CQ polls before a queue poller sleeps (0: default;
+	// negative: sleep at once). See rdma.Config.PollSpins.
+	PollSpins int `mapstructure:"poll_spins"`
 }
 
 // ListenerConfig is one NVMe-oF/RDMA listen address.

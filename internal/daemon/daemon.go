@@ -100,6 +100,7 @@ func Start(cfg *Config, log *slog.Logger) (d *Daemon, err error) {
 			InCapsuleDataSize: cfg.Transport.InCapsuleDataSize,
 			MaxDataTransfer:   cfg.Transport.MaxDataTransfer,
 			MaxQueueDepth:     cfg.Transport.MaxQueueDepth,
+			PollSpins:         cfg.Transport.PollSpins,
 			Logger:            log,
 		})
 		if err != nil {

@@ -50,6 +50,9 @@ type testHooks struct {
 	readPosted func(inFlight int)
 	// draining reports that a queue entered the graceful drain.
 	draining func(qid uint16)
+	// dataPosted reports the local buffer of every RDMA READ (host data
+	// lands there) and RDMA WRITE (host data is sent from there) posted.
+	dataPosted func(op verbs.Opcode, addr uint64, n uint32)
 }
 
 // Listen starts listening on cfg.Addr, registers the port with the target

@@ -9,10 +9,6 @@ import (
 	"github.com/rdmablk/rdmablk/verbs"
 )
 
-// spinLimit is how many empty polls the poller makes (yielding in between)
-// before it arms the CQ and sleeps.
-const spinLimit = 32
-
 // flushTimeout bounds the wait for flushed work requests during teardown
 // before the QP is destroyed outright (safety net against a provider that
 // never flushes).
@@ -28,6 +24,7 @@ func (q *queue) run() {
 	var drainC <-chan time.Time
 	drainCh := q.drainCh
 	spins := 0
+	spinLimit := q.l.cfg.PollSpins
 	for !q.dying {
 		// Control events, non-blocking (cheap on the busy path).
 		select {
@@ -341,8 +338,13 @@ func (q *queue) postRead(r *request) {
 	q.nSend++
 	q.st.rdmaReads.Add(1)
 	q.st.bytesFromHost.Add(uint64(r.length))
-	if h := q.l.hooks; h != nil && h.readPosted != nil {
-		h.readPosted(q.params.ord - q.readCredits)
+	if h := q.l.hooks; h != nil {
+		if h.readPosted != nil {
+			h.readPosted(q.params.ord - q.readCredits)
+		}
+		if h.dataPosted != nil {
+			h.dataPosted(verbs.OpRDMARead, r.sge[0].Addr, r.sge[0].Length)
+		}
 	}
 }
 
@@ -437,6 +439,9 @@ func (q *queue) postCompletion(r *request) {
 		r.sendCredits++
 		q.st.rdmaWrites.Add(1)
 		q.st.bytesToHost.Add(uint64(n))
+		if h := q.l.hooks; h != nil && h.dataPosted != nil {
+			h.dataPosted(verbs.OpRDMAWrite, r.sge[0].Addr, n)
+		}
 		r.state = StateCompletePending
 	}
 	r.state = StateCompleting

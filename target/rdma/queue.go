@@ -42,10 +42,12 @@ type queue struct {
 	core    coreQueue
 	sendInv bool // the device can SEND_WITH_INV
 
-	recvSize int // bytes per receive buffer (64 + in-capsule data)
-	dataSize int // bytes per data buffer (MaxDataTransfer)
-	recvOff  int // offset of the receive buffers in mem
-	cqeOff   int // offset of the CQE buffers in mem
+	recvSize   int // bytes per receive buffer (64 + in-capsule data)
+	recvStride int // distance between receive buffers in mem
+	recvPad    int // offset of receive buffer 0 from recvOff
+	dataSize   int // bytes per data buffer (MaxDataTransfer)
+	recvOff    int // offset of the receive buffer area in mem
+	cqeOff     int // offset of the CQE buffers in mem
 
 	slots     []request
 	freeSlots []int32 // stack of free slot indices
@@ -161,7 +163,8 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 	q.dataSize = l.cfg.MaxDataTransfer
 	q.recvSize = nvme.SQESize + l.cfg.InCapsuleDataSize
 	q.recvOff = p.depth * q.dataSize
-	q.cqeOff = q.recvOff + p.depth*q.recvSize
+	q.recvStride, q.recvPad = recvLayout(l.cfg.InCapsuleDataSize)
+	q.cqeOff = q.recvOff + p.depth*q.recvStride
 	total := q.cqeOff + nslots*nvme.CQESize
 	pg := os.Getpagesize()
 	total = (total + pg - 1) / pg * pg
@@ -215,7 +218,7 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 	}
 	q.recvSGE = make([]verbs.SGE, p.depth)
 	for i := range q.recvSGE {
-		q.recvSGE[i] = verbs.SGE{Addr: base + uint64(q.recvOff+i*q.recvSize), Length: uint32(q.recvSize), LKey: lkey}
+		q.recvSGE[i] = verbs.SGE{Addr: base + uint64(q.recvOff+q.recvPad+i*q.recvStride), Length: uint32(q.recvSize), LKey: lkey}
 	}
 	q.bufWait.init()
 	q.readWait.init()
@@ -236,9 +239,27 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 	return q, nil
 }
 
+// dataAlign is the alignment of data buffers and of in-capsule data in
+// the registered memory: the O_DIRECT alignment of 4 KiB-sector devices,
+// so a file backend moves every transfer between the file and registered
+// memory directly (no bounce through the page cache).
+const dataAlign = 4096
+
+// recvLayout places receive buffers of 64 + icd bytes so that the
+// in-capsule data (after the 64-byte SQE) starts on a dataAlign boundary:
+// each SQE takes the last 64 bytes of an aligned block and its data
+// starts the next block. The price is dataAlign-64 bytes per queue entry.
+// Without in-capsule data the buffers are packed.
+func recvLayout(icd int) (stride, pad int) {
+	if icd <= 0 {
+		return nvme.SQESize, 0
+	}
+	return dataAlign + (icd+dataAlign-1)/dataAlign*dataAlign, dataAlign - nvme.SQESize
+}
+
 // recvBuf returns receive buffer i.
 func (q *queue) recvBuf(i int32) []byte {
-	off := q.recvOff + int(i)*q.recvSize
+	off := q.recvOff + q.recvPad + int(i)*q.recvStride
 	return q.mem[off : off+q.recvSize : off+q.recvSize]
 }
 
