@@ -186,6 +186,14 @@ func BenchmarkRead4K(b *testing.B) {
 	overBoth(b, func(b *testing.B, tcp bool) { benchRDMA(b, tcp, verbs.OpRDMARead, 4<<10, 16) })
 }
 
+// BenchmarkRead128K is the soft provider side of the harness's 128 KiB
+// sequential read comparison (RDMA READs of 128 KiB, 8 outstanding: the
+// data flows target → initiator as in an NVMe read); BenchmarkRawTCP128K is
+// its baseline.
+func BenchmarkRead128K(b *testing.B) {
+	overBoth(b, func(b *testing.B, tcp bool) { benchRDMA(b, tcp, verbs.OpRDMARead, 128<<10, 8) })
+}
+
 // benchSendRecv streams b.N SENDs of size bytes; the benchmark goroutine
 // also reposts the server's receives.
 func benchSendRecv(b *testing.B, tcp bool, size int) {
