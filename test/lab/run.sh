@@ -43,7 +43,7 @@ for s in $SCENARIOS; do
     twovm) RUNID=$RUN-$s FIOTIME=$(( FT < 15 ? FT : 15 )) "$HERE/twovm.sh" ;;
     verbstest)
       if [ -x "$SHARE/bin/ibverbs.test" ]; then
-        RUNID=$RUN-$s "$HERE/run-gobin.sh" "$SHARE/bin/ibverbs.test" -test.v -test.count=1 -test.timeout=15m \
+        RUNID=$RUN-$s GOBIN_ENV=RDMABLK_IBV_ADDR=10.0.2.15:0 "$HERE/run-gobin.sh" "$SHARE/bin/ibverbs.test" -test.v -test.count=1 -test.timeout=15m \
           > "$SHARE/out/$RUN-verbstest.txt" 2>&1
       else echo "no ibverbs test binary"; false; fi ;;
     *) echo "run.sh: unknown scenario $s" >&2; false ;;
@@ -86,6 +86,16 @@ pkgver() { awk -v p="$1" '$1==p {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev
       o=$(val ours.$j.iops); k=$(val kernel.$j.iops)
       echo "| $j | ${o:--} | ${k:--} | $(ratio "$o" "$k") | $(val ours.$j.clat_avg_us) / $(val ours.$j.clat_p99_us) | $(val kernel.$j.clat_avg_us) / $(val kernel.$j.clat_p99_us) | $(val ours.$j.err) / $(val kernel.$j.err) |"
     done
+    echo
+    prof=$SHARE/out/$RUN-nvmeof/rdmablkd-cpu.pprof
+    if [ -s "$prof" ]; then
+      echo
+      echo "rdmablkd CPU profile over the whole scenario 1 (\`go tool pprof -top\`, first lines; file kept in \`$prof\`):"
+      echo
+      echo '```'
+      go tool pprof -top -nodecount=25 "$SHARE/bin/rdmablkd" "$prof" 2>/dev/null | head -32
+      echo '```'
+    fi
     echo
     echo "After \`nvme disconnect\` + \`nvme connect\`: verify-only read-back of the verify job's data: $(val ours.reverify.iops) IOPS, err=$(val ours.reverify.err)."
   fi

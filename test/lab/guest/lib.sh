@@ -4,6 +4,8 @@ step() { echo; echo "=== [$(ts)s] $*"; }
 run() { echo "+ $*"; "$@"; local rc=$?; [ $rc = 0 ] || echo "!! rc=$rc: $*"; return $rc; }
 since() { awk -v a="$1" -v b="$(ts)" 'BEGIN{printf "%.2f", b-a}'; }
 FAILS=0
+# kernel messages before this line (boot noise under TCG) are not the scenario's
+DMESG_START=$(dmesg | wc -l)
 fail() { echo "FAIL: $*"; FAILS=$((FAILS+1)); }
 # result KEY VALUE: one machine-readable line per measured figure, collected by run.sh
 result() { echo "RESULT $1 $2"; echo "$1 $2" >> "$LAB_OUT/results.txt"; }
@@ -24,11 +26,12 @@ rxe_up() {
   for _ in $(seq 50); do rdma link show rxe0/1 2>/dev/null | grep -q 'state ACTIVE' && break; sleep 0.1; done
   rdma link show
 }
-# dmesg_check: fail on kernel warnings, bugs and error lines (except the known rxe notice)
+# dmesg_check: fail on kernel warnings, bugs and error lines logged since the scenario started
+# (except the rxe notice about the virtio link speed)
 dmesg_check() {
   local bad
   dmesg > "$LAB_OUT/dmesg-${LAB_NAME:-guest}.txt"
-  bad=$(dmesg | grep -E 'WARNING|BUG|Oops|Call Trace|error|Error|ERROR|failed|timeout|tainted' \
+  bad=$(dmesg | tail -n +$((DMESG_START + 1)) | grep -E 'WARNING|BUG|Oops|Call Trace|error|Error|ERROR|failed|timeout|tainted' \
         | grep -vE 'speed is unknown|9pnet|Fast TSC calibration failed')
   if [ -n "$bad" ]; then echo "$bad"; fail "dmesg has warnings/errors ($(echo "$bad" | wc -l) lines)"; return 1; fi
   echo "dmesg clean"
@@ -49,7 +52,7 @@ json_field() {
 fio_job() {
   local label=$1 dev=$2 rw=$3 qd=$4; shift 4
   local f=$LAB_OUT/fio-$label.json dir=read
-  case "$rw" in *write*) dir=write ;; esac
+  case "$rw $*" in *--verify_only*) ;; *write*) dir=write ;; esac
   echo "+ fio $label: $rw 4k qd=$qd on $dev $*"
   fio --name="$label" --filename="$dev" --rw="$rw" --bs=4k --iodepth="$qd" --ioengine=libaio --direct=1 \
       --output-format=json --output="$f" "$@"

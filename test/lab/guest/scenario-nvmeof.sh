@@ -45,7 +45,7 @@ subsystems:
     allow_any_host: true
     namespaces: [{nsid: 1, volume: ram1}]
 EOC
-  "$D" --config /tmp/rd/rdmablkd.yaml > "$LAB_OUT/rdmablkd.log" 2>&1 &
+  "$D" --config /tmp/rd/rdmablkd.yaml --cpuprofile "$LAB_OUT/rdmablkd-cpu.pprof" > "$LAB_OUT/rdmablkd.log" 2>&1 &
   DPID=$!
   for _ in $(seq 100); do grep -q -i 'listen' "$LAB_OUT/rdmablkd.log" && break; sleep 0.1; done
   cat "$LAB_OUT/rdmablkd.log"
@@ -56,7 +56,12 @@ EOC
     run nvme list
     nvme id-ctrl "$NDEV" > "$LAB_OUT/ours-id-ctrl.txt" 2>&1 || fail "nvme id-ctrl"
     nvme id-ns "$NDEV" > "$LAB_OUT/ours-id-ns.txt" 2>&1 || fail "nvme id-ns"
-    nvme get-feature "$NDEV" -f 0x0f > "$LAB_OUT/ours-kato.txt" 2>&1  # keep alive timer
+    # what nvme-cli users look at: keep-alive timer, number of queues, logs, NS descriptors
+    for f in 0x0f 0x07 0x0b; do nvme get-feature "$NDEV" -f $f || fail "nvme get-feature $f"; done > "$LAB_OUT/ours-features.txt" 2>&1
+    nvme smart-log "$NDEV" > "$LAB_OUT/ours-smart-log.txt" 2>&1 || fail "nvme smart-log"
+    nvme error-log "$NDEV" -e 1 > "$LAB_OUT/ours-error-log.txt" 2>&1 || fail "nvme error-log"
+    nvme ns-descs "$NDEV" > "$LAB_OUT/ours-ns-descs.txt" 2>&1 || fail "nvme ns-descs"
+    cat "$LAB_OUT/ours-features.txt" "$LAB_OUT/ours-ns-descs.txt"
     grep -E '^(vid|sn|mn|fr|mdts|cntlid|ver|kas|sqes|cqes|nn|sgls|subnqn|ioccsz|iorcsz|msdbd)\b' "$LAB_OUT/ours-id-ctrl.txt"
     fio_suite ours "$NDEV"
     step "disconnect, reconnect, verify-only read-back"
