@@ -1,0 +1,34 @@
+// Command bench is the performance harness (issue 6). One invocation,
+//
+//	go run ./test/bench            # defaults: 3 repeats, 5 s per run, 1 GiB file
+//	go run ./test/bench -quick     # 3 repeats, 2 s per run, 256 MiB: a smoke run
+//
+// runs side by side on this host and tabulates, as ratios taken in the same
+// run (the machine is shared and noisy):
+//
+//   - fio (io_uring, O_DIRECT) directly on a file against `rdmablk bench`
+//     through rdmablkd (soft provider, loopback) on the same file: 4 KiB
+//     random read QD32, 4 KiB random write QD32, 128 KiB sequential read
+//     QD8. fio and ours alternate within each repeat.
+//   - 128 KiB RDMA READs over the soft provider (TCP) against a raw
+//     loopback TCP stream (Go benchmarks of verbs/soft).
+//   - Go micro-benchmarks: target core cost per 4 KiB I/O on the null
+//     backend, the RDMA transport + core per I/O in process, initiator cost
+//     per I/O, soft provider cost per work request (ns/op, allocs/op).
+//   - CPU seconds per GB moved by the target (rdmablkd, from
+//     /proc/<pid>/stat) and the initiator (`rdmablk bench`, from its
+//     rusage), and fio's own for comparison.
+//   - Memory: RSS of an idle rdmablkd, and the RSS added per connected I/O
+//     queue pair at depth 128 (no I/O on them, so the untouched data buffer
+//     pool is not resident and is excluded; its registered size is listed).
+//
+// Every figure is the median of the repeats with the spread (min–max). The
+// load average before and after is recorded. The markdown table is written
+// to test/bench/results/<UTC date-time>.md and printed.
+//
+// fio is installed with apt-get when missing. The data file lives in a
+// directory on a disk-backed filesystem (-dir, default under /var/tmp),
+// since O_DIRECT on tmpfs would measure something else.
+//
+// The harness is not part of `go test ./...`.
+package main
