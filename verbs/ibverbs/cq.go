@@ -43,6 +43,49 @@ type cq struct {
 	mu     sync.Mutex // guards qps and closed
 	qps    map[*queuePair]struct{}
 	closed bool
+
+	// byNum maps QP numbers to the QPs on this CQ, for queue accounting
+	// in Poll; replaced (copy on write) under mu.
+	byNum atomic.Pointer[map[uint32]*queuePair]
+}
+
+// index adds q to byNum once its number is known.
+func (c *cq) index(q *queuePair) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := map[uint32]*queuePair{}
+	if old := c.byNum.Load(); old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	m[q.num] = q
+	c.byNum.Store(&m)
+}
+
+// account retires the work requests the completions report (account.go).
+func (c *cq) account(wcs []verbs.WorkCompletion) {
+	m := c.byNum.Load()
+	if m == nil {
+		return
+	}
+	for i := range wcs {
+		w := &wcs[i]
+		q := (*m)[w.QPNum]
+		if q == nil {
+			continue
+		}
+		switch {
+		case q.scq != q.rcq && c == q.scq:
+			q.sq.retire(w.ID)
+		case q.scq != q.rcq:
+			q.rq.retire(w.ID)
+		case w.Opcode&verbs.WCRecv != 0:
+			q.rq.retire(w.ID)
+		case !q.sq.retire(w.ID):
+			q.rq.retire(w.ID)
+		}
+	}
 }
 
 func newCQ(d *device, cqe, vector int) (*cq, error) {
@@ -127,16 +170,19 @@ func (c *cq) Poll(wc []verbs.WorkCompletion) (int, error) {
 		}
 		c.stashMu.Unlock()
 		if k == len(wc) {
+			c.account(wc[:k])
 			return k, nil
 		}
 	}
 	n := C.rb_poll(c.cq, (*C.struct_rb_wc)(unsafe.Pointer(&wc[k])), C.int(len(wc)-k))
 	if n < 0 {
 		if k > 0 {
+			c.account(wc[:k])
 			return k, nil
 		}
 		return 0, fmt.Errorf("%w: ibv_poll_cq failed", verbs.ErrCQOverrun)
 	}
+	c.account(wc[:k+int(n)])
 	return k + int(n), nil
 }
 
@@ -175,6 +221,15 @@ func (c *cq) attach(q *queuePair) error {
 func (c *cq) detach(q *queuePair) {
 	c.mu.Lock()
 	delete(c.qps, q)
+	if old := c.byNum.Load(); old != nil && (*old)[q.num] == q {
+		m := map[uint32]*queuePair{}
+		for k, v := range *old {
+			if v != q {
+				m[k] = v
+			}
+		}
+		c.byNum.Store(&m)
+	}
 	c.mu.Unlock()
 }
 

@@ -31,9 +31,14 @@ func (q *queuePair) PostSend(wrs []verbs.SendWR) (int, error) {
 	for posted < len(wrs) {
 		n, sg := 0, 0
 		var bad error
+		room := q.sq.free()
 		for n < batch && posted+n < len(wrs) {
 			wr := &wrs[posted+n]
 			if bad = q.checkSend(wr); bad != nil {
+				break
+			}
+			if n == room {
+				bad = fmt.Errorf("%w: send queue of %d", verbs.ErrQueueFull, q.cap.MaxSendWR)
 				break
 			}
 			s := &q.swr[n]
@@ -52,8 +57,9 @@ func (q *queuePair) PostSend(wrs []verbs.SendWR) (int, error) {
 			n++
 		}
 		if n > 0 {
-			var done C.int
-			e := C.rb_post_send(q.qp, &q.swr[0], (*C.struct_ibv_sge)(unsafe.Pointer(&q.ssge[0])), q.sscr, C.int(n), &done)
+			r := C.rb_post_send(q.qp, &q.swr[0], (*C.struct_ibv_sge)(unsafe.Pointer(&q.ssge[0])), q.sscr, C.int(n))
+			done, e := r&0xffff, r>>16
+			q.sq.pushSend(wrs[posted:posted+int(done)], q.sigAll)
 			posted += int(done)
 			if e != 0 {
 				return posted, postErr("ibv_post_send", e)
@@ -109,10 +115,15 @@ func (q *queuePair) PostRecv(wrs []verbs.RecvWR) (int, error) {
 	for posted < len(wrs) {
 		n, sg := 0, 0
 		var bad error
+		room := q.rq.free()
 		for n < batch && posted+n < len(wrs) {
 			wr := &wrs[posted+n]
 			if len(wr.SGL) > q.cap.MaxRecvSGE {
 				bad = fmt.Errorf("%w: %d receive SGEs (QP max %d)", verbs.ErrInvalid, len(wr.SGL), q.cap.MaxRecvSGE)
+				break
+			}
+			if n == room {
+				bad = fmt.Errorf("%w: receive queue of %d", verbs.ErrQueueFull, q.cap.MaxRecvWR)
 				break
 			}
 			r := &q.rwr[n]
@@ -123,8 +134,9 @@ func (q *queuePair) PostRecv(wrs []verbs.RecvWR) (int, error) {
 			n++
 		}
 		if n > 0 {
-			var done C.int
-			e := C.rb_post_recv(q.qp, &q.rwr[0], (*C.struct_ibv_sge)(unsafe.Pointer(&q.rsge[0])), q.rscr, C.int(n), &done)
+			r := C.rb_post_recv(q.qp, &q.rwr[0], (*C.struct_ibv_sge)(unsafe.Pointer(&q.rsge[0])), q.rscr, C.int(n))
+			done, e := r&0xffff, r>>16
+			q.rq.pushRecv(wrs[posted : posted+int(done)])
 			posted += int(done)
 			if e != 0 {
 				return posted, postErr("ibv_post_recv", e)

@@ -39,7 +39,9 @@ type queuePair struct {
 	num      uint32
 	maxSGERd int
 	sendInv  bool
+	sigAll   bool
 	state    atomic.Int32
+	sq, rq   *wqRing // see account.go
 
 	sendMu  sync.Mutex // guards the send scratch
 	swr     []C.struct_rb_swr

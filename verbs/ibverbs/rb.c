@@ -246,7 +246,7 @@ int rb_qp_to_error(struct ibv_qp *qp)
 }
 
 int rb_post_send(struct ibv_qp *qp, const struct rb_swr *in, struct ibv_sge *sges,
-		 struct ibv_send_wr *w, int n, int *posted)
+		 struct ibv_send_wr *w, int n)
 {
 	struct ibv_send_wr *bad = NULL;
 	int i, ret;
@@ -276,12 +276,13 @@ int rb_post_send(struct ibv_qp *qp, const struct rb_swr *in, struct ibv_sge *sge
 			d->invalidate_rkey = s->imm;
 	}
 	ret = ibv_post_send(qp, w, &bad);
-	*posted = ret ? (int)(bad ? bad - w : 0) : n;
-	return ret;
+	if (!ret)
+		return n;
+	return (ret << 16) | (int)(bad ? bad - w : 0);
 }
 
 int rb_post_recv(struct ibv_qp *qp, const struct rb_rwr *in, struct ibv_sge *sges,
-		 struct ibv_recv_wr *w, int n, int *posted)
+		 struct ibv_recv_wr *w, int n)
 {
 	struct ibv_recv_wr *bad = NULL;
 	int i, ret;
@@ -293,8 +294,9 @@ int rb_post_recv(struct ibv_qp *qp, const struct rb_rwr *in, struct ibv_sge *sge
 		w[i].num_sge = in[i].nsge;
 	}
 	ret = ibv_post_recv(qp, w, &bad);
-	*posted = ret ? (int)(bad ? bad - w : 0) : n;
-	return ret;
+	if (!ret)
+		return n;
+	return (ret << 16) | (int)(bad ? bad - w : 0);
 }
 
 int rb_poll(struct ibv_cq *cq, struct rb_wc *out, int n)

@@ -101,10 +101,11 @@ int rb_get_cq_event(struct ibv_comp_channel *ch);
 int rb_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq,
 		 struct ibv_qp_cap *cap, int sig_all);
 int rb_qp_to_error(struct ibv_qp *qp);
+// rb_post_send and rb_post_recv return (errno << 16) | number posted.
 int rb_post_send(struct ibv_qp *qp, const struct rb_swr *in, struct ibv_sge *sges,
-		 struct ibv_send_wr *scratch, int n, int *posted);
+		 struct ibv_send_wr *scratch, int n);
 int rb_post_recv(struct ibv_qp *qp, const struct rb_rwr *in, struct ibv_sge *sges,
-		 struct ibv_recv_wr *scratch, int n, int *posted);
+		 struct ibv_recv_wr *scratch, int n);
 int rb_poll(struct ibv_cq *cq, struct rb_wc *out, int n);
 
 #endif
