@@ -1,0 +1,31 @@
+// Package uring is a small io_uring layer of our own over raw system calls
+// (Linux ≥ 5.6 for IORING_OP_READ/WRITE): ring setup and mapping,
+// submission of read/write/nop entries, completion reaping, and fixed
+// buffer registration. It is what blockdev/file's asynchronous fast path
+// runs on.
+//
+// Why our own: the io_uring libraries for Go either fail to link on Go
+// 1.26 without -ldflags=-checklinkname=0 (giouring, iouring-go, gouring
+// reach into runtime internals through linkname) or bring much more than
+// the three operations needed here. The kernel ABI used is small and
+// stable: io_uring_setup / io_uring_enter / io_uring_register, the SQ and
+// CQ ring offsets from io_uring_params, and 64-byte SQEs / 16-byte CQEs.
+//
+// # Ownership and concurrency
+//
+// A Ring is used by two parties: submitters (any goroutine, serialised by
+// the caller: Prepare and Submit are not safe for concurrent use) and one
+// reaper (Wait and Reap, from one goroutine at a time). The SQ belongs to
+// the submitter side, the CQ to the reaper side; the kernel synchronises
+// with each through the ring's head and tail words, which are read and
+// written with atomic loads and stores.
+//
+// # Buffer lifetimes
+//
+// A buffer named by a prepared entry is used by the kernel from Submit
+// until its completion is reaped: the caller keeps it alive and untouched
+// for that time. Memory registered with RegisterBuffers must stay mapped
+// until UnregisterBuffers or Close.
+//
+// The package is Linux-only; elsewhere New returns ErrUnsupported.
+package uring
