@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -110,10 +111,25 @@ type member struct {
 	c        *api.Client
 }
 
+// apiTLS is the control API's TLS for every member of a test cluster:
+// server is the API's (client certificates required), client what members
+// and the test's m.c use to reach an API.
+type apiTLS struct{ server, client *tls.Config }
+
 // startMember starts (or restarts, with the same dir and raft address) a
 // member. raftAddr "" picks a port.
 func startMember(t testing.TB, id, dir, raftAddr string, bootstrap bool, join []string) *member {
 	t.Helper()
+	return startMemberTLS(t, id, dir, raftAddr, bootstrap, join, nil)
+}
+
+// startMemberTLS is startMember with the API over TLS (tc nil: plain HTTP).
+func startMemberTLS(t testing.TB, id, dir, raftAddr string, bootstrap bool, join []string, tc *apiTLS) *member {
+	t.Helper()
+	var srvTLS, cliTLS *tls.Config
+	if tc != nil {
+		srvTLS, cliTLS = tc.server, tc.client
+	}
 	if raftAddr == "" {
 		raftAddr = "127.0.0.1:0"
 	}
@@ -141,11 +157,12 @@ func startMember(t testing.TB, id, dir, raftAddr string, bootstrap bool, join []
 		HeartbeatTimeout: 400 * time.Millisecond, ElectionTimeout: 400 * time.Millisecond,
 		SnapshotThreshold: 64, TrailingLogs: 32, SnapshotInterval: 200 * time.Millisecond,
 		Target: m.tgt, Discovery: disc, Logger: quietLogger().With("node", id), Resync: 2 * time.Second,
+		ServerTLS: srvTLS, ClientTLS: cliTLS,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.c = api.NewClient(m.a.APIAddr(), nil)
+	m.c = api.NewClient(m.a.APIAddr(), cliTLS)
 	return m
 }
 
@@ -168,9 +185,15 @@ func (m *member) dataAddr() string { return m.l.Addr() }
 // startCluster starts n members: the first bootstraps, the rest join it.
 func startCluster(t testing.TB, n int) []*member {
 	t.Helper()
-	ms := []*member{startMember(t, "n1", t.TempDir(), "", true, nil)}
+	return startClusterTLS(t, n, nil)
+}
+
+// startClusterTLS is startCluster with the API over TLS (tc nil: plain).
+func startClusterTLS(t testing.TB, n int, tc *apiTLS) []*member {
+	t.Helper()
+	ms := []*member{startMemberTLS(t, "n1", t.TempDir(), "", true, nil, tc)}
 	for i := 2; i <= n; i++ {
-		ms = append(ms, startMember(t, "n"+string(rune('0'+i)), t.TempDir(), "", false, []string{ms[0].a.APIAddr()}))
+		ms = append(ms, startMemberTLS(t, "n"+string(rune('0'+i)), t.TempDir(), "", false, []string{ms[0].a.APIAddr()}, tc))
 	}
 	t.Cleanup(func() {
 		for _, m := range ms {

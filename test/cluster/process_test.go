@@ -18,32 +18,43 @@ import (
 	"github.com/rdmablk/rdmablk/cluster/api"
 )
 
+// builtBin is a command of this module built once per test binary.
+type builtBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
 var (
-	buildOnce sync.Once
-	daemonBin string
-	buildErr  error
+	binDirOnce sync.Once
+	binDir     string
+	binDirErr  error
+	bins       = map[string]*builtBin{"rdmablkd": {}, "rdmablk": {}}
 )
 
-func rdmablkd(t *testing.T) string {
+// goBin builds cmd/<name> (once) and returns the executable's path.
+func goBin(t *testing.T, name string) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "rdmablk-cluster-bin")
+	binDirOnce.Do(func() { binDir, binDirErr = os.MkdirTemp("", "rdmablk-cluster-bin") })
+	if binDirErr != nil {
+		t.Fatal(binDirErr)
+	}
+	b := bins[name]
+	b.once.Do(func() {
+		b.path = filepath.Join(binDir, name)
+		out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", b.path,
+			"github.com/rdmablk/rdmablk/cmd/"+name).CombinedOutput()
 		if err != nil {
-			buildErr = err
-			return
-		}
-		daemonBin = filepath.Join(dir, "rdmablkd")
-		out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", daemonBin,
-			"github.com/rdmablk/rdmablk/cmd/rdmablkd").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build rdmablkd: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build %s: %v\n%s", name, err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return daemonBin
+	return b.path
 }
+
+func rdmablkd(t *testing.T) string { return goBin(t, "rdmablkd") }
 
 // freePort returns a loopback address whose port was free a moment ago
 // (raft addresses must survive a restart, so they cannot be :0).
