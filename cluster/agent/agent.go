@@ -104,7 +104,7 @@ func Start(cfg Config) (a *Agent, err error) {
 	a.Metrics.WatchRaft(a.Node)
 	a.Metrics.WatchTarget(cfg.Target)
 	a.API = api.NewServer(api.Options{Node: a.Node, Metrics: a.Metrics.Handler(), ClientTLS: cfg.ClientTLS, Logger: a.log})
-	a.listener, err = api.Listen(cfg.APIBind, cfg.ServerTLS, a.API)
+	a.listener, err = api.Listen(cfg.APIBind, cfg.ServerTLS, a.API, a.log)
 	if err != nil {
 		return nil, fmt.Errorf("api listen %s: %w", cfg.APIBind, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -16,8 +17,12 @@ type Listener struct {
 }
 
 // Listen binds addr and serves h on it (TLS when tlsConf is set) until
-// Close.
-func Listen(addr string, tlsConf *tls.Config, h http.Handler) (*Listener, error) {
+// Close. Server-level errors (failed TLS handshakes, malformed requests)
+// go to log at warn level; nil means slog.Default().
+func Listen(addr string, tlsConf *tls.Config, h http.Handler, log *slog.Logger) (*Listener, error) {
+	if log == nil {
+		log = slog.Default()
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -25,7 +30,11 @@ func Listen(addr string, tlsConf *tls.Config, h http.Handler) (*Listener, error)
 	if tlsConf != nil {
 		ln = tls.NewListener(ln, tlsConf)
 	}
-	l := &Listener{ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
+	l := &Listener{ln: ln, srv: &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.With("component", "api").Handler(), slog.LevelWarn),
+	}}
 	go l.srv.Serve(ln)
 	return l, nil
 }
