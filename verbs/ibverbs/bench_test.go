@@ -19,7 +19,7 @@ type benchPair struct {
 	cmr, smr verbs.MemoryRegion
 }
 
-func newBenchPair(b *testing.B, depth int) *benchPair {
+func newBenchPair(b testing.TB, depth int) *benchPair {
 	addr := suiteAddr(b)
 	p := newProvider(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

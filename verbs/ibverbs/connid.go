@@ -292,6 +292,24 @@ func (c *connID) connectCall(p verbs.ConnParam, accept bool) error {
 	return nil
 }
 
+// waitConn waits for the event that ends Connect or Accept; if the ID is
+// closed or disconnected meanwhile, it returns that reason.
+func (c *connID) waitConn(ctx context.Context) (cmEvent, error) {
+	select {
+	case e := <-c.events:
+		return e, nil
+	case <-ctx.Done():
+		return cmEvent{}, ctx.Err()
+	case <-c.done:
+		select {
+		case e := <-c.events:
+			return e, nil
+		default:
+			return cmEvent{}, c.Err()
+		}
+	}
+}
+
 // established records the connection.
 func (c *connID) established() {
 	c.mu.Lock()
@@ -324,7 +342,7 @@ func (c *connID) Connect(ctx context.Context, p verbs.ConnParam) (verbs.ConnPara
 	if err := c.connectCall(p, false); err != nil {
 		return verbs.ConnParam{}, err
 	}
-	e, err := waitEvent(ctx, c.events)
+	e, err := c.waitConn(ctx)
 	if err != nil {
 		return verbs.ConnParam{}, err
 	}
@@ -342,7 +360,7 @@ func (c *connID) Accept(ctx context.Context, p verbs.ConnParam) error {
 	if err := c.connectCall(p, true); err != nil {
 		return err
 	}
-	e, err := waitEvent(ctx, c.events)
+	e, err := c.waitConn(ctx)
 	if err != nil {
 		return err
 	}

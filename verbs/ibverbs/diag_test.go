@@ -1,0 +1,41 @@
+//go:build ibverbs
+
+package ibverbs_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rdmablk/rdmablk/verbs"
+	"github.com/rdmablk/rdmablk/verbs/ibverbs"
+)
+
+// TestPeerQPErrorRetries measures how long the requester takes to give up
+// when the responder QP is in the error state (rxe drops the packets; the
+// requester should end with WCRetryExcErr after retry_count retries).
+func TestPeerQPErrorRetries(t *testing.T) {
+	bp := newBenchPair(t, 4)
+	if err := ibverbs.InjectQPError(bp.sqp); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	wr := verbs.SendWR{ID: 1, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
+		SGL: []verbs.SGE{{Addr: bp.cmr.Addr(), Length: 8, LKey: bp.cmr.LKey()}}, RemoteAddr: bp.smr.Addr(), RKey: bp.smr.RKey()}
+	if n, err := bp.cqp.PostSend([]verbs.SendWR{wr}); n != 1 {
+		t.Fatal(err)
+	}
+	wc := make([]verbs.WorkCompletion, 1)
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		n, err := bp.ccq.Poll(wc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			t.Logf("completion after %v: %+v", time.Since(start), wc[0])
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // diagnostic polling loop, not synchronisation
+	}
+	t.Fatalf("no completion in 90s")
+}
