@@ -87,11 +87,11 @@ func TestLinuxHostConnectSequence(t *testing.T) {
 	}{
 		{"VID", uint64(id.VID), 0},
 		{"RAB", uint64(id.RAB), 6},
-		{"CMIC", uint64(id.CMIC), nvme.CMICMultiCtrl},
+		{"CMIC", uint64(id.CMIC), nvme.CMICMultiCtrl | nvme.CMICANA},
 		{"MDTS", uint64(id.MDTS), 8}, // 2^8 × 4 KiB = 1 MiB
 		{"CNTLID", uint64(id.CNTLID), uint64(cntlid)},
 		{"VER", uint64(id.VER), nvme.VS13},
-		{"OAES", uint64(id.OAES), nvme.OAESNSAttr},
+		{"OAES", uint64(id.OAES), nvme.OAESNSAttr | nvme.OAESANAChange},
 		{"CNTRLTYPE", uint64(id.CNTRLTYPE), nvme.CntrlTypeIO},
 		{"ACL", uint64(id.ACL), 3},
 		{"AERL", uint64(id.AERL), 3},
@@ -218,7 +218,8 @@ func TestLinuxHostConnectSequence(t *testing.T) {
 		le32(eff, nvme.AdminIdentify) != nvme.CECSUPP {
 		t.Error("commands effects log")
 	}
-	a.getLog(nvme.LogANA, 4096, 0, false, nvme.StatusInvalidLogPage.WithDNR())
+	a.getLog(nvme.LogANA, 4096, 0, false, nvme.StatusSuccess) // ana_test.go checks it
+	a.getLog(0x0D, 4096, 0, false, nvme.StatusInvalidLogPage.WithDNR())
 	a.getLog(nvme.LogSMART, 64, 2, false, nvme.StatusInvalidField.WithDNR())
 	a.getLog(nvme.LogSMART, 64, 512, false, nvme.StatusInvalidField.WithDNR())
 	a.getLog(nvme.LogError, 64, 0, false, nvme.StatusSuccess)

@@ -47,8 +47,9 @@
 //     be called from any goroutine. RemoveNamespace, RemoveSubsystem and
 //     Close block until in-flight I/O on the affected namespaces finished.
 //
-// The I/O path takes no lock: the namespace table is an immutable value
-// behind an atomic pointer (copy on write), counters are sharded atomics.
+// The I/O path takes no lock: the namespace table and the ANA states
+// (ana.go) are immutable values behind atomic pointers (copy on write),
+// counters are sharded atomics.
 // Admin state of a controller is guarded by Controller.mu.
 //
 // # Errors

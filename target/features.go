@@ -29,7 +29,7 @@ func (c *Controller) aecSupported() uint32 {
 	if c.discovery {
 		return nvme.AECDiscoveryChange
 	}
-	return nvme.AECNSAttr
+	return nvme.AECNSAttr | nvme.AECANAChange
 }
 
 // discoveryFeature reports the features a discovery controller supports.

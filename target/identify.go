@@ -90,7 +90,14 @@ func (c *Controller) identifyController(b []byte) nvme.Status {
 		id.LPA = nvme.LPAExtendedData
 	} else {
 		id.CNTRLTYPE = nvme.CntrlTypeIO
-		id.OAES = nvme.OAESNSAttr
+		id.OAES = nvme.OAESNSAttr | nvme.OAESANAChange
+		// ANA reporting (ana.go): every state, groups 1..MaxANAGroup.
+		id.CMIC |= nvme.CMICANA
+		id.ANATT = anaTransitionTime
+		id.ANACAP = nvme.ANACAPOptimized | nvme.ANACAPNonOptimized | nvme.ANACAPInaccessible |
+			nvme.ANACAPPersistentLoss | nvme.ANACAPChange
+		id.ANAGRPMAX = MaxANAGroup
+		id.NANAGRPID = MaxANAGroup
 		id.SQES = 0x66
 		id.CQES = 0x44
 		id.NN = MaxNSID
@@ -125,6 +132,8 @@ func (c *Controller) identifyNamespace(b []byte, nsid uint32) nvme.Status {
 		NMIC:  nvme.NMICShared,
 		NGUID: n.nguid,
 		EUI64: n.eui64,
+		// ANAGRPID: CMIC bit 3 is set, so every namespace names its group.
+		ANAGRPID: n.anaGroup,
 	}
 	id.LBAF[0] = nvme.LBAFormat{LBADS: n.shift}
 	if n.readOnly {

@@ -25,6 +25,9 @@ func (q *Queue) execIO(r *Request, c *Controller) bool {
 		if r.Length != 0 {
 			return q.completeInline(r, nvme.StatusDataSGLLengthInvalid.WithDNR())
 		}
+		if st := c.anaFlushAllStatus(tbl); st != nvme.StatusSuccess {
+			return q.completeInline(r, st)
+		}
 		rc := &r.core
 		rc.kind = kindFlushAll
 		rc.tbl = tbl
@@ -33,6 +36,10 @@ func (q *Queue) execIO(r *Request, c *Controller) bool {
 	n := tbl.get(nsid)
 	if n == nil {
 		return q.completeInline(r, nvme.StatusInvalidNamespace.WithDNR())
+	}
+	if st := c.anaStatus(n.anaGroup); st != nvme.StatusSuccess {
+		// The group is not accessible through this port (ana.go).
+		return q.completeInline(r, st)
 	}
 	rc := &r.core
 	switch op {

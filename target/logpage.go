@@ -41,6 +41,8 @@ func (c *Controller) getLogPage(r *Request) nvme.Status {
 		return c.changedNSLog(b, off, cmd.RAE())
 	case nvme.LogCommandsEffects:
 		page = commandsEffects()
+	case nvme.LogANA:
+		return c.anaLog(b, off, cmd.LSP(), cmd.RAE())
 	default:
 		return nvme.StatusInvalidLogPage.WithDNR()
 	}

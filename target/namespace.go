@@ -30,8 +30,10 @@ type NamespaceConfig struct {
 	// ReadOnly rejects writes, write zeroes and deallocation with
 	// Namespace Is Write Protected.
 	ReadOnly bool
-	// ANAGroup is recorded for the ANA work to come; the controller does
-	// not report ANA yet (CMIC bit 3 clear), so Identify shows ANAGRPID 0.
+	// ANAGroup is the namespace's ANA group, 1..MaxANAGroup; 0 means
+	// DefaultANAGroup. Identify Namespace reports it as ANAGRPID and the
+	// group's state per port decides whether I/O through that port is
+	// served (see Subsystem.SetANAState).
 	ANAGroup uint32
 }
 
@@ -46,7 +48,7 @@ type namespace struct {
 	uuid     [16]byte
 	nguid    [16]byte
 	eui64    [8]byte
-	anaGroup uint32
+	anaGroup uint32 // 1..MaxANAGroup
 
 	// ref counts commands using the backend; closed by removal, whose
 	// caller waits for the drain before telling the owner it may close
@@ -69,6 +71,10 @@ func newNamespace(subNQN string, c NamespaceConfig) (*namespace, error) {
 	if c.Backend.Blocks() == 0 {
 		return nil, fmt.Errorf("%w: no blocks", ErrBadBackend)
 	}
+	group, err := anaGroupOf(c.ANAGroup)
+	if err != nil {
+		return nil, err
+	}
 	n := &namespace{
 		nsid:     c.NSID,
 		backend:  c.Backend,
@@ -77,7 +83,7 @@ func newNamespace(subNQN string, c NamespaceConfig) (*namespace, error) {
 		uuid:     c.UUID,
 		nguid:    c.NGUID,
 		eui64:    c.EUI64,
-		anaGroup: c.ANAGroup,
+		anaGroup: group,
 	}
 	if nb, ok := c.Backend.(blockdev.NonBlocking); ok && nb.NonBlocking() {
 		n.inline = true

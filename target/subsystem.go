@@ -52,6 +52,9 @@ type Subsystem struct {
 	ns atomic.Pointer[nsTable]
 	// nsMu serialises the writers of ns (attach, detach).
 	nsMu sync.Mutex
+	// ana holds the ANA states per (port, group), read lock-free by the
+	// I/O path (ana.go).
+	ana anaStates
 
 	mu         sync.Mutex // guards hosts, allowAny, ctrls, nextCNTLID, removed
 	hosts      map[string]struct{}
