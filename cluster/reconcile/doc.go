@@ -12,7 +12,12 @@
 //     Namespace Attribute Changed event. The owner reports the volume
 //     online (or error, with the reason) to the catalogue.
 //  2. Subsystems served here: created in the target; allow-any, hosts and
-//     namespaces are brought to the catalogue's values.
+//     namespaces are brought to the catalogue's values, and the
+//     subsystem's ANA state for this node (optimized when the catalogue
+//     has none) is set on every port of the node's target, for the
+//     default ANA group that holds all of the subsystem's namespaces
+//     (ana.go): hosts connected through those ports get the ANA Change
+//     notice.
 //  3. What the catalogue no longer has is removed: namespaces, then
 //     subsystems this reconciler created, then backends are closed.
 //  4. Volume tombstones owned here: the backing file is removed, then

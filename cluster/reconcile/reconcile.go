@@ -395,6 +395,9 @@ func (r *Reconciler) ensureSubsystem(s catalog.Subsystem, resized map[string]boo
 		}
 		r.recordNS(k, vol)
 	}
+	if err := r.ensureANA(s, ts); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
