@@ -16,6 +16,10 @@ import (
 // requester should end with WCRetryExcErr after retry_count retries).
 func TestPeerQPErrorRetries(t *testing.T) {
 	bp := newBenchPair(t, 4)
+	for _, q := range []verbs.QueuePair{bp.cqp, bp.sqp} {
+		a, err := ibverbs.QueryQP(q)
+		t.Logf("QP %d: %+v %v", q.Num(), a, err)
+	}
 	if err := ibverbs.InjectQPError(bp.sqp); err != nil {
 		t.Fatal(err)
 	}

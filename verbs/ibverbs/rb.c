@@ -245,6 +245,24 @@ int rb_qp_to_error(struct ibv_qp *qp)
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE);
 }
 
+int rb_query_qp(struct ibv_qp *qp, int *state, int *timeout, int *retry, int *rnr, int *rd_atomic, int *dest_rd_atomic)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	int ret = ibv_query_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			       IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC, &ia);
+
+	if (ret)
+		return ret;
+	*state = a.qp_state;
+	*timeout = a.timeout;
+	*retry = a.retry_cnt;
+	*rnr = a.rnr_retry;
+	*rd_atomic = a.max_rd_atomic;
+	*dest_rd_atomic = a.max_dest_rd_atomic;
+	return 0;
+}
+
 int rb_post_send(struct ibv_qp *qp, const struct rb_swr *in, struct ibv_sge *sges,
 		 struct ibv_send_wr *w, int n)
 {

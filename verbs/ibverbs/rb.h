@@ -101,6 +101,7 @@ int rb_get_cq_event(struct ibv_comp_channel *ch);
 int rb_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq,
 		 struct ibv_qp_cap *cap, int sig_all);
 int rb_qp_to_error(struct ibv_qp *qp);
+int rb_query_qp(struct ibv_qp *qp, int *state, int *timeout, int *retry, int *rnr, int *rd_atomic, int *dest_rd_atomic);
 // rb_post_send and rb_post_recv return (errno << 16) | number posted.
 int rb_post_send(struct ibv_qp *qp, const struct rb_swr *in, struct ibv_sge *sges,
 		 struct ibv_send_wr *scratch, int n);
