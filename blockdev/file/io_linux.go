@@ -65,6 +65,12 @@ func (b *Backend) WriteAt(bufs [][]byte, lba uint64, flags blockdev.WriteFlags) 
 		return nil
 	}
 	raceReadBufs(bufs)
+	return b.writeLocked(bufs, off, flags)
+}
+
+// writeLocked writes the checked vector bufs at byte offset off, honouring
+// WriteFUA. The caller holds b.mu for reading.
+func (b *Backend) writeLocked(bufs [][]byte, off int64, flags blockdev.WriteFlags) (err error) {
 	if flags&blockdev.WriteFUA == 0 {
 		return b.xfer(bufs, off, kindWrite)
 	}

@@ -54,6 +54,12 @@ func Open(path string, opts Options) (*Backend, error) {
 		syscall.Close(fd)
 		return nil, err
 	}
+	switch {
+	case opts.RingEntries == 0:
+		b.startRing(DefaultRingEntries)
+	case opts.RingEntries > 0:
+		b.startRing(opts.RingEntries)
+	}
 	return b, nil
 }
 

@@ -50,6 +50,12 @@ type Options struct {
 	ReadOnly bool
 	// Direct selects O_DIRECT use; the zero value is DirectAuto.
 	Direct DirectMode
+	// RingEntries sizes the io_uring fast path (blockdev.Async): how many
+	// I/Os it keeps in flight (rounded up to a power of two by the
+	// kernel). 0 → DefaultRingEntries; negative → no io_uring (Submit*
+	// always return false). The fast path needs O_DIRECT and a kernel with
+	// io_uring (5.6+); without them it is off.
+	RingEntries int
 }
 
 // Errors returned by Open.

@@ -1,0 +1,28 @@
+package blockdev
+
+// Async is an optional capability of a Backend: reads and writes of one
+// buffer that are started without blocking and finish later, so that a
+// queue poller can keep many I/Os in flight without a goroutine per I/O
+// (the file backend's io_uring fast path).
+//
+// SubmitRead and SubmitWrite either start the I/O and return true, or
+// return false and do nothing (the backend cannot take it now: ring full,
+// buffer not suitable for the fast path, backend closed, no io_uring).
+// On false the caller uses ReadAt / WriteAt instead, so a false is never
+// an I/O failure. They may be called from any goroutine and do not block
+// on I/O.
+//
+// After true, done.IODone is called exactly once, from a goroutine of the
+// backend (never from inside Submit*), with nil or an error as ReadAt /
+// WriteAt would return it. buf belongs to the backend (and the kernel)
+// until IODone is called: the caller must keep it alive and not touch it.
+type Async interface {
+	SubmitRead(buf []byte, lba uint64, done Completion) bool
+	SubmitWrite(buf []byte, lba uint64, flags WriteFlags, done Completion) bool
+}
+
+// Completion receives the outcome of an asynchronous I/O. IODone must not
+// block: it runs on the backend's completion goroutine.
+type Completion interface {
+	IODone(err error)
+}
