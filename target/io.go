@@ -82,6 +82,9 @@ func (q *Queue) execIO(r *Request, c *Controller) bool {
 		return q.completeInline(r, nvme.StatusInvalidNamespace.WithDNR())
 	}
 	rc.ns = n
+	if n.async != nil && (rc.kind == kindRead || rc.kind == kindWrite) && q.submitAsync(r, n.async) {
+		return false
+	}
 	return q.runOrSubmit(r, n.inline)
 }
 

@@ -45,6 +45,9 @@ type namespace struct {
 	shift    uint8 // log2 of the block size
 	readOnly bool
 	inline   bool // backend is blockdev.NonBlocking: run on the queue goroutine
+	// async is the backend's asynchronous path (blockdev.Async) for reads
+	// and writes, nil when it has none or runs inline.
+	async    blockdev.Async
 	uuid     [16]byte
 	nguid    [16]byte
 	eui64    [8]byte
@@ -87,6 +90,8 @@ func newNamespace(subNQN string, c NamespaceConfig) (*namespace, error) {
 	}
 	if nb, ok := c.Backend.(blockdev.NonBlocking); ok && nb.NonBlocking() {
 		n.inline = true
+	} else if a, ok := c.Backend.(blockdev.Async); ok {
+		n.async = a
 	}
 	if n.uuid == [16]byte{} && n.nguid == [16]byte{} && n.eui64 == [8]byte{} {
 		h := sha256.Sum256(fmt.Appendf(nil, "rdmablk-nguid\x00%s\x00%d", subNQN, c.NSID))

@@ -12,13 +12,16 @@ const (
 	stateQueued
 	// stateWorking: a worker runs the backend call.
 	stateWorking
+	// stateSubmitted: the backend's asynchronous path (blockdev.Async)
+	// owns the I/O; its IODone completes the request.
+	stateSubmitted
 	// stateHeld: an Asynchronous Event Request held until an event.
 	stateHeld
 	// stateCompleted: the CQE is final; handed to QueueConn.Complete.
 	stateCompleted
 )
 
-var reqStateNames = [...]string{"idle", "executing", "queued", "working", "held", "completed"}
+var reqStateNames = [...]string{"idle", "executing", "queued", "working", "submitted", "held", "completed"}
 
 func (s reqState) String() string {
 	if int(s) < len(reqStateNames) {
@@ -44,8 +47,10 @@ const (
 // requestCore is the core's private per-request state, embedded in the
 // transport-owned Request so that the I/O path allocates nothing. It is
 // written by the goroutine that currently owns the request (the queue's
-// goroutine in Execute, then at most one worker or event raiser).
+// goroutine in Execute, then at most one worker, event raiser or
+// asynchronous backend completion).
 type requestCore struct {
+	req   *Request // the Request this core is embedded in (asynchronous backends)
 	state reqState
 	kind  execKind
 	fua   bool

@@ -59,6 +59,39 @@ func (s *spyBackend) WriteAt(bufs [][]byte, lba uint64, f blockdev.WriteFlags) e
 	return s.Backend.WriteAt(bufs, lba, f)
 }
 
+// spyAsync is a spyBackend over a backend with an asynchronous path
+// (file: io_uring), which it keeps visible to the core.
+type spyAsync struct {
+	*spyBackend
+	async blockdev.Async
+}
+
+func (s spyAsync) SubmitRead(buf []byte, lba uint64, c blockdev.Completion) bool {
+	s.mu.Lock()
+	s.reads = append(s.reads, spans([][]byte{buf}))
+	s.mu.Unlock()
+	if s.async.SubmitRead(buf, lba, c) {
+		return true
+	}
+	s.mu.Lock()
+	s.reads = s.reads[:len(s.reads)-1] // the core falls back to ReadAt
+	s.mu.Unlock()
+	return false
+}
+
+func (s spyAsync) SubmitWrite(buf []byte, lba uint64, f blockdev.WriteFlags, c blockdev.Completion) bool {
+	s.mu.Lock()
+	s.writes = append(s.writes, spans([][]byte{buf}))
+	s.mu.Unlock()
+	if s.async.SubmitWrite(buf, lba, f, c) {
+		return true
+	}
+	s.mu.Lock()
+	s.writes = s.writes[:len(s.writes)-1]
+	s.mu.Unlock()
+	return false
+}
+
 func (s *spyBackend) NonBlocking() bool {
 	nb, ok := s.Backend.(blockdev.NonBlocking)
 	return ok && nb.NonBlocking()
@@ -78,7 +111,7 @@ type postedData struct {
 // the queue's registered memory (so the file backend's O_DIRECT transfer
 // goes straight between the file and registered memory).
 func TestZeroCopy(t *testing.T) {
-	for _, kind := range []string{"null", "file"} {
+	for _, kind := range []string{"null", "file", "file-workers"} {
 		t.Run(kind, func(t *testing.T) { testZeroCopy(t, kind) })
 	}
 }
@@ -89,19 +122,27 @@ func testZeroCopy(t *testing.T, kind string) {
 	switch kind {
 	case "null":
 		inner = nullbd.New(32768, 512)
-	case "file":
+	case "file", "file-workers":
+		ring := 0 // io_uring fast path when the host has it
+		if kind == "file-workers" {
+			ring = -1 // blocking path on the worker pool
+		}
 		var err error
-		fb, err = file.Open(filepath.Join(t.TempDir(), "vol.img"), file.Options{Size: 16 << 20, BlockSize: 512})
+		fb, err = file.Open(filepath.Join(t.TempDir(), "vol.img"), file.Options{Size: 16 << 20, BlockSize: 512, RingEntries: ring})
 		if err != nil {
 			t.Fatal(err)
 		}
 		inner = fb
 	}
 	spy := &spyBackend{Backend: inner}
+	var be blockdev.Backend = spy
+	if a, ok := inner.(blockdev.Async); ok {
+		be = spyAsync{spy, a}
+	}
 	tgt := target.New(target.Options{Logger: slog.New(slog.DiscardHandler)})
 	if _, err := tgt.AddSubsystem(target.SubsystemConfig{
 		NQN: testSubNQN, AllowAnyHost: true,
-		Namespaces: []target.NamespaceConfig{{NSID: 1, Backend: spy}},
+		Namespaces: []target.NamespaceConfig{{NSID: 1, Backend: be}},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +244,7 @@ func testZeroCopy(t *testing.T, kind string) {
 	}
 	back := io.data()[size : 2*size]
 	switch kind {
-	case "file":
+	case "file", "file-workers":
 		if !bytes.Equal(back, pattern) {
 			t.Error("data read back differs from the data written")
 		}
@@ -214,6 +255,10 @@ func testZeroCopy(t *testing.T, kind string) {
 			t.Logf("file stats %+v: no O_DIRECT on this filesystem", st)
 		case st.DirectIOs != 3 || st.BufferedIOs != 0:
 			t.Errorf("file stats %+v: every transfer should go O_DIRECT", st)
+		case kind == "file" && st.AsyncIOs != 3:
+			t.Logf("file stats %+v: io_uring fast path not used on this host", st)
+		case kind == "file-workers" && st.AsyncIOs != 0:
+			t.Errorf("file stats %+v: io_uring used with RingEntries -1", st)
 		}
 	case "null":
 		if !bytes.Equal(back, make([]byte, size)) {
