@@ -26,3 +26,16 @@ type Async interface {
 type Completion interface {
 	IODone(err error)
 }
+
+// AsyncBatcher is an optional extension of Async for submitters that work
+// in bursts (a queue poller handling every command a poll returned). While
+// at least one Plug is outstanding, Submit* may only queue an I/O; the
+// Unplug that releases the last Plug hands everything queued to the device
+// at once (one system call, one device notification). Plug and Unplug are
+// paired by the caller, never block on I/O, and may be called from any
+// goroutine; an I/O queued under a plug is delayed by at most the time
+// until that Unplug.
+type AsyncBatcher interface {
+	Plug()
+	Unplug()
+}

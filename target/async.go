@@ -20,6 +20,9 @@ func (q *Queue) submitAsync(r *Request, a blockdev.Async) bool {
 	rc := &r.core
 	rc.req = r
 	rc.state = stateSubmitted
+	if q.batching {
+		q.plug(a)
+	}
 	var ok bool
 	if rc.kind == kindRead {
 		ok = a.SubmitRead(rc.vec[0], rc.slba, rc)
@@ -51,3 +54,45 @@ func (rc *requestCore) IODone(err error) {
 }
 
 var _ blockdev.Completion = (*requestCore)(nil)
+
+// maxPlugged bounds the backends one queue plugs per batch (a queue
+// rarely touches more than one namespace per poll); past it, submissions
+// go to the device at once.
+const maxPlugged = 4
+
+// BeginBatch tells the core that a burst of Execute calls follows (the
+// commands one poll of the transport returned). Until EndBatch, reads and
+// writes on backends that batch (blockdev.AsyncBatcher) may be held back
+// and handed to the device together. Transport goroutine only; optional:
+// a transport that never calls it gets every I/O submitted at once.
+func (q *Queue) BeginBatch() { q.batching = true }
+
+// EndBatch ends the burst: every I/O held back since BeginBatch goes to
+// its device now. Transport goroutine only. It never blocks on I/O.
+func (q *Queue) EndBatch() {
+	q.batching = false
+	for i := range q.nPlugged {
+		q.plugged[i].Unplug()
+		q.plugged[i] = nil
+	}
+	q.nPlugged = 0
+}
+
+// plug plugs a's backend once per batch, when it batches.
+func (q *Queue) plug(a blockdev.Async) {
+	b, ok := a.(blockdev.AsyncBatcher)
+	if !ok {
+		return
+	}
+	for i := range q.nPlugged {
+		if q.plugged[i] == b {
+			return
+		}
+	}
+	if q.nPlugged == maxPlugged {
+		return
+	}
+	b.Plug()
+	q.plugged[q.nPlugged] = b
+	q.nPlugged++
+}

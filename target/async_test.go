@@ -83,3 +83,50 @@ func TestAsyncBackend(t *testing.T) {
 		t.Fatalf("worker fallback: data ok %v, submissions %d", bytes.Equal(back, data), be.submitted.Load())
 	}
 }
+
+// batchingBackend counts plugs around an asyncBackend.
+type batchingBackend struct {
+	*asyncBackend
+	plugs, unplugs atomic.Int32
+}
+
+func (b *batchingBackend) Plug()   { b.plugs.Add(1) }
+func (b *batchingBackend) Unplug() { b.unplugs.Add(1) }
+
+// TestAsyncBatch: within BeginBatch/EndBatch the core plugs a batching
+// backend once and unplugs it at EndBatch; outside a batch it never plugs.
+func TestAsyncBatch(t *testing.T) {
+	be := &batchingBackend{asyncBackend: &asyncBackend{Backend: mem.New(1024, 4096), bufs: make(chan []byte, 16)}}
+	s := newIOSetup(t, Options{}, NamespaceConfig{NSID: 1, Backend: be})
+	h := s.io
+	h.q.BeginBatch()
+	var reqs []*Request
+	for i := range 3 {
+		var rd nvme.SQE
+		rd.SetRW(nvme.IORead, 1, uint64(i), 1, 0)
+		r, done := h.submit(rd, make([]byte, 4096))
+		if done {
+			t.Fatal("completed inline")
+		}
+		reqs = append(reqs, r)
+	}
+	if p, u := be.plugs.Load(), be.unplugs.Load(); p != 1 || u != 0 {
+		t.Fatalf("in batch: %d plugs, %d unplugs; want 1, 0", p, u)
+	}
+	h.q.EndBatch()
+	if p, u := be.plugs.Load(), be.unplugs.Load(); p != 1 || u != 1 {
+		t.Fatalf("after batch: %d plugs, %d unplugs; want 1, 1", p, u)
+	}
+	for range reqs {
+		r := <-h.conn.completed
+		if !r.Status().OK() {
+			t.Fatal(r.Status())
+		}
+	}
+	var rd nvme.SQE
+	rd.SetRW(nvme.IORead, 1, 9, 1, 0)
+	h.expect(rd, make([]byte, 4096), nvme.StatusSuccess)
+	if p := be.plugs.Load(); p != 1 {
+		t.Fatalf("plugged outside a batch: %d plugs", p)
+	}
+}

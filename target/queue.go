@@ -3,6 +3,7 @@ package target
 import (
 	"sync/atomic"
 
+	"github.com/rdmablk/rdmablk/blockdev"
 	"github.com/rdmablk/rdmablk/nvme"
 )
 
@@ -29,6 +30,11 @@ type Queue struct {
 	head      uint32 // SQ head after the last command (SQHD)
 	destroyed bool
 	cstats    *counterShard // the controller's shard once connected
+	// batching is set between BeginBatch and EndBatch; plugged are the
+	// asynchronous backends this queue plugged during the batch.
+	batching bool
+	plugged  [maxPlugged]blockdev.AsyncBatcher
+	nPlugged int
 }
 
 // QID returns the queue ID given by the Connect command (0 before Connect

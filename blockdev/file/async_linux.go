@@ -27,10 +27,11 @@ type asyncRing struct {
 	b    *Backend
 	ring *uring.Ring
 
-	mu      sync.Mutex // guards the ring's submission side, slots, free, closing
+	mu      sync.Mutex // guards the ring's submission side, slots, free, closing, plugs
 	slots   []asyncSlot
 	free    []uint32
 	closing bool
+	plugs   int // outstanding Plug calls: Submit* only queue
 
 	done chan struct{} // closed when the reaper exited
 }
@@ -126,11 +127,38 @@ func (b *Backend) submit(buf []byte, lba uint64, write bool, flags blockdev.Writ
 	}
 	a.free = a.free[:len(a.free)-1]
 	a.slots[i] = asyncSlot{c: done, buf: buf, off: off, write: write, flags: flags}
-	// An error here leaves the entry in the SQ; the reaper resubmits it
-	// after its next completion, and the next submission retries too.
-	_, _ = a.ring.Submit()
+	if a.plugs == 0 {
+		// An error here leaves the entry in the SQ; the reaper resubmits
+		// it after its next completion, and the next submission retries.
+		_, _ = a.ring.Submit()
+	}
 	a.mu.Unlock()
 	return true
+}
+
+// Plug implements blockdev.AsyncBatcher: until the matching Unplug,
+// SubmitRead/SubmitWrite only queue their I/O in the ring.
+func (b *Backend) Plug() {
+	if a := b.ring; a != nil {
+		a.mu.Lock()
+		a.plugs++
+		a.mu.Unlock()
+	}
+}
+
+// Unplug implements blockdev.AsyncBatcher: releasing the last plug submits
+// every queued I/O with one io_uring_enter.
+func (b *Backend) Unplug() {
+	if a := b.ring; a != nil {
+		a.mu.Lock()
+		if a.plugs > 0 {
+			a.plugs--
+		}
+		if a.plugs == 0 {
+			_, _ = a.ring.Submit()
+		}
+		a.mu.Unlock()
+	}
 }
 
 // reap is the completion goroutine: it waits for completions, finishes
@@ -161,7 +189,9 @@ func (a *asyncRing) reap() {
 			a.b.mu.RUnlock()
 		}
 		a.mu.Lock()
-		_, _ = a.ring.Submit() // entries a failed io_uring_enter left behind
+		if a.plugs == 0 {
+			_, _ = a.ring.Submit() // entries a failed io_uring_enter left behind
+		}
 		a.mu.Unlock()
 		if stop {
 			return
@@ -195,6 +225,7 @@ func (b *Backend) finishAsync(s *asyncSlot, res int32) error {
 func (a *asyncRing) close() {
 	a.mu.Lock()
 	a.closing = true
+	a.plugs = 0
 	err := a.ring.Prepare(&uring.SQE{Opcode: uring.OpNop, UserData: stopTag})
 	if err == nil {
 		_, err = a.ring.Submit()

@@ -144,3 +144,25 @@ func TestAsyncCloseWaits(t *testing.T) {
 type countDone struct{ n *atomic.Int64 }
 
 func (c countDone) IODone(error) { c.n.Add(1) }
+
+// TestAsyncPlug: I/O submitted under a plug completes once unplugged;
+// plugs nest.
+func TestAsyncPlug(t *testing.T) {
+	b := openAsync(t, Options{BlockSize: 4096})
+	done := make(chanDone, 8)
+	b.Plug()
+	b.Plug()
+	for i := range 8 {
+		if !b.SubmitRead(AlignedBuffer(4096, 4096), uint64(i), done) {
+			t.Fatalf("SubmitRead %d refused", i)
+		}
+	}
+	b.Unplug()
+	b.Unplug()
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Unplug() // unbalanced: harmless
+}

@@ -21,6 +21,13 @@ type coreQueue interface {
 	QID() uint16
 }
 
+// batcher is implemented by cores that can hold back backend I/O during
+// a burst of Execute calls (*target.Queue: BeginBatch / EndBatch).
+type batcher interface {
+	BeginBatch()
+	EndBatch()
+}
+
 // targetCore adapts *target.Target to coreTarget.
 type targetCore struct{ t *target.Target }
 

@@ -219,6 +219,7 @@ func (l *Listener) setup(req *verbs.ConnRequest) {
 		return
 	}
 	q.core = cq
+	q.batch, _ = cq.(batcher)
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()

@@ -94,6 +94,12 @@ func (q *queue) run() {
 // waiting requests and posts the batched work requests. It reports whether
 // anything happened.
 func (q *queue) step() bool {
+	if q.batch != nil {
+		// Backend I/O started by this step's commands goes to the device
+		// together at the end of the step.
+		q.batch.BeginBatch()
+		defer q.batch.EndBatch()
+	}
 	n, err := q.cq.Poll(q.wc)
 	if err != nil {
 		q.fatal("polling the CQ", err)

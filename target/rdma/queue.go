@@ -40,7 +40,8 @@ type queue struct {
 	mr      verbs.MemoryRegion
 	mem     []byte
 	core    coreQueue
-	sendInv bool // the device can SEND_WITH_INV
+	batch   batcher // core as a batcher, nil when it is not one
+	sendInv bool    // the device can SEND_WITH_INV
 
 	recvSize   int // bytes per receive buffer (64 + in-capsule data)
 	recvStride int // distance between receive buffers in mem
