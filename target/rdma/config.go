@@ -72,6 +72,9 @@ type Config struct {
 	// core replaces Target in tests (fake cores); hooks observe the poller.
 	core  coreTarget
 	hooks *testHooks
+	// mrChunk replaces regmem.MaxChunk as the memory region size limit in
+	// tests (several regions per queue without gigabytes of memory).
+	mrChunk int
 }
 
 // normalize fills defaults and validates c. devMaxQPWR is the smallest

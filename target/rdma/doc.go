@@ -13,19 +13,36 @@
 //
 //   - a protection domain (one per connection, see below), one completion
 //     queue for both work queues, the RC queue pair and its ConnID;
-//   - one memory region over one anonymous mapping holding the receive
-//     buffers (64 + in-capsule bytes each, one per queue entry), the data
-//     buffer pool (MaxDataTransfer bytes each, one per queue entry) and the
-//     16-byte CQE buffers (one per request slot). All of it is registered
-//     with local write access only: target buffers never get remote rights;
-//     the host's memory is named by the keyed SGL the host sends;
+//   - one anonymous mapping (internal/regmem: huge pages when the host
+//     has them reserved, else normal pages with transparent huge pages
+//     advised) holding the data buffer pool (MaxDataTransfer bytes each,
+//     one per queue entry), the receive buffers (64 + in-capsule bytes
+//     each, one per queue entry) and the 16-byte CQE buffers (one per
+//     request slot). It is registered once, at connect, as memory regions
+//     of at most 1 GiB (the PVRDMA limit), each a whole number of data
+//     buffers, so no buffer straddles two regions. Data buffers and
+//     in-capsule data start on 4 KiB boundaries (each SQE takes the last
+//     64 bytes of a page, its in-capsule data the next page), so a file
+//     backend moves them with O_DIRECT straight to and from the file.
+//     All of it is registered with local write access only: target
+//     buffers never get remote rights; the host's memory is named by the
+//     keyed SGL the host sends;
 //   - the request slots (two per queue entry, as nvmet: a slot whose CQE
 //     SEND is still in flight cannot take the next command of its entry)
 //     with their target.Request, SGEs and wait-list links;
 //   - one poller goroutine that owns the QP, the CQ and every slot. Nothing
 //     else touches them, so the I/O path has no locks; the only hand-off is
 //     the completion channel fed by QueueConn.Complete (capacity = slots,
-//     so Complete never blocks).
+//     so Complete never blocks). The poller busy-polls while there is work
+//     and, after Config.PollSpins empty polls, arms the CQ and sleeps on
+//     its completion channel, so an idle queue burns no CPU. Each poll is
+//     one batch for the core (target.Queue.BeginBatch / EndBatch): backend
+//     I/O the batch started (io_uring) reaches the device in one submission.
+//
+// The data buffer pool is per queue (one PD per connection, below): its
+// free list is a stack owned by the poller, without locks. A command that
+// finds it empty waits in StateNeedBuffer and continues when a buffer is
+// returned; it is never failed for lack of one.
 //
 // One protection domain per connection: a PD is the boundary the RDMA
 // device enforces between memory regions and queue pairs. With one PD per
@@ -37,7 +54,10 @@
 // # Buffer lifetimes
 //
 //   - target.Request.Data handed to Queue.Execute is a slice of the slot's
-//     data buffer (keyed SGL) or of its receive buffer (in-capsule data). It
+//     data buffer (keyed SGL) or of its receive buffer (in-capsule data):
+//     the backend reads into the very buffer the RDMA WRITE sends and
+//     writes from the very buffer the RDMA READ (or the SEND) filled — no
+//     copy (TestZeroCopy). It
 //     stays valid and untouched by the transport until the request is
 //     completed (Execute returned true, or Complete was called); after that
 //     the core must not touch it. Memory is unmapped only after every

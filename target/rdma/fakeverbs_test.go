@@ -231,7 +231,7 @@ func (g *fakeRig) sendsOf(op verbs.Opcode) []verbs.SendWR {
 // cqeOf reads the CQE a posted SEND carries.
 func (g *fakeRig) cqeOf(wr verbs.SendWR) nvme.CQE {
 	g.t.Helper()
-	off := wr.SGL[0].Addr - g.q.mr.Addr()
+	off := wr.SGL[0].Addr - g.q.reg.Addr(0)
 	c, ok := nvme.LoadCQE(g.q.mem[off : off+uint64(wr.SGL[0].Length)])
 	if !ok {
 		g.t.Fatal("short CQE")
@@ -256,7 +256,7 @@ func (g *fakeRig) onlyCQE() nvme.CQE {
 
 // memAt returns the registered bytes an SGE names.
 func (g *fakeRig) memAt(s verbs.SGE) []byte {
-	off := s.Addr - g.q.mr.Addr()
+	off := s.Addr - g.q.reg.Addr(0)
 	return g.q.mem[off : off+uint64(s.Length)]
 }
 

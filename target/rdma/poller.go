@@ -332,7 +332,7 @@ func (q *queue) postRead(r *request) {
 	r.state = StateReadingFromHost
 	q.readCredits--
 	q.sendCredits--
-	r.sge[0] = verbs.SGE{Addr: q.dataAddr(r.buf), Length: r.length, LKey: q.mr.LKey()}
+	r.sge[0] = q.dataSGE(r.buf, r.length)
 	q.sendBatch[q.nSend] = verbs.SendWR{
 		ID:         wrID(wrRead, r.idx),
 		Opcode:     verbs.OpRDMARead,
@@ -432,7 +432,7 @@ func (q *queue) postCompletion(r *request) {
 	if r.state == StateWriteToHostPending {
 		r.state = StateWritingToHost
 		n := min(r.req.Length, r.length)
-		r.sge[0] = verbs.SGE{Addr: q.dataAddr(r.buf), Length: n, LKey: q.mr.LKey()}
+		r.sge[0] = q.dataSGE(r.buf, n)
 		q.sendBatch[q.nSend] = verbs.SendWR{
 			ID:         wrID(wrWrite, r.idx),
 			Opcode:     verbs.OpRDMAWrite,

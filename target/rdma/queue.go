@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 
+	"github.com/rdmablk/rdmablk/internal/regmem"
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/target"
 	"github.com/rdmablk/rdmablk/verbs"
@@ -37,8 +37,9 @@ type queue struct {
 	pd      verbs.ProtectionDomain
 	cq      verbs.CompletionQueue
 	qp      verbs.QueuePair
-	mr      verbs.MemoryRegion
-	mem     []byte
+	region  *regmem.Region       // receive, data and CQE buffers
+	reg     *regmem.Registration // region's memory regions (≤ 1 GiB each)
+	mem     []byte               // region.Bytes()
 	core    coreQueue
 	batch   batcher // core as a batcher, nil when it is not one
 	sendInv bool    // the device can SEND_WITH_INV
@@ -163,12 +164,24 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 	nslots := 2 * p.depth
 	q.dataSize = l.cfg.MaxDataTransfer
 	q.recvSize = nvme.SQESize + l.cfg.InCapsuleDataSize
+	// Memory regions of at most regmem.MaxChunk bytes, each a whole
+	// number of data buffers, so no buffer straddles two regions.
+	limit := regmem.MaxChunk
+	if l.cfg.mrChunk > 0 {
+		limit = l.cfg.mrChunk
+	}
+	chunk := limit / q.dataSize * q.dataSize
 	q.recvOff = p.depth * q.dataSize
 	q.recvStride, q.recvPad = recvLayout(l.cfg.InCapsuleDataSize)
+	small := p.depth*q.recvStride + nslots*nvme.CQESize
+	if small > chunk {
+		return q, fmt.Errorf("%d bytes of receive and CQE buffers exceed one %d-byte memory region", small, chunk)
+	}
+	if q.recvOff/chunk != (q.recvOff+small-1)/chunk {
+		q.recvOff = (q.recvOff + chunk - 1) / chunk * chunk // start the next region
+	}
 	q.cqeOff = q.recvOff + p.depth*q.recvStride
 	total := q.cqeOff + nslots*nvme.CQESize
-	pg := os.Getpagesize()
-	total = (total + pg - 1) / pg * pg
 
 	if q.pd, err = dev.AllocPD(); err != nil {
 		return q, fmt.Errorf("alloc PD: %w", err)
@@ -192,15 +205,14 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 	}); err != nil {
 		return q, fmt.Errorf("create QP: %w", err)
 	}
-	if q.mem, err = allocRegion(total); err != nil {
+	if q.region, err = regmem.Alloc(total); err != nil {
 		return q, fmt.Errorf("allocate %d bytes: %w", total, err)
 	}
-	if q.mr, err = q.pd.RegisterMemory(q.mem, verbs.AccessLocalWrite); err != nil {
-		return q, fmt.Errorf("register %d bytes: %w", total, err)
+	q.mem = q.region.Bytes()
+	if q.reg, err = regmem.Register(q.pd, q.mem, chunk, verbs.AccessLocalWrite); err != nil {
+		return q, fmt.Errorf("register %d bytes: %w", len(q.mem), err)
 	}
 
-	lkey := q.mr.LKey()
-	base := q.mr.Addr()
 	q.slots = make([]request, nslots)
 	q.freeSlots = make([]int32, 0, nslots)
 	for i := nslots - 1; i >= 0; i-- {
@@ -209,7 +221,7 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 		r.reset()
 		off := q.cqeOff + i*nvme.CQESize
 		r.cqe = q.mem[off : off+nvme.CQESize : off+nvme.CQESize]
-		r.sge[1] = verbs.SGE{Addr: base + uint64(off), Length: nvme.CQESize, LKey: lkey}
+		r.sge[1] = q.reg.SGE(off, nvme.CQESize)
 		r.req.Tag = uint32(i)
 		q.freeSlots = append(q.freeSlots, int32(i))
 	}
@@ -219,7 +231,7 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 	}
 	q.recvSGE = make([]verbs.SGE, p.depth)
 	for i := range q.recvSGE {
-		q.recvSGE[i] = verbs.SGE{Addr: base + uint64(q.recvOff+q.recvPad+i*q.recvStride), Length: uint32(q.recvSize), LKey: lkey}
+		q.recvSGE[i] = q.reg.SGE(q.recvOff+q.recvPad+i*q.recvStride, uint32(q.recvSize))
 	}
 	q.bufWait.init()
 	q.readWait.init()
@@ -270,7 +282,8 @@ func (q *queue) dataBuf(i int32) []byte {
 	return q.mem[off : off+q.dataSize : off+q.dataSize]
 }
 
-func (q *queue) dataAddr(i int32) uint64 { return q.mr.Addr() + uint64(int(i)*q.dataSize) }
+// dataSGE describes the first n bytes of data buffer i.
+func (q *queue) dataSGE(i int32, n uint32) verbs.SGE { return q.reg.SGE(int(i)*q.dataSize, n) }
 
 // Complete implements target.QueueConn. It hands a request the core left
 // pending back to the poller; it never blocks (the channel holds one entry
@@ -312,8 +325,8 @@ func (q *queue) release(leak bool) {
 	if q.qp != nil {
 		errs = append(errs, q.qp.Close())
 	}
-	if q.mr != nil {
-		errs = append(errs, q.mr.Close())
+	if q.reg != nil {
+		errs = append(errs, q.reg.Close())
 	}
 	if q.cq != nil {
 		errs = append(errs, q.cq.Close())
@@ -321,8 +334,8 @@ func (q *queue) release(leak bool) {
 	if q.pd != nil {
 		errs = append(errs, q.pd.Close())
 	}
-	if q.mem != nil && !leak {
-		errs = append(errs, freeRegion(q.mem))
+	if q.region != nil && !leak {
+		errs = append(errs, q.region.Free())
 		q.mem = nil
 	}
 	for _, err := range errs {

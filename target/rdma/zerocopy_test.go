@@ -281,3 +281,62 @@ func (g *rig) queueByQID(qid uint16) *queue {
 	g.t.Fatalf("no queue with qid %d", qid)
 	return nil
 }
+
+// TestSeveralMemoryRegions: with memory regions limited to 3 data buffers
+// (as 1 GiB limits a queue whose buffers exceed it), a queue registers
+// several regions, no buffer straddles two, and data moves correctly
+// through buffers in every region.
+func TestSeveralMemoryRegions(t *testing.T) {
+	tgt := newRealTarget(t, false)
+	const size = 128 << 10
+	g := newRig(t, rigOpts{realCore: true, cfg: Config{Target: tgt, PortID: 1, mrChunk: 3 * size}})
+	admin := g.connectQueue(rawOpts{qid: 0, depth: 32}, testSubNQN, testHostNQN)
+	var s nvme.SQE
+	s.SetPropertySet(nvme.PropCC, false, 1|4<<20|6<<16)
+	s.SetCID(2)
+	s.SetPSDT(nvme.PSDTSGL)
+	s.SGL1().SetNull()
+	admin.mustOK(g.ctx, &s, nil)
+	const depth = 8
+	io := g.mustDial(rawOpts{qid: 1, depth: depth, dataSize: 2 * depth * size})
+	d := nvme.ConnectData{CNTLID: admin.cntlid, SubNQN: testSubNQN, HostNQN: testHostNQN}
+	cs, icd := io.connectSQE(5, 1, true, 0, d)
+	io.mustOK(g.ctx, &cs, icd)
+	q := g.queueByQID(1)
+	if n := q.reg.Regions(); n < 3 {
+		t.Fatalf("%d memory regions, want several", n)
+	}
+	if c, end := q.reg.Chunk(), q.cqeOff+len(q.slots)*nvme.CQESize; q.recvOff/c != (end-1)/c {
+		t.Fatalf("receive and CQE buffers straddle regions: [%d,%d), region size %d", q.recvOff, end, c)
+	}
+	src := io.data()[:depth*size]
+	for i := range src {
+		src[i] = byte(i*13 + i>>17)
+	}
+	// All commands in flight at once, so every data buffer is used.
+	for i := range depth {
+		w := io.ioSQE(nvme.IOWrite, uint16(10+i), uint64(i*size), size, i*size, 0)
+		if err := io.send(capsule(&w, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range depth {
+		if rsp, err := io.response(g.ctx); err != nil || !rsp.cqe.Status().OK() {
+			t.Fatalf("write: %v %v", err, rsp.cqe.Status())
+		}
+	}
+	for i := range depth {
+		r := io.ioSQE(nvme.IORead, uint16(30+i), uint64(i*size), size, (depth+i)*size, 0)
+		if err := io.send(capsule(&r, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range depth {
+		if rsp, err := io.response(g.ctx); err != nil || !rsp.cqe.Status().OK() {
+			t.Fatalf("read: %v %v", err, rsp.cqe.Status())
+		}
+	}
+	if !bytes.Equal(io.data()[depth*size:2*depth*size], src) {
+		t.Fatal("data read back differs")
+	}
+}
