@@ -16,6 +16,7 @@
 //
 // Alloc first asks for explicit 2 MiB huge pages (MAP_HUGETLB, available
 // when the administrator reserved them: vm.nr_hugepages); otherwise it maps
-// normal pages and advises transparent huge pages (MADV_HUGEPAGE), which the
-// kernel applies when it can. Region.Huge reports which one happened.
+// normal pages, and AdviseHuge asks for transparent huge pages
+// (MADV_HUGEPAGE) on the parts that are worth it, which the kernel applies
+// when it can. Region.Huge reports whether explicit huge pages were used.
 package regmem

@@ -21,3 +21,6 @@ func Alloc(n int) (*Region, error) {
 func (r *Region) Bytes() []byte { return r.mem }
 func (r *Region) Huge() bool    { return false }
 func (r *Region) Free() error   { r.mem = nil; return nil }
+
+// AdviseHuge is a no-op off Linux.
+func AdviseHuge([]byte) {}

@@ -5,6 +5,7 @@ package regmem
 import (
 	"fmt"
 	"syscall"
+	"unsafe"
 )
 
 // HugePageSize is the huge page size Alloc asks for (x86-64 and arm64
@@ -20,8 +21,8 @@ type Region struct {
 }
 
 // Alloc maps at least n bytes of zeroed memory: explicit huge pages when
-// the host has enough reserved, else normal pages with transparent huge
-// pages advised. The length is rounded up to the page size used.
+// the host has enough reserved, else normal pages (see AdviseHuge). The
+// length is rounded up to the page size used.
 func Alloc(n int) (*Region, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("regmem: size %d", n)
@@ -40,10 +41,26 @@ func Alloc(n int) (*Region, error) {
 	if err != nil {
 		return nil, fmt.Errorf("regmem: mmap %d bytes: %w", n, err)
 	}
-	if n >= HugePageSize {
-		_ = syscall.Madvise(m, madvHugepage) // a hint; refusal is fine
-	}
 	return &Region{mem: m}, nil
+}
+
+// AdviseHuge asks for transparent huge pages on the whole 2 MiB extents
+// inside b (a part of a Region). Use it for memory that is touched in
+// full under load (data buffer pools): a huge page is resident as a whole
+// once any byte of it is touched, so sparsely touched memory (receive and
+// completion buffers) is better left on normal pages. A hint: refusal is
+// ignored.
+func AdviseHuge(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	lo := (start + HugePageSize - 1) &^ (HugePageSize - 1)
+	hi := (start + uintptr(len(b))) &^ (HugePageSize - 1)
+	if hi <= lo {
+		return
+	}
+	_ = syscall.Madvise(b[lo-start:hi-start], madvHugepage)
 }
 
 // Bytes is the mapped memory.

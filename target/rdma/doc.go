@@ -15,7 +15,7 @@
 //     queue for both work queues, the RC queue pair and its ConnID;
 //   - one anonymous mapping (internal/regmem: huge pages when the host
 //     has them reserved, else normal pages with transparent huge pages
-//     advised) holding the data buffer pool (MaxDataTransfer bytes each,
+//     advised for the data buffer pool only) holding the data buffer pool (MaxDataTransfer bytes each,
 //     one per queue entry), the receive buffers (64 + in-capsule bytes
 //     each, one per queue entry) and the 16-byte CQE buffers (one per
 //     request slot). It is registered once, at connect, as memory regions

@@ -209,6 +209,7 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 		return q, fmt.Errorf("allocate %d bytes: %w", total, err)
 	}
 	q.mem = q.region.Bytes()
+	regmem.AdviseHuge(q.mem[:p.depth*q.dataSize]) // the data buffer pool only
 	if q.reg, err = regmem.Register(q.pd, q.mem, chunk, verbs.AccessLocalWrite); err != nil {
 		return q, fmt.Errorf("register %d bytes: %w", len(q.mem), err)
 	}
