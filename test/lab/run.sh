@@ -9,7 +9,9 @@
 #   initiator  scenario 3: rdmablk bench + write/read/cmp -> nvmet-rdma and -> rdmablkd
 #   twovm      scenario 4: rdmablkd in one guest, kernel host + rdmablk in another (RoCE v2)
 #   verbstest  scenario 5: go test -tags ibverbs ./verbs/ibverbs (verbs/verbstest) on rxe0
+# REPORT_ONLY=<date>-run rewrites the results file of an earlier run from its outputs in $SHARE/out.
 # Env: FIOTIME (s per fio/bench job, 20), RESULTS (output file), NOBUILD=1 (reuse share/bin),
+#      NOTE (a sentence for the results header),
 #      TAGS (build tags, default ibverbs).
 # Exit status 0 only when every scenario passed.
 set -uo pipefail
@@ -21,12 +23,13 @@ REPO=$(cd "$HERE/../.." && pwd)
 SCENARIOS=${*:-nvmeof initiator twovm verbstest}
 FT=${FIOTIME:-20}
 STAMP=$(date +%Y-%m-%d-%H%M)
-RESULTS=${RESULTS:-$HERE/results/$STAMP.md}
-RUN=$STAMP-run
+RUN=${REPORT_ONLY:-$STAMP-run}
+RESULTS=${RESULTS:-$HERE/results/${RUN%-run}.md}
+STATUS=$SHARE/out/$RUN-status.txt
 mkdir -p "$SHARE/bin" "$HERE/results"
 # TAGS= (empty) builds the pure-Go binaries: only the kernel-to-kernel parts can pass then.
 TAGS=${TAGS-ibverbs}
-if [ "${NOBUILD:-0}" != 1 ]; then
+if [ -z "${REPORT_ONLY:-}" ] && [ "${NOBUILD:-0}" != 1 ]; then
   echo "== building on the host (tags: ${TAGS:-none})"
   (cd "$REPO" && go build -tags "$TAGS" -o "$SHARE/bin/rdmablkd" ./cmd/rdmablkd &&
      go build -tags "$TAGS" -o "$SHARE/bin/rdmablk" ./cmd/rdmablk) || { echo "run.sh: build failed" >&2; exit 1; }
@@ -35,7 +38,9 @@ if [ "${NOBUILD:-0}" != 1 ]; then
   fi
 fi
 declare -A RC WALL
+[ -n "${REPORT_ONLY:-}" ] || rm -f "$STATUS"
 for s in $SCENARIOS; do
+  [ -n "${REPORT_ONLY:-}" ] && break
   t0=$(date +%s)
   echo "== scenario $s"
   case "$s" in
@@ -50,7 +55,9 @@ for s in $SCENARIOS; do
   esac
   RC[$s]=$?; WALL[$s]=$(( $(date +%s) - t0 ))
   echo "== scenario $s: rc=${RC[$s]} (${WALL[$s]}s)"
+  echo "$s ${RC[$s]} ${WALL[$s]}" >> "$STATUS"
 done
+while read -r s rc w; do RC[$s]=$rc; WALL[$s]=$w; done < "$STATUS"
 # ---- results file
 ALL=$(cat "$SHARE"/out/$RUN-*/results.txt 2>/dev/null)
 val() { echo "$ALL" | awk -v k="$1" '$1==k {print $2; exit}'; }
@@ -60,6 +67,8 @@ pkgver() { awk -v p="$1" '$1==p {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev
   echo "# rdmablk lab results, $(date '+%Y-%m-%d %H:%M %Z')"
   echo
   echo "Command: \`test/lab/run.sh $*\` (FIOTIME=$FT) at commit \`$(cd "$REPO" && git rev-parse --short HEAD)\`$(cd "$REPO" && git diff --quiet HEAD -- . ':!test/lab/results' || echo ' (with local changes)')."
+  [ -n "${NOTE:-}" ] && echo "Note: $NOTE"
+  [ -n "${GOFLAGS:-}" ] && echo "GOFLAGS: \`$GOFLAGS\`"
   echo "Host: $(. /etc/os-release; echo "$PRETTY_NAME"), kernel $(uname -r), $(nproc) cores, no KVM:"
   echo "qemu $(qemu-system-x86_64 --version | head -1 | awk '{print $4}') TCG (\`-cpu max -accel tcg,thread=multi\`), $(go version | awk '{print $3}'), build tags: ${TAGS:-none}."
   echo "Guest: Debian $SUITE, kernel $(basename "$KERNEL" | sed 's/vmlinuz-//'), linux-image $(pkgver "linux-image-$(basename "$KERNEL" | sed 's/vmlinuz-//')"),"
@@ -71,9 +80,9 @@ pkgver() { awk -v p="$1" '$1==p {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev
   echo
   echo "## Scenarios"
   echo
-  echo "| scenario | result | wall |"
+  echo "| scenario | result | wall (incl. waiting for the lab lock) |"
   echo "| --- | --- | --- |"
-  for s in $SCENARIOS; do echo "| $s | $([ "${RC[$s]}" = 0 ] && echo pass || echo "FAIL (rc=${RC[$s]})") | ${WALL[$s]} s |"; done
+  for s in $SCENARIOS; do [ -n "${RC[$s]:-}" ] || continue; echo "| $s | $([ "${RC[$s]}" = 0 ] && echo pass || echo "FAIL (rc=${RC[$s]})") | ${WALL[$s]} s |"; done
   if [[ " $SCENARIOS " == *" nvmeof "* ]]; then
     echo
     echo "## Scenarios 1 and 2: kernel nvme-rdma host + fio, rdmablkd vs kernel nvmet-rdma"
@@ -130,9 +139,9 @@ pkgver() { awk -v p="$1" '$1==p {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev
     echo "## Scenario 5: verbs/verbstest under ibverbs on rxe0"
     echo
     echo '```'
-    grep -E '^(--- |ok|PASS|FAIL|run-gobin)' "$SHARE/out/$RUN-verbstest.txt" 2>/dev/null | head -60
+    grep -E '^ *--- FAIL|^(--- |ok|PASS|FAIL|run-gobin)' "$SHARE/out/$RUN-verbstest.txt" 2>/dev/null | head -60
     echo '```'
   fi
 } > "$RESULTS"
 echo "== results: $RESULTS"
-for s in $SCENARIOS; do [ "${RC[$s]}" = 0 ] || exit 1; done
+for s in $SCENARIOS; do [ "${RC[$s]:-1}" = 0 ] || exit 1; done
