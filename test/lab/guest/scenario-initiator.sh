@@ -40,7 +40,7 @@ subsystems:
     allow_any_host: true
     namespaces: [{nsid: 1, volume: ram1}]
 EOC
-"$D" --config /tmp/rd/rdmablkd.yaml > "$LAB_OUT/rdmablkd.log" 2>&1 &
+"$D" --config /tmp/rd/rdmablkd.yaml --cpuprofile "$LAB_OUT/rdmablkd-cpu.pprof" > "$LAB_OUT/rdmablkd.log" 2>&1 &
 DPID=$!
 for _ in $(seq 100); do grep -qi 'listen' "$LAB_OUT/rdmablkd.log" && break; sleep 0.1; done
 cat "$LAB_OUT/rdmablkd.log"
