@@ -10,9 +10,14 @@ import (
 	"github.com/rdmablk/rdmablk/verbs/soft"
 )
 
-// memQueues is the number of I/O queues of the second controller whose RSS
-// is divided per queue pair.
-const memQueues = 16
+// memQueues is the number of I/O queues per measuring controller (the
+// default target.max_io_queues), memCtrls the number of such controllers:
+// their RSS is divided by memCtrls*memQueues, which averages out the Go
+// heap's noise.
+const (
+	memQueues = 16
+	memCtrls  = 4
+)
 
 // memDepth is the queue depth of the per-QP measurement.
 const memDepth = 128
@@ -25,13 +30,13 @@ type memResult struct {
 
 // measureMemory reads rdmablkd's RSS idle, then connects controllers from
 // this process: one with one I/O queue (the baseline: admin queue,
-// controller, first-connection costs), then one with memQueues I/O queues;
-// the RSS difference divided by memQueues is the cost of one connected QP
-// (the second controller's admin queue is charged to its I/O queues, a
-// small overestimate). No I/O runs on the queues, so the data buffers —
+// controller, first-connection costs), then, per repeat, memCtrls more
+// with memQueues I/O queues each; the RSS growth divided by their I/O
+// queues is the cost of one connected QP (their admin queues are charged
+// to the I/O queues, a small overestimate). No I/O runs on the queues, so the data buffers —
 // anonymous mappings touched only by transfers — stay out of RSS: the
 // figure excludes the buffer pool. Repeated o.repeats times.
-func measureMemory(ctx context.Context, d *daemon, o *options, rep *report) error {
+func measureMemory(ctx context.Context, d *daemon, o *options, rep *report) (err error) {
 	idle, err := procRSS(d.pid())
 	if err != nil {
 		return err
@@ -46,33 +51,42 @@ func measureMemory(ctx context.Context, d *daemon, o *options, rep *report) erro
 			Provider: prov, IOQueues: queues, QueueDepth: memDepth, KeepAlive: -1,
 		})
 	}
-	for i := range o.repeats {
-		base, err := connect(1)
-		if err != nil {
-			return err
+	// Every controller stays connected until the end, so each repeat
+	// measures fresh growth rather than reusing memory a closed
+	// connection left in the daemon's heap.
+	var ctrls []*initiator.Controller
+	defer func() {
+		for _, c := range ctrls {
+			c.Close()
 		}
+	}()
+	base, err := connect(1)
+	if err != nil {
+		return err
+	}
+	ctrls = append(ctrls, base)
+	for i := range o.repeats {
 		before, err := procRSS(d.pid())
 		if err != nil {
-			base.Close()
 			return err
 		}
-		c, err := connect(memQueues)
-		if err != nil {
-			base.Close()
-			return err
+		for range memCtrls {
+			c, err := connect(memQueues)
+			if err != nil {
+				return err
+			}
+			ctrls = append(ctrls, c)
+			if got := c.NumQueues(); got != memQueues {
+				return fmt.Errorf("controller got %d I/O queues, want %d (target.max_io_queues)", got, memQueues)
+			}
 		}
-		got := c.NumQueues()
 		after, err := procRSS(d.pid())
-		c.Close()
-		base.Close()
 		if err != nil {
 			return err
 		}
-		if got != memQueues {
-			return fmt.Errorf("controller got %d I/O queues, want %d (target.max_io_queues)", got, memQueues)
-		}
-		rep.mem.perQP = append(rep.mem.perQP, (after-before)/memQueues)
-		logf("memory: repeat %d: idle %d KiB, +%d KiB per QP", i+1, idle>>10, (after-before)/memQueues>>10)
+		const n = memCtrls * memQueues
+		rep.mem.perQP = append(rep.mem.perQP, (after-before)/n)
+		logf("memory: repeat %d: idle %d KiB, +%d KiB per QP", i+1, idle>>10, (after-before)/n>>10)
 		debug.FreeOSMemory() // this process only; keeps the harness small
 	}
 	return nil

@@ -123,7 +123,7 @@ func (r *report) markdown() string {
 		p("| RSS added per connected I/O QP, depth %d, excluding the buffer pool | %s |\n", memDepth, statOf(qp).f("%.0f"))
 		pool := memDepth*(128<<10) + memDepth*(4096+4096) + 2*memDepth*16
 		p("| registered memory per I/O QP at depth %d (MDTS 128 KiB data buffers + page-aligned 4 KiB in-capsule receive buffers + CQEs; virtual, resident only when touched) | %d |\n\n", memDepth, pool>>10)
-		p("Per QP: RSS after connecting a controller with %d I/O queues minus before, divided by %d (its admin queue included); no I/O ran on them.\n\n", memQueues, memQueues)
+		p("Per QP: per repeat, RSS growth while connecting %d more controllers with %d I/O queues each (earlier ones stay connected), divided by %d (their admin queues included); no I/O ran on them. The idle QP's resident memory is its Go structures, the touched receive buffers and the soft provider's per-connection state.\n\n", memCtrls, memQueues, memCtrls*memQueues)
 	}
 
 	if r.goRes != nil {
