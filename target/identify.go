@@ -98,6 +98,11 @@ func (c *Controller) identifyController(b []byte) nvme.Status {
 			nvme.ANACAPPersistentLoss | nvme.ANACAPChange
 		id.ANAGRPMAX = MaxANAGroup
 		id.NANAGRPID = MaxANAGroup
+		// MNAN must be non-zero and ≤ NN when CMIC reports ANA: Linux
+		// (nvme_mpath_init_identify) refuses the controller otherwise
+		// ("Invalid MNAN value 0", connect fails with EINVAL). Every
+		// NSID up to NN may be attached here, as with nvmet.
+		id.MNAN = MaxNSID
 		id.SQES = 0x66
 		id.CQES = 0x44
 		id.NN = MaxNSID
