@@ -177,15 +177,19 @@ func (r *Ring) Prepare(e *SQE) error {
 	return nil
 }
 
-// Submit publishes the prepared entries and tells the kernel about them.
-// It returns how many the kernel consumed. Submitter side.
+// Submit publishes the prepared entries and tells the kernel about them
+// and about any entry an earlier failed Submit left unconsumed. It returns
+// how many the kernel consumed. Submitter side.
 func (r *Ring) Submit() (int, error) {
-	if r.pending == 0 {
+	tail := *r.sqTail + r.pending
+	atomic.StoreUint32(r.sqTail, tail)
+	r.pending = 0
+	// Everything the kernel has not consumed yet, including entries a
+	// failed earlier call left in the ring.
+	n := tail - atomic.LoadUint32(r.sqHead)
+	if n == 0 {
 		return 0, nil
 	}
-	atomic.StoreUint32(r.sqTail, *r.sqTail+r.pending)
-	n := r.pending
-	r.pending = 0
 	for {
 		got, _, e := syscall.Syscall6(sysEnter, uintptr(r.fd), uintptr(n), 0, 0, 0, 0)
 		switch e {
