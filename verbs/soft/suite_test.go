@@ -32,6 +32,9 @@ func softEnv(prof soft.Profile, tcp bool) func(t *testing.T) verbstest.Env {
 		return verbstest.Env{
 			Server: server, Client: client, Addr: addr,
 			InjectQPError: soft.InjectQPError,
+			// Soft fails the next request at once (no retry timer).
+			PeerErrorTimeout:       10 * time.Second,
+			RemoteInvalidateUserMR: true,
 			ReadsHighWater: func(qp verbs.QueuePair) (int, error) {
 				s, err := soft.Stats(qp)
 				return s.ReadsOutstandingMax, err
@@ -47,12 +50,24 @@ func TestSuiteDefaultFabric(t *testing.T) { verbstest.Run(t, softEnv(soft.Profil
 func TestSuiteDefaultTCP(t *testing.T)    { verbstest.Run(t, softEnv(soft.ProfileDefault, true)) }
 func TestSuitePVRDMAFabric(t *testing.T)  { verbstest.Run(t, softEnv(soft.ProfilePVRDMA, false)) }
 
+// The reference tests pin soft's exact choices where hardware and rxe vary.
+func TestReferenceDefaultFabric(t *testing.T) {
+	verbstest.RunReference(t, softEnv(soft.ProfileDefault, false))
+}
+func TestReferenceDefaultTCP(t *testing.T) {
+	verbstest.RunReference(t, softEnv(soft.ProfileDefault, true))
+}
+func TestReferencePVRDMAFabric(t *testing.T) {
+	verbstest.RunReference(t, softEnv(soft.ProfilePVRDMA, false))
+}
+
 // One provider serving both sides of every connection.
 func TestSuiteSingleProvider(t *testing.T) {
 	verbstest.Run(t, func(t *testing.T) verbstest.Env {
 		p := soft.New(soft.Options{Fabric: soft.NewFabric()})
 		t.Cleanup(func() { p.Close() })
-		return verbstest.Env{Server: p, Client: p, Addr: "loop:4420", InjectQPError: soft.InjectQPError}
+		return verbstest.Env{Server: p, Client: p, Addr: "loop:4420", InjectQPError: soft.InjectQPError,
+			PeerErrorTimeout: 10 * time.Second, RemoteInvalidateUserMR: true}
 	})
 }
 

@@ -207,6 +207,11 @@ func testWithImm(t *testing.T, e Env) {
 	}
 }
 
+// testSendWithInv checks what every provider guarantees of SEND_WITH_INV:
+// without verbs.CapSendWithInv the post fails with ErrNotSupported; where
+// the responder's MR may be remotely invalidated (Env.RemoteInvalidateUserMR)
+// the receive reports WCWithInv and the rkey. Whether later accesses
+// through the rkey fail is a reference test (soft).
 func testSendWithInv(t *testing.T, e Env) {
 	p := connect(t, e, pairConfig{})
 	sbuf, cbuf := p.mem.alloc(4096), p.mem.alloc(4096)
@@ -222,20 +227,17 @@ func testSendWithInv(t *testing.T, e Env) {
 		}
 		return
 	}
+	if !e.RemoteInvalidateUserMR {
+		t.Skip("only fast-register MRs and memory windows may be remotely invalidated on this provider, and the verbs API has neither")
+	}
 	p.c.postRecv(verbs.RecvWR{ID: 2, SGL: []verbs.SGE{sge(mc, 0, 64)}})
-	// The rkey works before the invalidation.
-	p.s.postSend(verbs.SendWR{ID: 3, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
-		SGL: []verbs.SGE{sge(ms, 0, 8)}, RemoteAddr: target.Addr(), RKey: target.RKey()}, wr)
-	expectStatus(t, waitWC(t, p.ctx, p.s.scq, 2), ok(3), ok(1))
+	p.s.postSend(wr)
+	expectStatus(t, waitWC(t, p.ctx, p.s.scq, 1), ok(1))
 	rw := waitWC(t, p.ctx, p.c.rcq, 1)
 	expectStatus(t, rw, ok(2))
 	if rw[0].Flags&verbs.WCWithInv == 0 || rw[0].InvalidatedRKey != target.RKey() {
 		t.Fatalf("receive %+v, want WithInv of rkey %#x", rw[0], target.RKey())
 	}
-	// Remote access through the invalidated rkey fails.
-	p.s.postSend(verbs.SendWR{ID: 4, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
-		SGL: []verbs.SGE{sge(ms, 0, 8)}, RemoteAddr: target.Addr(), RKey: target.RKey()})
-	expectStatus(t, waitWC(t, p.ctx, p.s.scq, 1), st(4, verbs.WCRemAccessErr))
 }
 
 func testInline(t *testing.T, e Env) {

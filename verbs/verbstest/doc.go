@@ -9,6 +9,13 @@
 // a missing hook or a capability the device lacks are skipped with the
 // reason.
 //
+// The suite asserts what every conforming RC implementation guarantees and
+// accepts the variants the IB specification and ibv_poll_cq(3) leave open
+// (a bad lkey is WCLocProtErr or WCLocQPOpErr; a SEND into a too short
+// receive is WCRemInvReqErr or WCRemOpErr at the sender). RunReference
+// holds the soft provider's exact choices in those places, so that soft
+// stays a faithful double; only soft runs it.
+//
 // # Buffer lifetimes
 //
 // Test buffers are anonymous mmap regions (outside the Go heap, as the
