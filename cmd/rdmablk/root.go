@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -14,6 +17,7 @@ import (
 	"github.com/rdmablk/rdmablk/internal/daemon"
 	"github.com/rdmablk/rdmablk/internal/providers"
 	"github.com/rdmablk/rdmablk/nvme"
+	"github.com/rdmablk/rdmablk/verbs"
 )
 
 // globals are the connection flags shared by every command.
@@ -71,6 +75,10 @@ func (g *globals) options() (initiator.Options, error) {
 	if err != nil {
 		return initiator.Options{}, err
 	}
+	return g.optionsFor(p), nil
+}
+
+func (g *globals) optionsFor(p verbs.Provider) initiator.Options {
 	return initiator.Options{
 		Provider:       p,
 		HostNQN:        g.hostnqn,
@@ -78,16 +86,76 @@ func (g *globals) options() (initiator.Options, error) {
 		QueueDepth:     g.depth,
 		ConnectTimeout: g.timeout,
 		NetNS:          g.netns,
-	}, nil
+	}
+}
+
+// withOptions runs dial with initiator options on the --provider. Under
+// "auto" it tries ibverbs first (when compiled in) and runs dial again on
+// soft when ibverbs has no device or dial could not reach the target over
+// it (fallBackToSoft); an NVMe-level error is returned as is. The provider
+// used is logged at debug level.
+func (g *globals) withOptions(dial func(initiator.Options) error) error {
+	if g.provider != "auto" || !compiledIn("ibverbs") {
+		p, reason, err := providers.Open(g.provider, g.profile, nil)
+		if err != nil {
+			return err
+		}
+		slog.Debug("verbs provider", "provider", p.Name(), "reason", reason)
+		return dial(g.optionsFor(p))
+	}
+	p, _, err := providers.Open("ibverbs", g.profile, nil)
+	if err == nil {
+		slog.Debug("verbs provider", "provider", "ibverbs", "reason", "auto: trying ibverbs first")
+		err = dial(g.optionsFor(p))
+		if err == nil || !fallBackToSoft(err) {
+			return err
+		}
+		if c, ok := p.(io.Closer); ok {
+			c.Close()
+		}
+	}
+	// Here ibverbs did not open (any reason) or could not reach the target.
+	s, _, serr := providers.Open("soft", g.profile, nil)
+	if serr != nil {
+		return serr
+	}
+	slog.Debug("verbs provider", "provider", "soft", "reason", "auto: ibverbs failed: "+err.Error())
+	return dial(g.optionsFor(s))
+}
+
+// fallBackToSoft tells whether err from ibverbs means the target is not
+// reachable over RDMA: no device, no route (verbs.ErrUnreachable), or a
+// connect the CM or provider rejected rather than an NVMe target (a
+// *verbs.RejectError without Consumer).
+func fallBackToSoft(err error) bool {
+	if errors.Is(err, verbs.ErrNoDevice) || errors.Is(err, verbs.ErrUnreachable) {
+		return true
+	}
+	var re *verbs.RejectError
+	return errors.As(err, &re) && !re.Consumer
+}
+
+func compiledIn(name string) bool {
+	for _, n := range providers.Names() {
+		if n == name {
+			return true
+		}
+	}
+	return false
 }
 
 // connect connects to --nqn, or to the first NVM subsystem the discovery
 // controller at the same address lists.
 func (g *globals) connect(ctx context.Context) (*initiator.Controller, error) {
-	opts, err := g.options()
-	if err != nil {
-		return nil, err
-	}
+	var c *initiator.Controller
+	err := g.withOptions(func(opts initiator.Options) (err error) {
+		c, err = g.connectWith(ctx, opts)
+		return err
+	})
+	return c, err
+}
+
+func (g *globals) connectWith(ctx context.Context, opts initiator.Options) (*initiator.Controller, error) {
 	nqn := g.nqn
 	if nqn == "" {
 		entries, err := initiator.Discover(ctx, g.addr(), opts)
