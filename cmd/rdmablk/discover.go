@@ -21,11 +21,11 @@ func newDiscover(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 2*g.timeout)
 			defer cancel()
-			opts, err := g.options()
-			if err != nil {
+			var entries []nvme.DiscoveryLogEntry
+			err := g.withOptions(func(opts initiator.Options) (err error) {
+				entries, err = initiator.Discover(ctx, g.addr(), opts)
 				return err
-			}
-			entries, err := initiator.Discover(ctx, g.addr(), opts)
+			})
 			if err != nil {
 				return err
 			}
