@@ -12,7 +12,10 @@
 // The suite asserts what every conforming RC implementation guarantees and
 // accepts the variants the IB specification and ibv_poll_cq(3) leave open
 // (a bad lkey is WCLocProtErr or WCLocQPOpErr; a SEND into a too short
-// receive is WCRemInvReqErr or WCRemOpErr at the sender). RunReference
+// receive is WCLocLenErr or WCLocQPOpErr at the receiver and WCRemInvReqErr
+// or WCRemOpErr at the sender), and checks no more than Soft-RoCE does
+// where it deviates (a receive posted to a QP in error is not flushed; a
+// requester never notices its peer's QP error). RunReference
 // holds the soft provider's exact choices in those places, so that soft
 // stays a faithful double; only soft runs it.
 //

@@ -127,11 +127,16 @@ func testRemoteAccessErrors(t *testing.T, e Env) {
 var localErrors = []verbs.WCStatus{verbs.WCLocProtErr, verbs.WCLocQPOpErr}
 
 // tooLongSendErrors are the requester's statuses for a SEND the responder
-// could not place (its receive too short: the responder completes the
-// receive with WCLocLenErr). The IB specification has the responder NAK
-// with Invalid Request (IBV_WC_REM_INV_REQ_ERR, soft and hardware);
-// Soft-RoCE NAKs with Remote Operational Error (IBV_WC_REM_OP_ERR).
+// could not place (its receive too short). The IB specification has the
+// responder NAK with Invalid Request (IBV_WC_REM_INV_REQ_ERR, soft and
+// hardware); Soft-RoCE (Linux 6.1) NAKs with Remote Operational Error
+// (IBV_WC_REM_OP_ERR).
 var tooLongSendErrors = []verbs.WCStatus{verbs.WCRemInvReqErr, verbs.WCRemOpErr}
+
+// tooShortRecvErrors are the responder's statuses for that receive:
+// IBV_WC_LOC_LEN_ERR (soft, hardware), or IBV_WC_LOC_QP_OP_ERR (Soft-RoCE
+// in Linux 6.1, to go with its Remote Operational Error NAK).
+var tooShortRecvErrors = []verbs.WCStatus{verbs.WCLocLenErr, verbs.WCLocQPOpErr}
 
 func testLocalProtectionError(t *testing.T, e Env) {
 	localProtection(t, e, func(id uint64) wantWC { return oneOf(id, localErrors...) })
@@ -173,12 +178,12 @@ func localProtection(t *testing.T, e Env, want func(id uint64) wantWC) {
 }
 
 func testReceiveTooShort(t *testing.T, e Env) {
-	receiveTooShort(t, e, oneOf(1, tooLongSendErrors...))
+	receiveTooShort(t, e, oneOf(1, tooLongSendErrors...), oneOf(10, tooShortRecvErrors...))
 }
 
-// receiveTooShort sends 32 bytes into a 16-byte receive; sender says how
-// the SEND (ID 1) must complete.
-func receiveTooShort(t *testing.T, e Env, sender wantWC) {
+// receiveTooShort sends 32 bytes into a 16-byte receive; sender and
+// receiver say how the SEND (ID 1) and the receive (ID 10) must complete.
+func receiveTooShort(t *testing.T, e Env, sender, receiver wantWC) {
 	p := connect(t, e, pairConfig{})
 	buf := p.mem.alloc(8192)
 	mc, ms := p.c.reg(buf[:4096], 0), p.s.reg(buf[4096:], verbs.AccessLocalWrite)
@@ -191,17 +196,21 @@ func receiveTooShort(t *testing.T, e Env, sender wantWC) {
 		verbs.SendWR{ID: 2, Opcode: verbs.OpSend, Flags: verbs.SendSignaled, SGL: []verbs.SGE{sge(mc, 0, 8)}},
 	)
 	expectStatus(t, waitWC(t, p.ctx, p.c.scq, 2), sender, flushed(2))
-	expectStatus(t, waitWC(t, p.ctx, p.s.rcq, 2), st(10, verbs.WCLocLenErr), flushed(11))
+	expectStatus(t, waitWC(t, p.ctx, p.s.rcq, 2), receiver, flushed(11))
 }
 
+// testPostToErrorQP: sends posted to a QP in the error state are accepted
+// and flushed. So should receives be (IB spec), but Soft-RoCE in Linux 6.1
+// never completes a receive posted after the QP entered the error state
+// (receives posted before do flush), so only the reference test checks it.
 func testPostToErrorQP(t *testing.T, e Env) {
-	postToErrorQP(t, e, oneOf(1, localErrors...))
+	postToErrorQP(t, e, oneOf(1, localErrors...), false)
 }
 
 // postToErrorQP puts the client QP in error with a bad lkey (first says
-// how that WR completes) and checks that later posts are accepted and
-// flushed.
-func postToErrorQP(t *testing.T, e Env, first wantWC) {
+// how that WR completes) and checks that later sends are accepted and
+// flushed, and receives too (accepted, and flushed when recvFlush).
+func postToErrorQP(t *testing.T, e Env, first wantWC, recvFlush bool) {
 	p := connect(t, e, pairConfig{})
 	buf := p.mem.alloc(4096)
 	mc := p.c.reg(buf, verbs.AccessLocalWrite)
@@ -216,7 +225,9 @@ func postToErrorQP(t *testing.T, e Env, first wantWC) {
 	)
 	expectStatus(t, waitWC(t, p.ctx, p.c.scq, 2), flushed(2), flushed(3))
 	p.c.postRecv(verbs.RecvWR{ID: 4, SGL: []verbs.SGE{sge(mc, 0, 8)}})
-	expectStatus(t, waitWC(t, p.ctx, p.c.rcq, 1), flushed(4))
+	if recvFlush {
+		expectStatus(t, waitWC(t, p.ctx, p.c.rcq, 1), flushed(4))
+	}
 }
 
 // testInjectQPError forces the server's QP to the error state and checks

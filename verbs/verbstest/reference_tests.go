@@ -9,15 +9,17 @@ import (
 // Reference tests (RunReference): the soft provider's exact choices where
 // the IB specification or real implementations allow variants.
 
-// A local protection violation completes with exactly WCLocProtErr.
+// A local protection violation completes with exactly WCLocProtErr, and
+// receives posted to the QP in error flush.
 func testRefLocalProtectionStatus(t *testing.T, e Env) {
 	localProtection(t, e, func(id uint64) wantWC { return st(id, verbs.WCLocProtErr) })
-	t.Run("PostToErrorQP", func(t *testing.T) { postToErrorQP(t, e, st(1, verbs.WCLocProtErr)) })
+	t.Run("PostToErrorQP", func(t *testing.T) { postToErrorQP(t, e, st(1, verbs.WCLocProtErr), true) })
 }
 
-// A SEND into a too short receive is NAKed as an invalid request.
+// A SEND into a too short receive is a length error at the responder,
+// NAKed as an invalid request.
 func testRefReceiveTooShortStatus(t *testing.T, e Env) {
-	receiveTooShort(t, e, st(1, verbs.WCRemInvReqErr))
+	receiveTooShort(t, e, st(1, verbs.WCRemInvReqErr), st(10, verbs.WCLocLenErr))
 }
 
 // SEND_WITH_INV invalidates an ordinary MR: the rkey worked before and
