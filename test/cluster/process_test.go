@@ -1,78 +1,23 @@
 package cluster
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rdmablk/rdmablk/cluster/api"
+	"github.com/rdmablk/rdmablk/test/testproc"
 )
 
-// builtBin is a command of this module built once per test binary.
-type builtBin struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-var (
-	binDirOnce sync.Once
-	binDir     string
-	binDirErr  error
-	bins       = map[string]*builtBin{"rdmablkd": {}, "rdmablk": {}}
-)
-
-// goBin builds cmd/<name> (once) and returns the executable's path.
-func goBin(t *testing.T, name string) string {
-	t.Helper()
-	binDirOnce.Do(func() { binDir, binDirErr = os.MkdirTemp("", "rdmablk-cluster-bin") })
-	if binDirErr != nil {
-		t.Fatal(binDirErr)
-	}
-	b := bins[name]
-	b.once.Do(func() {
-		b.path = filepath.Join(binDir, name)
-		out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", b.path,
-			"github.com/rdmablk/rdmablk/cmd/"+name).CombinedOutput()
-		if err != nil {
-			b.err = fmt.Errorf("go build %s: %v\n%s", name, err, out)
-		}
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.path
-}
-
-func rdmablkd(t *testing.T) string { return goBin(t, "rdmablkd") }
-
-// freePort returns a loopback address whose port was free a moment ago
-// (raft addresses must survive a restart, so they cannot be :0).
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
+// proc is one rdmablkd cluster node run as a child process; its raft and
+// API addresses are fixed so that it can be killed and restarted.
 type proc struct {
+	*testproc.Daemon
 	id, dir, cfg string
 	raft, api    string
-	cmd          *exec.Cmd
-	done         chan struct{}
 }
 
 const procConfig = `data_dir: %s
@@ -93,10 +38,15 @@ cluster:
 `
 
 func newProc(t *testing.T, id string, bootstrap bool, join string) *proc {
-	p := &proc{id: id, dir: t.TempDir(), raft: freePort(t), api: freePort(t)}
+	p := &proc{id: id, dir: t.TempDir(), raft: testproc.FreePort(t), api: testproc.FreePort(t)}
 	p.cfg = filepath.Join(p.dir, "rdmablkd.yaml")
 	if err := os.WriteFile(p.cfg, fmt.Appendf(nil, procConfig, p.dir, id, p.raft, p.api, bootstrap, join), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	p.Daemon = testproc.New(t, testproc.BuildGoBinary(t, "github.com/rdmablk/rdmablk/cmd/rdmablkd"))
+	p.Name = id
+	if os.Getenv("RDMABLK_TEST_LOG") != "" {
+		p.Mirror = os.Stderr
 	}
 	return p
 }
@@ -104,49 +54,10 @@ func newProc(t *testing.T, id string, bootstrap bool, join string) *proc {
 // start runs the daemon and waits for its "cluster ready" line.
 func (p *proc) start(t *testing.T) {
 	t.Helper()
-	p.cmd = exec.Command(rdmablkd(t), "--config", p.cfg)
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
+	p.Start("--config", p.cfg)
+	if a := p.WaitLog("cluster ready", 60*time.Second).Str("api_addr"); a != p.api {
+		t.Fatalf("%s: api %s, configured %s", p.id, a, p.api)
 	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p.done = make(chan struct{})
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			var rec map[string]any
-			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec["msg"] == "cluster ready" {
-				ready <- fmt.Sprint(rec["api_addr"])
-			}
-			if os.Getenv("RDMABLK_TEST_LOG") != "" {
-				fmt.Fprintf(os.Stderr, "[%s] %s\n", p.id, sc.Bytes())
-			}
-		}
-		p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() { p.kill(syscall.SIGKILL) })
-	select {
-	case a := <-ready:
-		if a != p.api {
-			t.Fatalf("%s: api %s, configured %s", p.id, a, p.api)
-		}
-	case <-p.done:
-		t.Fatalf("%s exited before ready", p.id)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("%s: no ready line", p.id)
-	}
-}
-
-func (p *proc) kill(sig syscall.Signal) {
-	if p.cmd == nil || p.cmd.Process == nil {
-		return
-	}
-	p.cmd.Process.Signal(sig)
-	<-p.done
 }
 
 func (p *proc) client() *api.Client { return api.NewClient(p.api, nil) }
@@ -232,7 +143,7 @@ func TestThreeProcesses(t *testing.T) {
 		t.Fatalf("leader %q unknown", st.LeaderID)
 	}
 	t0 := time.Now()
-	leader.kill(syscall.SIGKILL)
+	leader.Kill()
 	eventually(t, 60*time.Second, "new leader", func() bool {
 		st, err := status(rest[0])
 		return err == nil && st.LeaderID != "" && st.LeaderID != leader.id

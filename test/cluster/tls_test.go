@@ -24,6 +24,7 @@ import (
 
 	"github.com/rdmablk/rdmablk/cluster/api"
 	"github.com/rdmablk/rdmablk/cluster/catalog"
+	"github.com/rdmablk/rdmablk/test/testproc"
 )
 
 // testCA is a throwaway certificate authority (ECDSA P-256, valid for an
@@ -222,7 +223,7 @@ func TestControlAPITLS(t *testing.T) {
 	if testing.Short() {
 		return
 	}
-	cli := goBin(t, "rdmablk")
+	cli := testproc.BuildGoBinary(t, "github.com/rdmablk/rdmablk/cmd/rdmablk")
 	run := func(args ...string) ([]byte, error) {
 		t.Helper()
 		cctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -1,63 +1,27 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rdmablk/rdmablk/initiator"
+	"github.com/rdmablk/rdmablk/test/testproc"
 	"github.com/rdmablk/rdmablk/verbs/soft"
 )
 
-var (
-	buildOnce sync.Once
-	daemonBin string
-	buildErr  error
-)
-
-// rdmablkdBinary builds cmd/rdmablkd once per test binary.
-func rdmablkdBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "rdmablk-e2e-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		daemonBin = filepath.Join(dir, "rdmablkd")
-		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", daemonBin,
-			"github.com/rdmablk/rdmablk/cmd/rdmablkd")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build rdmablkd: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return daemonBin
-}
-
 // daemonProc is rdmablkd running as a child process.
 type daemonProc struct {
-	cmd     *exec.Cmd
-	addr    string
-	volume  string
-	exited  chan struct{}
-	waitErr error
-	logMu   sync.Mutex
-	log     bytes.Buffer
+	*testproc.Daemon
+	addr   string
+	volume string
 }
 
 const daemonConfig = `data_dir: %s
@@ -78,84 +42,35 @@ subsystems:
 // size bytes on an ephemeral loopback port, and waits for its ready line.
 func startDaemon(t *testing.T, profile string, size int64) *daemonProc {
 	t.Helper()
-	bin := rdmablkdBinary(t)
+	bin := testproc.BuildGoBinary(t, "github.com/rdmablk/rdmablk/cmd/rdmablkd")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "rdmablkd.yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, daemonConfig, dir, profile, size), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemonProc{volume: filepath.Join(dir, "vol0.img"), exited: make(chan struct{})}
-	d.cmd = exec.Command(bin, "--config", cfg)
-	stderr, err := d.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
+	d := &daemonProc{Daemon: testproc.New(t, bin), volume: filepath.Join(dir, "vol0.img")}
+	d.Start("--config", cfg)
+	var ready struct {
+		Addrs []string `json:"addrs"`
 	}
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Bytes()
-			d.logMu.Lock()
-			d.log.Write(line)
-			d.log.WriteByte('\n')
-			d.logMu.Unlock()
-			var rec struct {
-				Msg   string   `json:"msg"`
-				Addrs []string `json:"addrs"`
-			}
-			if json.Unmarshal(line, &rec) == nil && rec.Msg == "rdmablkd ready" && len(rec.Addrs) > 0 {
-				ready <- rec.Addrs[0]
-			}
-		}
-		d.waitErr = d.cmd.Wait()
-		close(d.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-d.exited:
-		default:
-			d.cmd.Process.Kill()
-			<-d.exited
-		}
-		if t.Failed() {
-			t.Logf("rdmablkd log:\n%s", d.logText())
-		}
+	d.WaitLog("rdmablkd ready", 60*time.Second, func(r testproc.Record) bool {
+		return r.Decode(&ready) == nil && len(ready.Addrs) > 0
 	})
-	select {
-	case d.addr = <-ready:
-	case <-d.exited:
-		t.Fatalf("rdmablkd exited before ready: %v\n%s", d.waitErr, d.logText())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("rdmablkd not ready after 60s\n%s", d.logText())
-	}
+	d.addr = ready.Addrs[0]
 	return d
-}
-
-func (d *daemonProc) logText() string {
-	d.logMu.Lock()
-	defer d.logMu.Unlock()
-	return d.log.String()
 }
 
 // stop sends SIGTERM and waits for a clean exit.
 func (d *daemonProc) stop(t *testing.T) {
 	t.Helper()
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := d.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-d.exited:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("rdmablkd did not exit 60s after SIGTERM\n%s", d.logText())
+	if err := d.Wait(60 * time.Second); err != nil {
+		t.Fatalf("rdmablkd exit: %v\n%s", err, d.Log())
 	}
-	if d.waitErr != nil {
-		t.Fatalf("rdmablkd exit: %v\n%s", d.waitErr, d.logText())
-	}
-	if !bytes.Contains([]byte(d.logText()), []byte("stopped cleanly")) {
-		t.Fatalf("rdmablkd did not report a clean stop:\n%s", d.logText())
+	if !d.LogContains("stopped cleanly") {
+		t.Fatalf("rdmablkd did not report a clean stop:\n%s", d.Log())
 	}
 }
 
@@ -270,7 +185,7 @@ func TestSIGTERMDrainsAcknowledgedWrites(t *testing.T) {
 			acked = append(acked, io.LBA)
 			if len(acked) == 300 && !signaled {
 				signaled = true
-				if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				if err := d.Signal(syscall.SIGTERM); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -283,13 +198,8 @@ func TestSIGTERMDrainsAcknowledgedWrites(t *testing.T) {
 			}
 		}
 	}
-	select {
-	case <-d.exited:
-	case <-time.After(60 * time.Second):
-		t.Fatal("rdmablkd did not exit after SIGTERM")
-	}
-	if d.waitErr != nil || !bytes.Contains([]byte(d.logText()), []byte("stopped cleanly")) {
-		t.Fatalf("rdmablkd exit %v\n%s", d.waitErr, d.logText())
+	if err := d.Wait(60 * time.Second); err != nil || !d.LogContains("stopped cleanly") {
+		t.Fatalf("rdmablkd exit %v\n%s", err, d.Log())
 	}
 	t.Logf("%d writes acknowledged (%d after SIGTERM), %d lost with the connection (never acknowledged)",
 		len(acked), len(acked)-300, failed)

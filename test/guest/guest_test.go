@@ -83,7 +83,7 @@ func TestNBDVerifyTargetRestart(t *testing.T) {
 			load := startNBDLoad(t, sock, 2, 4)
 			for round := 0; round < 2; round++ {
 				load.waitOps(200)
-				d.kill()
+				d.Kill()
 				waitPath(t, a.Session(), 0, initiator.PathConnecting, false)
 				d.start()
 				waitPath(t, a.Session(), 0, initiator.PathLive, true)

@@ -1,18 +1,13 @@
 package guest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +16,7 @@ import (
 	"github.com/rdmablk/rdmablk/initiator"
 	"github.com/rdmablk/rdmablk/internal/attach"
 	"github.com/rdmablk/rdmablk/nbd/nbdtest"
+	"github.com/rdmablk/rdmablk/test/testproc"
 	"github.com/rdmablk/rdmablk/verbs"
 )
 
@@ -212,43 +208,12 @@ func waitPath(t *testing.T, s *initiator.Session, i int, st initiator.PathState,
 	}
 }
 
-var (
-	buildOnce sync.Once
-	daemonBin string
-	buildErr  error
-)
-
-func rdmablkd(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "rdmablk-guest-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		daemonBin = filepath.Join(dir, "rdmablkd")
-		out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", daemonBin,
-			"github.com/rdmablk/rdmablk/cmd/rdmablkd").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build rdmablkd: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return daemonBin
-}
-
 // daemon is rdmablkd as a child process with a fixed address, so that it
 // can be killed and restarted on the same volume file and port.
 type daemon struct {
-	t      *testing.T
-	cfg    string
-	addr   string
-	cmd    *exec.Cmd
-	exited chan struct{}
-	logMu  sync.Mutex
-	log    bytes.Buffer
+	*testproc.Daemon
+	cfg  string
+	addr string
 }
 
 const daemonConfig = `data_dir: %s
@@ -265,84 +230,19 @@ subsystems:
       - {nsid: 1, volume: vol0}
 `
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func newDaemon(t *testing.T, profile string, size int64) *daemon {
 	t.Helper()
 	dir := t.TempDir()
-	d := &daemon{t: t, cfg: filepath.Join(dir, "rdmablkd.yaml"), addr: freePort(t)}
+	d := &daemon{cfg: filepath.Join(dir, "rdmablkd.yaml"), addr: testproc.FreePort(t)}
 	if err := os.WriteFile(d.cfg, fmt.Appendf(nil, daemonConfig, dir, profile, d.addr, size), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		d.kill()
-		if t.Failed() {
-			d.logMu.Lock()
-			t.Logf("rdmablkd log:\n%s", d.log.String())
-			d.logMu.Unlock()
-		}
-	})
+	d.Daemon = testproc.New(t, testproc.BuildGoBinary(t, "github.com/rdmablk/rdmablk/cmd/rdmablkd"))
 	return d
 }
 
 // start runs the daemon and waits for its ready line.
 func (d *daemon) start() {
-	d.t.Helper()
-	d.cmd = exec.Command(rdmablkd(d.t), "--config", d.cfg)
-	stderr, err := d.cmd.StderrPipe()
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	if err := d.cmd.Start(); err != nil {
-		d.t.Fatal(err)
-	}
-	d.exited = make(chan struct{})
-	ready := make(chan struct{}, 1)
-	cmd, exited := d.cmd, d.exited
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			d.logMu.Lock()
-			d.log.Write(sc.Bytes())
-			d.log.WriteByte('\n')
-			d.logMu.Unlock()
-			var rec struct {
-				Msg string `json:"msg"`
-			}
-			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "rdmablkd ready" {
-				ready <- struct{}{}
-			}
-		}
-		cmd.Wait()
-		close(exited)
-	}()
-	select {
-	case <-ready:
-	case <-exited:
-		d.t.Fatal("rdmablkd exited before ready")
-	case <-time.After(60 * time.Second):
-		d.t.Fatal("rdmablkd not ready after 60s")
-	}
-}
-
-// kill SIGKILLs the daemon and waits for it to exit.
-func (d *daemon) kill() {
-	if d.cmd == nil {
-		return
-	}
-	select {
-	case <-d.exited:
-	default:
-		_ = d.cmd.Process.Kill()
-		<-d.exited
-	}
-	d.cmd = nil
+	d.Start("--config", d.cfg)
+	d.WaitLog("rdmablkd ready", 60*time.Second)
 }
