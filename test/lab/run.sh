@@ -11,7 +11,8 @@
 #   verbstest  scenario 5: go test -tags ibverbs ./verbs/ibverbs (verbs/verbstest) on rxe0
 # REPORT_ONLY=<date>-run rewrites the results file of an earlier run from its outputs in $SHARE/out.
 # Env: FIOTIME (s per fio/bench job, 20), RESULTS (output file), NOBUILD=1 (reuse share/bin),
-#      NOTE (a sentence for the results header),
+#      NOTE (a sentence for the results header), FROM_HEAD=1 (build `git archive HEAD`, not the
+#      work tree: for a shared checkout with other people's unfinished changes),
 #      TAGS (build tags, default ibverbs).
 # Exit status 0 only when every scenario passed.
 set -uo pipefail
@@ -31,10 +32,15 @@ mkdir -p "$SHARE/bin" "$HERE/results"
 TAGS=${TAGS-ibverbs}
 if [ -z "${REPORT_ONLY:-}" ] && [ "${NOBUILD:-0}" != 1 ]; then
   echo "== building on the host (tags: ${TAGS:-none})"
-  (cd "$REPO" && go build -tags "$TAGS" -o "$SHARE/bin/rdmablkd" ./cmd/rdmablkd &&
+  SRC=$REPO
+  if [ "${FROM_HEAD:-0}" = 1 ]; then   # build the committed tree, not the work tree
+    SRC=$LAB_DIR/src; rm -rf "$SRC"; mkdir -p "$SRC"
+    (cd "$REPO" && git archive HEAD) | tar -x -C "$SRC" || exit 1
+  fi
+  (cd "$SRC" && go build -tags "$TAGS" -o "$SHARE/bin/rdmablkd" ./cmd/rdmablkd &&
      go build -tags "$TAGS" -o "$SHARE/bin/rdmablk" ./cmd/rdmablk) || { echo "run.sh: build failed" >&2; exit 1; }
   if [ -n "$TAGS" ]; then
-    (cd "$REPO" && go test -c -tags ibverbs -o "$SHARE/bin/ibverbs.test" ./verbs/ibverbs) || echo "run.sh: verbs/ibverbs test binary did not build" >&2
+    (cd "$SRC" && go test -c -tags ibverbs -o "$SHARE/bin/ibverbs.test" ./verbs/ibverbs) || echo "run.sh: verbs/ibverbs test binary did not build" >&2
   fi
 fi
 declare -A RC WALL
@@ -66,7 +72,7 @@ pkgver() { awk -v p="$1" '$1==p {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev
 {
   echo "# rdmablk lab results, $(date '+%Y-%m-%d %H:%M %Z')"
   echo
-  echo "Command: \`test/lab/run.sh $*\` (FIOTIME=$FT) at commit \`$(cd "$REPO" && git rev-parse --short HEAD)\`$(cd "$REPO" && git diff --quiet HEAD -- . ':!test/lab/results' || echo ' (with local changes)')."
+  echo "Command: \`test/lab/run.sh $*\` (FIOTIME=$FT) at commit \`$(cd "$REPO" && git rev-parse --short HEAD)\`$([ "${FROM_HEAD:-0}" = 1 ] && echo ' (built from git archive HEAD)' || { cd "$REPO" && git diff --quiet HEAD -- . ':!test/lab/results' || echo ' (work tree with local changes)'; })."
   [ -n "${NOTE:-}" ] && echo "Note: $NOTE"
   [ -n "${GOFLAGS:-}" ] && echo "GOFLAGS: \`$GOFLAGS\`"
   echo "Host: $(. /etc/os-release; echo "$PRETTY_NAME"), kernel $(uname -r), $(nproc) cores, no KVM:"
