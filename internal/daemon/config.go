@@ -41,6 +41,9 @@ type TransportConfig struct {
 	// PollSpins: empty CQ polls before a queue poller sleeps (0: default;
 	// negative: sleep at once). See rdma.Config.PollSpins.
 	PollSpins int `mapstructure:"poll_spins"`
+	// SendWithInvalidate: answer invalidating keyed SGLs with SEND_WITH_INV
+	// (unset: when the device can). See rdma.Config.SendWithInvalidate.
+	SendWithInvalidate *bool `mapstructure:"send_with_invalidate"`
 }
 
 // ListenerConfig is one NVMe-oF/RDMA listen address.

@@ -84,3 +84,27 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+func TestSendWithInvalidateKey(t *testing.T) {
+	c, err := Load(NewViper())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Transport.SendWithInvalidate != nil {
+		t.Fatalf("default send_with_invalidate %v, want unset", *c.Transport.SendWithInvalidate)
+	}
+	f := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(f, []byte("transport: {send_with_invalidate: false}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v := NewViper()
+	if err := MergeFile(v, f); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = Load(v); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Transport.SendWithInvalidate; s == nil || *s {
+		t.Fatalf("send_with_invalidate %v, want false", s)
+	}
+}

@@ -93,15 +93,16 @@ func Start(cfg *Config, log *slog.Logger) (d *Daemon, err error) {
 	}
 	for i, lc := range cfg.Listeners {
 		l, err := rdma.Listen(rdma.Config{
-			Provider:          p,
-			Target:            d.tgt,
-			Addr:              lc.Addr,
-			PortID:            uint16(i + 1),
-			InCapsuleDataSize: cfg.Transport.InCapsuleDataSize,
-			MaxDataTransfer:   cfg.Transport.MaxDataTransfer,
-			MaxQueueDepth:     cfg.Transport.MaxQueueDepth,
-			PollSpins:         cfg.Transport.PollSpins,
-			Logger:            log,
+			Provider:           p,
+			Target:             d.tgt,
+			Addr:               lc.Addr,
+			PortID:             uint16(i + 1),
+			InCapsuleDataSize:  cfg.Transport.InCapsuleDataSize,
+			MaxDataTransfer:    cfg.Transport.MaxDataTransfer,
+			MaxQueueDepth:      cfg.Transport.MaxQueueDepth,
+			PollSpins:          cfg.Transport.PollSpins,
+			SendWithInvalidate: cfg.Transport.SendWithInvalidate,
+			Logger:             log,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("listen %s: %w", lc.Addr, err)

@@ -66,6 +66,14 @@ type Config struct {
 	// always ends up asleep and costs no CPU. 0 → DefaultPollSpins;
 	// negative → sleep as soon as a poll finds nothing.
 	PollSpins int
+	// SendWithInvalidate selects how a command whose keyed SGL asked for
+	// remote invalidation (subtype 0xF) is answered: true → SEND_WITH_INV
+	// carrying the host's rkey (the host then skips its LOCAL_INV); false
+	// → plain SEND (the host invalidates the key itself, as it must when
+	// the completion did not). nil → true when the device has
+	// verbs.CapSendWithInv. Without that capability plain SEND is used
+	// whatever this says.
+	SendWithInvalidate *bool
 	// Logger receives connection-level events; nil discards them.
 	Logger *slog.Logger
 

@@ -125,6 +125,24 @@ func TestSendWithInvFallsBackWithoutCap(t *testing.T) {
 	}
 }
 
+func TestSendWithInvalidateKnob(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		attr := defaultFakeAttr()
+		g := newFakeRig(t, attr, Config{SendWithInvalidate: &on}, ioParams(t, attr, 8, 4))
+		sqe := rwSQE(nvme.IORead, 5, 0, 1, 0x1000, 0x42, nvme.SGLSubtypeInvalidate)
+		g.qp.reset()
+		g.deliver(0, capsule(&sqe, nil))
+		g.step()
+		want := verbs.OpSend
+		if on {
+			want = verbs.OpSendWithInv
+		}
+		if s := g.sendsOf(want); len(s) != 1 {
+			t.Fatalf("SendWithInvalidate=%v: posted %+v, want one %v", on, g.qp.sends, want)
+		}
+	}
+}
+
 func TestORDBoundsReadsInFlight(t *testing.T) {
 	attr := defaultFakeAttr()
 	p := ioParams(t, attr, 16, 1)

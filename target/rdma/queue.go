@@ -149,7 +149,7 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 		log:     l.log.With("remote", id.RemoteAddr(), "qid", p.qid),
 		params:  p,
 		id:      id,
-		sendInv: attr.Caps.Has(verbs.CapSendWithInv),
+		sendInv: attr.Caps.Has(verbs.CapSendWithInv) && (l.cfg.SendWithInvalidate == nil || *l.cfg.SendWithInvalidate),
 		compCh:  make(chan int32, 2*p.depth),
 		killCh:  make(chan struct{}),
 		drainCh: make(chan struct{}),
