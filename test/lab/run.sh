@@ -13,7 +13,8 @@
 # Env: FIOTIME (s per fio/bench job, 20), RESULTS (output file), NOBUILD=1 (reuse share/bin),
 #      NOTE (a sentence for the results header), FROM_HEAD=1 (build `git archive HEAD`, not the
 #      work tree: for a shared checkout with other people's unfinished changes),
-#      TAGS (build tags, default ibverbs).
+#      TAGS (build tags, default ibverbs), LABARGS (extra lab.key=value guest parameters for the
+#      nvmeof and initiator scenarios, e.g. LABARGS=lab.sendinv=off,on: see scenario-nvmeof.sh).
 # Exit status 0 only when every scenario passed.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -50,7 +51,7 @@ for s in $SCENARIOS; do
   t0=$(date +%s)
   echo "== scenario $s"
   case "$s" in
-    nvmeof|initiator) RUNID=$RUN-$s "$HERE/boot.sh" "$s" lab.fiotime="$FT" ;;
+    nvmeof|initiator) RUNID=$RUN-$s "$HERE/boot.sh" "$s" lab.fiotime="$FT" ${LABARGS:-} ;;
     twovm) RUNID=$RUN-$s FIOTIME=$(( FT < 15 ? FT : 15 )) "$HERE/twovm.sh" ;;
     verbstest)
       if [ -x "$SHARE/bin/ibverbs.test" ]; then
@@ -102,6 +103,21 @@ pkgver() { awk -v p="$1" '$1==p {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev
       echo "| $j | ${o:--} | ${k:--} | $(ratio "$o" "$k") | $(val ours.$j.clat_avg_us) / $(val ours.$j.clat_p99_us) | $(val kernel.$j.clat_avg_us) / $(val kernel.$j.clat_p99_us) | $(val ours.$j.err) / $(val kernel.$j.err) |"
     done
     echo
+    variants=$(echo "$ALL" | awk '$1 ~ /^ours_inv_[a-z]+\.randread\.qd16\.iops$/ {split($1, a, "."); print a[1]}')
+    if [ -n "$variants" ]; then
+      echo "rdmablkd again with \`transport.send_with_invalidate\` forced (lab.sendinv; started after scenario 1, before scenario 2):"
+      echo
+      echo "| job | $(for v in $variants; do printf '%s IOPS (clat avg / p99 us) / nvmet | ' "${v#ours_}"; done)"
+      echo "| --- | $(for v in $variants; do printf -- '--- | '; done)"
+      for j in randread.qd16 randread.qd32 randwrite.qd16 randwrite.qd32; do
+        printf '| %s | ' "$j"
+        for v in $variants; do
+          o=$(val $v.$j.iops); printf '%s (%s / %s) %s | ' "${o:--}" "$(val $v.$j.clat_avg_us)" "$(val $v.$j.clat_p99_us)" "$(ratio "$o" "$(val kernel.$j.iops)")"
+        done
+        echo
+      done
+      echo
+    fi
     prof=$SHARE/out/$RUN-nvmeof/rdmablkd-cpu.pprof
     if [ -s "$prof" ]; then
       echo

@@ -5,7 +5,10 @@
 # For rdmablkd: nvme discover, connect, list, id-ctrl, fio (fio_suite), disconnect, connect again,
 # verify-only read-back of what was written before the reconnect, disconnect. Then the same fio
 # suite against nvmet. dmesg must stay clean. Needs /mnt/share/bin/rdmablkd.
-# Params: lab.fiotime=S (20), lab.verifysize=SIZE (256M), lab.only=ours|kernel (both)
+# Params: lab.fiotime=S (20), lab.verifysize=SIZE (256M), lab.only=ours|kernel (both),
+#   lab.sendinv=on,off,... (none): after scenario 1, for each value start rdmablkd again with
+#   transport.send_with_invalidate true/false and run the randread/randwrite fio jobs as
+#   ours_inv_VALUE.*, with rxe0 counters saved before and after each job (rxe-LABEL.txt).
 . /mnt/share/scripts/lib.sh
 D=/mnt/share/bin/rdmablkd
 OURS=nqn.2026-11.io.rdmablk:lab
@@ -29,11 +32,8 @@ connect() { # NQN PORT: nvme connect, then wait for the new /dev/nvmeXnY (sets N
   NDEV=/dev/$NDEV; echo "block device $NDEV"
 }
 
-if [ "$ONLY" != kernel ]; then
-  step "scenario 1: rdmablkd on $IP:4420 (/dev/ram1)"
-  [ -x "$D" ] || { fail "missing $D"; exit 1; }
-  mkdir -p /tmp/rd
-  cat > /tmp/rd/rdmablkd.yaml <<EOC
+mkdir -p /tmp/rd
+cat > /tmp/rd/rdmablkd.yaml <<EOC
 data_dir: /tmp/rd
 log: {level: info}
 transport: {provider: auto, max_queue_depth: 128}
@@ -45,6 +45,9 @@ subsystems:
     allow_any_host: true
     namespaces: [{nsid: 1, volume: ram1}]
 EOC
+if [ "$ONLY" != kernel ]; then
+  step "scenario 1: rdmablkd on $IP:4420 (/dev/ram1)"
+  [ -x "$D" ] || { fail "missing $D"; exit 1; }
   "$D" --config /tmp/rd/rdmablkd.yaml --cpuprofile "$LAB_OUT/rdmablkd-cpu.pprof" > "$LAB_OUT/rdmablkd.log" 2>&1 &
   DPID=$!
   for _ in $(seq 100); do grep -q -i 'listen' "$LAB_OUT/rdmablkd.log" && break; sleep 0.1; done
@@ -76,6 +79,35 @@ EOC
   tail -5 "$LAB_OUT/rdmablkd.log"
 fi
 
+# rxe_diff LABEL CMD...: run CMD; save the rxe0 hw counters that moved during it to rxe-LABEL.txt
+rxe_diff() {
+  local l=$1 c=/sys/class/infiniband/rxe0/ports/1/hw_counters; shift
+  for f in "$c"/*; do echo "$(basename "$f") $(cat "$f")"; done > /tmp/rxe-before
+  "$@"; local rc=$?
+  for f in "$c"/*; do echo "$(basename "$f") $(cat "$f")"; done |
+    awk 'NR==FNR {b[$1]=$2; next} $2 != b[$1] {print $1, $2 - b[$1]}' /tmp/rxe-before - > "$LAB_OUT/rxe-$l.txt"
+  echo "rxe0 counters during $l:"; cat "$LAB_OUT/rxe-$l.txt"
+  return $rc
+}
+for v in ${LAB_SENDINV//,/ }; do
+  case $v in on) b=true ;; off) b=false ;; *) fail "lab.sendinv value $v (on|off)"; continue ;; esac
+  step "scenario 1 variant: rdmablkd with send_with_invalidate: $b"
+  sed "s/^transport: {/transport: {send_with_invalidate: $b, /" /tmp/rd/rdmablkd.yaml > /tmp/rd/inv.yaml
+  grep transport /tmp/rd/inv.yaml
+  "$D" --config /tmp/rd/inv.yaml --cpuprofile "$LAB_OUT/rdmablkd-inv-$v.pprof" > "$LAB_OUT/rdmablkd-inv-$v.log" 2>&1 &
+  DPID=$!
+  for _ in $(seq 100); do grep -q -i 'listen' "$LAB_OUT/rdmablkd-inv-$v.log" && break; sleep 0.1; done
+  if connect "$OURS" 4420; then
+    for rw in randread randwrite; do
+      for qd in 16 32; do
+        rxe_diff "inv_$v.$rw.qd$qd" fio_job "ours_inv_$v.$rw.qd$qd" "$NDEV" $rw $qd --time_based --runtime="${LAB_FIOTIME:-20}" --size=768M
+      done
+    done
+    run nvme disconnect -n "$OURS" || fail "nvme disconnect (inv $v)"
+  else fail "nvme connect to rdmablkd (inv $v)"; fi
+  kill -TERM "$DPID"; wait "$DPID"; echo "rdmablkd exit code $?"
+done
+
 if [ "$ONLY" != ours ]; then
   step "scenario 2: kernel nvmet-rdma on $IP:4421 (/dev/ram0)"
   run modprobe nvmet; run modprobe nvmet-rdma
@@ -89,7 +121,7 @@ if [ "$ONLY" != ours ]; then
   ln -s $C/subsystems/$KNQN $C/ports/1/subsystems/$KNQN || fail "nvmet port link"
   if connect "$KNQN" 4421; then
     nvme id-ctrl "$NDEV" > "$LAB_OUT/kernel-id-ctrl.txt" 2>&1
-    fio_suite kernel "$NDEV"
+    rxe_diff kernel.suite fio_suite kernel "$NDEV"
     run nvme disconnect -n "$KNQN" || fail "nvme disconnect (kernel)"
   else fail "nvme connect to nvmet"; nvme disconnect -n "$KNQN"; fi
   rm $C/ports/1/subsystems/$KNQN; rmdir $C/ports/1
