@@ -120,7 +120,11 @@ func (a *adminQueue) exec(ctx context.Context, fill func(*nvme.SQE), data *Buffe
 
 	cmd := &adminCmd{done: make(chan struct{})}
 	a.mu.Lock()
-	if a.q.err != nil {
+	// Checked under a.mu: the poller fails outstanding commands under
+	// a.mu after the controller died, so a command registered after that
+	// would never complete (the state turns dead before Done closes, and
+	// the poller waits for Done before failing what is left).
+	if a.q.err != nil || a.c.isDead() {
 		a.mu.Unlock()
 		return nvme.CQE{}, a.c.deadErr()
 	}

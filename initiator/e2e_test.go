@@ -784,3 +784,23 @@ func BenchmarkReadAt4K(b *testing.B) {
 		}
 	})
 }
+
+// TestAdminExecAfterLossReturns: an admin command issued after the
+// controller died — after the admin poller has failed what was
+// outstanding — must return the dead-controller error, not wait forever
+// (the asynchronous event loop re-issues its request in exactly that
+// window during Close).
+func TestAdminExecAfterLossReturns(t *testing.T) {
+	e := newEnv(t, envConfig{profile: soft.ProfileDefault, blockSize: 4096, blocks: 64})
+	c := e.connect(t, e.opts())
+	done := make(chan error, 1)
+	go func() { done <- initiator.LoseAndKeepAlive(c, 50) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("admin command on a lost controller never returned")
+	}
+}

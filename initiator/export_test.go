@@ -1,6 +1,12 @@
 package initiator
 
-import "github.com/rdmablk/rdmablk/verbs"
+import (
+	"context"
+	"errors"
+
+	"github.com/rdmablk/rdmablk/nvme"
+	"github.com/rdmablk/rdmablk/verbs"
+)
 
 // WithTestHooks returns o with background-goroutine observers installed
 // (for the external end-to-end tests). rescanned is called after each
@@ -36,4 +42,18 @@ func SessionController(s *Session, i int) *Controller {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.paths[i].ctrl
+}
+
+// LoseAndKeepAlive marks c lost, waits until its background goroutines
+// (admin poller included) have finished, then issues n Keep Alive
+// commands, each of which must fail: it reports the first success.
+func LoseAndKeepAlive(c *Controller, n int) error {
+	c.lose(errors.New("test: connection lost"))
+	c.bg.Wait()
+	for range n { // exec's first select races the semaphore against Done
+		if _, err := c.admin.exec(context.Background(), func(s *nvme.SQE) { s.SetKeepAlive() }, nil, 0, noData); err == nil {
+			return errors.New("admin command succeeded on a lost controller")
+		}
+	}
+	return nil
 }
