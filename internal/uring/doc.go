@@ -1,7 +1,8 @@
 // Package uring is a small io_uring layer of our own over raw system calls
 // (Linux ≥ 5.6 for IORING_OP_READ/WRITE): ring setup and mapping,
 // submission of read/write/nop entries, completion reaping, and fixed
-// buffer registration. It is what blockdev/file's asynchronous fast path
+// buffer registration (whole tables, or a sparse table updated entry by
+// entry). It is what blockdev/file's asynchronous fast path
 // runs on.
 //
 // Why our own: the io_uring libraries for Go either fail to link on Go
@@ -25,7 +26,11 @@
 // A buffer named by a prepared entry is used by the kernel from Submit
 // until its completion is reaped: the caller keeps it alive and untouched
 // for that time. Memory registered with RegisterBuffers must stay mapped
-// until UnregisterBuffers or Close.
+// until UnregisterBuffers or Close. A sparse table (RegisterSparse) is
+// filled and emptied entry by entry with UpdateBuffer while I/O runs; an
+// entry's memory must stay mapped until it is emptied (or replaced) and
+// every I/O that named it has completed (the kernel keeps it pinned until
+// then, so emptying with I/O in flight is safe).
 //
 // The package is Linux-only; elsewhere New returns ErrUnsupported.
 package uring

@@ -54,3 +54,9 @@ func (*Ring) Reap([]CQE) int                 { return 0 }
 func (*Ring) RegisterBuffers([][]byte) error { return ErrUnsupported }
 func (*Ring) UnregisterBuffers() error       { return ErrUnsupported }
 func (*Ring) Close() error                   { return nil }
+
+// MaxFixedBuffer is the largest fixed buffer table entry (1 GiB).
+const MaxFixedBuffer = 1 << 30
+
+func (*Ring) RegisterSparse(int) error       { return ErrUnsupported }
+func (*Ring) UpdateBuffer(int, []byte) error { return ErrUnsupported }
