@@ -33,6 +33,8 @@ type asyncRing struct {
 	closing bool
 	plugs   int // outstanding Plug calls: Submit* only queue
 
+	fixed fixedTable // blockdev.FixedBuffers (async_fixed_linux.go)
+
 	done chan struct{} // closed when the reaper exited
 }
 
@@ -42,6 +44,7 @@ type asyncSlot struct {
 	buf   []byte
 	off   int64
 	write bool
+	fixed bool // submitted as READ_FIXED / WRITE_FIXED
 	flags blockdev.WriteFlags
 }
 
@@ -69,17 +72,19 @@ func (b *Backend) startRing(entries int) {
 // SubmitRead implements blockdev.Async: an O_DIRECT read through io_uring
 // when buf and the offset are aligned for direct I/O, else false.
 func (b *Backend) SubmitRead(buf []byte, lba uint64, done blockdev.Completion) bool {
-	return b.submit(buf, lba, false, 0, done)
+	return b.submit(buf, lba, false, 0, 0, done)
 }
 
 // SubmitWrite implements blockdev.Async. WriteFUA uses RWF_DSYNC on the
 // write itself; where the kernel lacks it, false (the blocking path
 // emulates FUA).
 func (b *Backend) SubmitWrite(buf []byte, lba uint64, flags blockdev.WriteFlags, done blockdev.Completion) bool {
-	return b.submit(buf, lba, true, flags, done)
+	return b.submit(buf, lba, true, flags, 0, done)
 }
 
-func (b *Backend) submit(buf []byte, lba uint64, write bool, flags blockdev.WriteFlags, done blockdev.Completion) bool {
+// submit starts one I/O; reg, when it names a live fixed-buffer
+// registration holding buf, makes it a READ_FIXED / WRITE_FIXED.
+func (b *Backend) submit(buf []byte, lba uint64, write bool, flags blockdev.WriteFlags, reg blockdev.FixedRegion, done blockdev.Completion) bool {
 	a := b.ring
 	if a == nil || done == nil || len(buf) == 0 || len(buf) > 1<<30 {
 		return false
@@ -120,13 +125,24 @@ func (b *Backend) submit(buf []byte, lba uint64, write bool, flags blockdev.Writ
 	}
 	i := a.free[len(a.free)-1]
 	sqe.UserData = uint64(i)
+	fixed := false
+	if reg != 0 {
+		if idx, ok := a.fixed.index(reg, buf); ok {
+			fixed = true
+			sqe.BufIndex = idx
+			sqe.Opcode = uring.OpReadFixed
+			if write {
+				sqe.Opcode = uring.OpWriteFixed
+			}
+		}
+	}
 	if a.ring.Prepare(&sqe) != nil {
 		a.mu.Unlock()
 		b.mu.RUnlock()
 		return false
 	}
 	a.free = a.free[:len(a.free)-1]
-	a.slots[i] = asyncSlot{c: done, buf: buf, off: off, write: write, flags: flags}
+	a.slots[i] = asyncSlot{c: done, buf: buf, off: off, write: write, fixed: fixed, flags: flags}
 	if a.plugs == 0 {
 		// An error here leaves the entry in the SQ; the reaper resubmits
 		// it after its next completion, and the next submission retries.
@@ -208,6 +224,9 @@ func (b *Backend) finishAsync(s *asyncSlot, res int32) error {
 	if res >= 0 && int(res) == len(s.buf) {
 		b.stats.direct.Add(1)
 		b.stats.async.Add(1)
+		if s.fixed {
+			b.stats.fixedIOs.Add(1)
+		}
 		if s.write && s.flags&blockdev.WriteFUA != 0 {
 			b.stats.fuaNative.Add(1)
 		}

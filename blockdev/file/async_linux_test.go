@@ -171,7 +171,13 @@ func TestAsyncPlug(t *testing.T) {
 // reads in flight, submitted under a plug in batches as a queue poller
 // does. allocs/op must be 0. The file is sparse, so this measures the
 // submission and completion path (CPU per I/O), not the disk.
-func BenchmarkAsyncRead4K(b *testing.B) {
+func BenchmarkAsyncRead4K(b *testing.B) { benchAsyncRead(b, false) }
+
+// BenchmarkAsyncRead4KFixed is BenchmarkAsyncRead4K with the buffers
+// registered as io_uring fixed buffers (READ_FIXED).
+func BenchmarkAsyncRead4KFixed(b *testing.B) { benchAsyncRead(b, true) }
+
+func benchAsyncRead(b *testing.B, fixed bool) {
 	be, err := Open(filepath.Join(b.TempDir(), "bench.img"), Options{Size: 64 << 20, BlockSize: 4096})
 	if err != nil {
 		b.Fatal(err)
@@ -182,6 +188,12 @@ func BenchmarkAsyncRead4K(b *testing.B) {
 	}
 	const depth = 32
 	bufs := AlignedBuffer(depth*4096, 4096)
+	var reg blockdev.FixedRegion
+	if fixed {
+		if reg, err = be.RegisterFixed(bufs); err != nil {
+			b.Skip(err)
+		}
+	}
 	done := make(chanDone, depth)
 	blocks := be.Blocks()
 	b.SetBytes(4096)
@@ -193,7 +205,7 @@ func BenchmarkAsyncRead4K(b *testing.B) {
 		for inflight < depth && i < b.N {
 			buf := bufs[next*4096 : (next+1)*4096]
 			next = (next + 1) % depth
-			if !be.SubmitRead(buf, uint64(i*7919)%blocks, done) {
+			if !be.SubmitReadFixed(buf, uint64(i*7919)%blocks, reg, done) {
 				b.Fatal("refused")
 			}
 			inflight++
@@ -207,5 +219,9 @@ func BenchmarkAsyncRead4K(b *testing.B) {
 	}
 	for ; inflight > 0; inflight-- {
 		<-done
+	}
+	b.StopTimer()
+	if st := be.Stats(); fixed && st.FixedIOs != uint64(b.N) {
+		b.Fatalf("%d fixed I/Os of %d", st.FixedIOs, b.N)
 	}
 }

@@ -37,6 +37,7 @@ type Backend struct {
 		fuaNative, fuaEmulated          atomic.Uint64
 		zeroWritten                     atomic.Uint64
 		async                           atomic.Uint64
+		fixedIOs, fixedRegions          atomic.Uint64
 	}
 }
 
@@ -65,6 +66,12 @@ type Stats struct {
 	// AsyncIOs counts transfers completed through the io_uring fast path
 	// (SubmitRead/SubmitWrite) in one go; also counted in DirectIOs.
 	AsyncIOs uint64
+	// FixedIOs counts the AsyncIOs submitted as READ_FIXED / WRITE_FIXED
+	// on a buffer registered with RegisterFixed (also in AsyncIOs).
+	FixedIOs uint64
+	// FixedRegions is the number of RegisterFixed registrations currently
+	// held (a gauge, not a counter).
+	FixedRegions uint64
 }
 
 // Stats returns the I/O path counters. Safe to call at any time,
@@ -78,6 +85,8 @@ func (b *Backend) Stats() Stats {
 		FUAEmulated:   b.stats.fuaEmulated.Load(),
 		ZeroWrites:    b.stats.zeroWritten.Load(),
 		AsyncIOs:      b.stats.async.Load(),
+		FixedIOs:      b.stats.fixedIOs.Load(),
+		FixedRegions:  b.stats.fixedRegions.Load(),
 	}
 }
 
