@@ -6,7 +6,10 @@ import "github.com/rdmablk/rdmablk/blockdev"
 // path (blockdev.Async: the file backend's io_uring ring) instead of a
 // worker: the queue's goroutine submits and returns at once, and the
 // backend's completion goroutine finishes the request (IODone). The data
-// buffer is the transport's (Request.Data) — no copy either way.
+// buffer is the transport's (Request.Data) — no copy either way. When the
+// transport gave the queue its data region (SetDataRegion) and the
+// backend takes fixed buffers, the I/O names that registration
+// (READ_FIXED / WRITE_FIXED, see fixed.go).
 //
 // It reports false when the backend did not take the I/O (ring full,
 // buffer not suited to its fast path, pool stopping); the caller then uses
@@ -23,14 +26,23 @@ func (q *Queue) submitAsync(r *Request, a blockdev.Async) bool {
 	if q.batching {
 		q.plug(a)
 	}
+	var fl blockdev.WriteFlags
+	if rc.fua {
+		fl = blockdev.WriteFUA
+	}
 	var ok bool
-	if rc.kind == kindRead {
+	if f := rc.ns.fixed; f != nil && q.region != nil {
+		// The transport's memory as io_uring fixed buffers (fixed.go);
+		// reg 0 or a buffer outside it: the backend uses plain ops.
+		reg := q.fixedFor(f)
+		if rc.kind == kindRead {
+			ok = f.SubmitReadFixed(rc.vec[0], rc.slba, reg, rc)
+		} else {
+			ok = f.SubmitWriteFixed(rc.vec[0], rc.slba, fl, reg, rc)
+		}
+	} else if rc.kind == kindRead {
 		ok = a.SubmitRead(rc.vec[0], rc.slba, rc)
 	} else {
-		var fl blockdev.WriteFlags
-		if rc.fua {
-			fl = blockdev.WriteFUA
-		}
 		ok = a.SubmitWrite(rc.vec[0], rc.slba, fl, rc)
 	}
 	if !ok {

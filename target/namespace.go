@@ -48,6 +48,7 @@ type namespace struct {
 	// async is the backend's asynchronous path (blockdev.Async) for reads
 	// and writes, nil when it has none or runs inline.
 	async    blockdev.Async
+	fixed    blockdev.FixedBuffers // async's fixed-buffer side, nil without
 	uuid     [16]byte
 	nguid    [16]byte
 	eui64    [8]byte
@@ -92,6 +93,7 @@ func newNamespace(subNQN string, c NamespaceConfig) (*namespace, error) {
 		n.inline = true
 	} else if a, ok := c.Backend.(blockdev.Async); ok {
 		n.async = a
+		n.fixed, _ = a.(blockdev.FixedBuffers)
 	}
 	if n.uuid == [16]byte{} && n.nguid == [16]byte{} && n.eui64 == [8]byte{} {
 		h := sha256.Sum256(fmt.Appendf(nil, "rdmablk-nguid\x00%s\x00%d", subNQN, c.NSID))

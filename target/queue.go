@@ -35,6 +35,11 @@ type Queue struct {
 	batching bool
 	plugged  [maxPlugged]blockdev.AsyncBatcher
 	nPlugged int
+	// region is the transport's data memory (SetDataRegion); fixed are
+	// the backends it is registered with (fixed.go).
+	region []byte
+	fixed  [maxFixed]fixedReg
+	nFixed int
 }
 
 // QID returns the queue ID given by the Connect command (0 before Connect
@@ -113,6 +118,7 @@ func (q *Queue) Destroy() {
 		return
 	}
 	q.destroyed = true
+	q.dropFixed()
 	q.t.forgetQueue(q)
 	if c := q.ctrl.Load(); c != nil {
 		c.detach(q, q.qid)

@@ -28,6 +28,13 @@ type batcher interface {
 	EndBatch()
 }
 
+// dataRegioner is implemented by cores that can hand the queue's
+// registered memory to backends as pre-registered I/O buffers
+// (*target.Queue: SetDataRegion, io_uring fixed buffers).
+type dataRegioner interface {
+	SetDataRegion(mem []byte)
+}
+
 // targetCore adapts *target.Target to coreTarget.
 type targetCore struct{ t *target.Target }
 

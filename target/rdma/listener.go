@@ -220,6 +220,11 @@ func (l *Listener) setup(req *verbs.ConnRequest) {
 	}
 	q.core = cq
 	q.batch, _ = cq.(batcher)
+	if r, ok := cq.(dataRegioner); ok {
+		// Data and receive buffers all live in q.mem, which stays mapped
+		// until every core request completed (release).
+		r.SetDataRegion(q.mem)
+	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
