@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -40,17 +39,11 @@ func newBench(g *globals) *cobra.Command {
 			g.depth = max(g.depth, cfg.QueueDepth)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			cctx, cancel := context.WithTimeout(ctx, 2*g.timeout)
-			c, err := g.connect(cctx)
-			cancel()
+			c, ns, err := g.openNamespace(ctx, nsid)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			ns, err := namespace(c, nsid)
-			if err != nil {
-				return err
-			}
 			var progress func(bench.Snapshot)
 			var last bench.Snapshot
 			if !quiet {

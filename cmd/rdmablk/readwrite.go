@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -29,17 +28,11 @@ func newRead(g *globals) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--length: %w", err)
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 2*g.timeout)
-			c, err := g.connect(ctx)
-			cancel()
+			c, ns, err := g.openNamespace(cmd.Context(), nsid)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			ns, err := namespace(c, nsid)
-			if err != nil {
-				return err
-			}
 			bs := int64(ns.BlockSize())
 			if off%bs != 0 || n%bs != 0 {
 				return fmt.Errorf("offset and length must be multiples of the block size %d", bs)
@@ -105,17 +98,11 @@ func newWrite(g *globals) *cobra.Command {
 				defer f.Close()
 				r = f
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), 2*g.timeout)
-			c, err := g.connect(ctx)
-			cancel()
+			c, ns, err := g.openNamespace(cmd.Context(), nsid)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			ns, err := namespace(c, nsid)
-			if err != nil {
-				return err
-			}
 			bs := int64(ns.BlockSize())
 			if off%bs != 0 {
 				return fmt.Errorf("offset must be a multiple of the block size %d", bs)

@@ -175,6 +175,24 @@ func (g *globals) connectWith(ctx context.Context, opts initiator.Options) (*ini
 	return initiator.Connect(ctx, g.addr(), nqn, opts)
 }
 
+// openNamespace connects (bounded by twice the connect timeout) and picks
+// namespace nsid (0: the first active one). The caller closes the
+// controller.
+func (g *globals) openNamespace(ctx context.Context, nsid uint32) (*initiator.Controller, *initiator.Namespace, error) {
+	cctx, cancel := context.WithTimeout(ctx, 2*g.timeout)
+	c, err := g.connect(cctx)
+	cancel()
+	if err != nil {
+		return nil, nil, err
+	}
+	ns, err := namespace(c, nsid)
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return c, ns, nil
+}
+
 // namespace picks --nsid (default: the first active namespace).
 func namespace(c *initiator.Controller, nsid uint32) (*initiator.Namespace, error) {
 	if nsid != 0 {
