@@ -103,7 +103,7 @@ pkgver() { awk -v p="$1" '$1==p {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev
       echo "| $j | ${o:--} | ${k:--} | $(ratio "$o" "$k") | $(val ours.$j.clat_avg_us) / $(val ours.$j.clat_p99_us) | $(val kernel.$j.clat_avg_us) / $(val kernel.$j.clat_p99_us) | $(val ours.$j.err) / $(val kernel.$j.err) |"
     done
     echo
-    variants=$(echo "$ALL" | awk '$1 ~ /^ours_inv_[a-z]+\.randread\.qd16\.iops$/ {split($1, a, "."); print a[1]}')
+    variants=$(echo "$ALL" | awk '$1 ~ /^ours_inv_[a-z0-9]+\.randread\.qd16\.iops$/ {split($1, a, "."); print a[1]}')
     if [ -n "$variants" ]; then
       echo "rdmablkd again with \`transport.send_with_invalidate\` forced (lab.sendinv; started after scenario 1, before scenario 2):"
       echo

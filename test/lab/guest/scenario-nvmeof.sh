@@ -6,7 +6,7 @@
 # verify-only read-back of what was written before the reconnect, disconnect. Then the same fio
 # suite against nvmet. dmesg must stay clean. Needs /mnt/share/bin/rdmablkd.
 # Params: lab.fiotime=S (20), lab.verifysize=SIZE (256M), lab.only=ours|kernel (both),
-#   lab.sendinv=on,off,... (none): after scenario 1, for each value start rdmablkd again with
+#   lab.sendinv=on,off,on2,... (none): after scenario 1, for each value start rdmablkd again with
 #   transport.send_with_invalidate true/false and run the randread/randwrite fio jobs as
 #   ours_inv_VALUE.*, with rxe0 counters saved before and after each job (rxe-LABEL.txt).
 . /mnt/share/scripts/lib.sh
@@ -90,7 +90,7 @@ rxe_diff() {
   return $rc
 }
 for v in ${LAB_SENDINV//,/ }; do
-  case $v in on) b=true ;; off) b=false ;; *) fail "lab.sendinv value $v (on|off)"; continue ;; esac
+  case $v in on*) b=true ;; off*) b=false ;; *) fail "lab.sendinv value $v (on|off, optionally with a digit: on2)"; continue ;; esac
   step "scenario 1 variant: rdmablkd with send_with_invalidate: $b"
   sed "s/^transport: {/transport: {send_with_invalidate: $b, /" /tmp/rd/rdmablkd.yaml > /tmp/rd/inv.yaml
   grep transport /tmp/rd/inv.yaml
