@@ -68,6 +68,12 @@ type Attachment struct {
 	reqOnce  sync.Once
 }
 
+// Default queue shape of an attachment's controllers (see Start).
+const (
+	DefaultQueues     = 16
+	DefaultQueueDepth = 16
+)
+
 // Start opens the session (waiting for a first path within
 // opts.ConnectTimeout), serves the NBD export, attaches the kernel device
 // per cfg.Device and registers the attachment in runDir. opts carries the
@@ -82,6 +88,11 @@ func Start(ctx context.Context, cfg Config, opts initiator.Options, runDir strin
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	// The session's blocking calls each borrow a whole I/O queue, so the
+	// number of queues bounds the NBD requests in flight: an attachment
+	// defaults to many shallow queues (16 × 16) rather than the
+	// initiator's few deep ones; the target may grant fewer.
+	opts.IOQueues, opts.QueueDepth = DefaultQueues, DefaultQueueDepth
 	if cfg.Queues > 0 {
 		opts.IOQueues = cfg.Queues
 	}
