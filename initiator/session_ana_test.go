@@ -8,6 +8,7 @@ import (
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/target"
 	"github.com/rdmablk/rdmablk/target/rdma"
+	"github.com/rdmablk/rdmablk/test/verifyload"
 	"github.com/rdmablk/rdmablk/verbs/soft"
 )
 
@@ -34,9 +35,9 @@ func readBytes(l *rdma.Listener) uint64 { return l.Stats().BytesToHost }
 
 // trafficTo runs the load for n more operations and returns the bytes
 // each listener sent meanwhile.
-func trafficTo(load *verifyLoad, a, b *rdma.Listener, n int64) (da, db uint64) {
+func trafficTo(load *verifyload.Load, a, b *rdma.Listener, n int64) (da, db uint64) {
 	a0, b0 := readBytes(a), readBytes(b)
-	load.waitOps(n)
+	load.WaitOps(n)
 	return readBytes(a) - a0, readBytes(b) - b0
 }
 
@@ -64,7 +65,7 @@ func TestSessionANAFailoverFailback(t *testing.T) {
 		})
 
 		load := startLoad(t, s, 4)
-		load.waitOps(20)
+		load.WaitOps(20)
 		da, db := trafficTo(load, e.ln, lnB, 100)
 		if da == 0 || db > da/10 {
 			t.Fatalf("with A optimized: %d bytes read through A, %d through B", da, db)
@@ -77,7 +78,7 @@ func TestSessionANAFailoverFailback(t *testing.T) {
 		waitPaths(t, s, "B preferred, A inaccessible", func(ps []initiator.PathInfo) bool {
 			return ps[b].Preferred && ps[a].ANA == nvme.ANAStateInaccessible && ps[a].State == initiator.PathLive
 		})
-		load.waitOps(20)
+		load.WaitOps(20)
 		da, db = trafficTo(load, e.ln, lnB, 100)
 		if db == 0 || da > db/10 {
 			t.Fatalf("with A inaccessible: %d bytes read through A, %d through B", da, db)
@@ -90,13 +91,13 @@ func TestSessionANAFailoverFailback(t *testing.T) {
 		waitPaths(t, s, "A preferred again", func(ps []initiator.PathInfo) bool {
 			return ps[a].Preferred && ps[a].ANA == nvme.ANAStateOptimized
 		})
-		load.waitOps(20)
+		load.WaitOps(20)
 		da, db = trafficTo(load, e.ln, lnB, 100)
 		if da == 0 || db > da/10 {
 			t.Fatalf("after failback: %d bytes read through A, %d through B", da, db)
 		}
 		t.Logf("replays %d", s.Replays())
-		load.finish() // every acknowledged write reads back; no error was surfaced
+		load.Finish() // every acknowledged write reads back; no error was surfaced
 		if c := s.Paths()[a].Connects; c != 1 {
 			t.Errorf("path A connected %d times: ANA failover must not reconnect", c)
 		}

@@ -1,19 +1,16 @@
 package initiator_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rdmablk/rdmablk/initiator"
 	"github.com/rdmablk/rdmablk/target/rdma"
+	"github.com/rdmablk/rdmablk/test/verifyload"
 	"github.com/rdmablk/rdmablk/verbs/soft"
 )
 
@@ -52,109 +49,11 @@ func (e *env) listen(t *testing.T, addr string, port uint16) *rdma.Listener {
 	return l
 }
 
-// verifyLoad runs writers that each own a region, write a block with a
-// new version, read it back, and record what was acknowledged; any
-// error or mismatch fails the test. stop ends it; check verifies the
-// whole model afterwards.
-type verifyLoad struct {
-	t       *testing.T
-	s       *initiator.Session
-	bs      int
-	workers int
-	slots   int
-	stop    chan struct{}
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	acked   map[int64][]byte
-	ops     atomic.Int64
-}
-
-func startLoad(t *testing.T, s *initiator.Session, workers int) *verifyLoad {
-	l := &verifyLoad{t: t, s: s, bs: 4096, workers: workers, slots: 16, stop: make(chan struct{}), acked: map[int64][]byte{}}
-	for w := 0; w < workers; w++ {
-		l.wg.Add(1)
-		go l.run(w)
-	}
-	return l
-}
-
-func (l *verifyLoad) run(w int) {
-	defer l.wg.Done()
-	got := make([]byte, l.bs)
-	for i := 0; ; i++ {
-		select {
-		case <-l.stop:
-			return
-		default:
-		}
-		off := int64(w*l.slots+i%l.slots) * int64(l.bs)
-		p := make([]byte, l.bs)
-		for k := 0; k < l.bs; k += 8 {
-			binary.LittleEndian.PutUint64(p[k:], uint64(w)<<48|uint64(i)<<16|uint64(k))
-		}
-		if _, err := l.s.WriteAt(p, off); err != nil {
-			l.t.Errorf("worker %d: write at %d: %v", w, off, err)
-			return
-		}
-		l.mu.Lock()
-		l.acked[off] = p
-		l.mu.Unlock()
-		if _, err := l.s.ReadAt(got, off); err != nil {
-			l.t.Errorf("worker %d: read at %d: %v", w, off, err)
-			return
-		}
-		if !bytes.Equal(got, p) {
-			l.t.Errorf("worker %d: read at %d returned something other than the acknowledged write", w, off)
-			return
-		}
-		l.ops.Add(1)
-	}
-}
-
-// waitOps waits until n more operations completed (the load is running).
-func (l *verifyLoad) waitOps(n int64) {
-	l.t.Helper()
-	target := l.ops.Load() + n
-	deadline := time.Now().Add(30 * time.Second)
-	for l.ops.Load() < target {
-		if time.Now().After(deadline) {
-			l.t.Fatalf("load stalled at %d ops", l.ops.Load())
-		}
-		time.Sleep(time.Millisecond) // polling a counter, not synchronising
-	}
-}
-
-func (l *verifyLoad) finish() {
-	l.t.Helper()
-	close(l.stop)
-	l.wg.Wait()
-	got := make([]byte, l.bs)
-	for off, want := range l.acked {
-		if _, err := l.s.ReadAt(got, off); err != nil {
-			l.t.Fatalf("final read at %d: %v", off, err)
-		}
-		if !bytes.Equal(got, want) {
-			l.t.Fatalf("final read at %d differs from the last acknowledged write", off)
-		}
-	}
-}
-
-// waitPath waits until path i is in state st (and preferred when pref).
-func waitPath(t *testing.T, s *initiator.Session, i int, st initiator.PathState, pref bool) {
-	t.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		ch := s.Changed()
-		p := s.Paths()[i]
-		if p.State == st && (!pref || p.Preferred) {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("path %d: %+v, want %v preferred=%v", i, p, st, pref)
-		}
-	}
+// startLoad starts a verifying load of workers writers through s (see
+// verifyload.Load): 4 KiB blocks, 16 per worker.
+func startLoad(t *testing.T, s *initiator.Session, workers int) *verifyload.Load {
+	return verifyload.Start(t, verifyload.Config{BlockSize: 4096, Slots: 16, Timeout: 30 * time.Second},
+		verifyload.Repeat(s, workers))
 }
 
 // TestSessionQPErrorReplayed: QP errors injected into the I/O queues
@@ -166,7 +65,7 @@ func TestSessionQPErrorReplayed(t *testing.T) {
 		s := e.session(t, []string{e.addr}, nil)
 		load := startLoad(t, s, 4)
 		for round := 0; round < 3; round++ {
-			load.waitOps(50)
+			load.WaitOps(50)
 			c := initiator.SessionController(s, 0)
 			if c == nil {
 				t.Fatal("no live controller")
@@ -181,10 +80,10 @@ func TestSessionQPErrorReplayed(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatal("controller not lost after QP errors")
 			}
-			waitPath(t, s, 0, initiator.PathLive, true)
+			verifyload.WaitPath(t, s, 0, initiator.PathLive, true, 30*time.Second)
 		}
-		load.waitOps(50)
-		load.finish()
+		load.WaitOps(50)
+		load.Finish()
 		if s.Replays() == 0 {
 			t.Fatal("no command was replayed")
 		}
@@ -247,13 +146,13 @@ func TestSessionMultipathFailoverFailback(t *testing.T) {
 		const addrB = "192.0.2.2:4420"
 		e.listen(t, addrB, 2)
 		s := e.session(t, []string{e.addr, addrB}, nil)
-		waitPath(t, s, 1, initiator.PathLive, false)
-		waitPath(t, s, 0, initiator.PathLive, true)
+		verifyload.WaitPath(t, s, 1, initiator.PathLive, false, 30*time.Second)
+		verifyload.WaitPath(t, s, 0, initiator.PathLive, true, 30*time.Second)
 		if !s.Paths()[0].Preferred {
 			t.Fatalf("paths %+v: the first path should be preferred", s.Paths())
 		}
 		load := startLoad(t, s, 4)
-		load.waitOps(50)
+		load.WaitOps(50)
 
 		// Fail over: the preferred path's listener goes away and its
 		// connections are cut.
@@ -262,16 +161,16 @@ func TestSessionMultipathFailoverFailback(t *testing.T) {
 		for _, id := range initiator.ConnIDs(c) {
 			_ = soft.CutLink(id)
 		}
-		waitPath(t, s, 1, initiator.PathLive, true)
-		load.waitOps(100)
+		verifyload.WaitPath(t, s, 1, initiator.PathLive, true, 30*time.Second)
+		load.WaitOps(100)
 		if st := s.Paths()[0].State; st == initiator.PathLive {
 			t.Fatalf("path 0 live without a listener")
 		}
 
 		// Fail back.
 		e.ln = e.listen(t, e.addr, 1)
-		waitPath(t, s, 0, initiator.PathLive, true)
-		load.waitOps(100)
-		load.finish()
+		verifyload.WaitPath(t, s, 0, initiator.PathLive, true, 30*time.Second)
+		load.WaitOps(100)
+		load.Finish()
 	})
 }

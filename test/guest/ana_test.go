@@ -2,11 +2,13 @@ package guest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/rdmablk/rdmablk/initiator"
 	"github.com/rdmablk/rdmablk/internal/attach"
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/target"
+	"github.com/rdmablk/rdmablk/test/verifyload"
 )
 
 // TestNBDANAFailoverFailback: two listeners of one target reporting ANA;
@@ -27,16 +29,16 @@ func TestNBDANAFailoverFailback(t *testing.T) {
 			a, sock := startAttachment(t, attach.Config{Paths: []string{pathB, pathA}}, initiator.Options{Provider: r.host(pr.p)})
 			s := a.Session()
 			const b, aIdx = 0, 1
-			waitPath(t, s, b, initiator.PathLive, false)
-			waitPath(t, s, aIdx, initiator.PathLive, true)
+			verifyload.WaitPath(t, s, b, initiator.PathLive, false, 60*time.Second)
+			verifyload.WaitPath(t, s, aIdx, initiator.PathLive, true, 60*time.Second)
 			load := startNBDLoad(t, sock, 2, 4)
-			load.waitOps(100)
+			load.WaitOps(100)
 
 			if err := r.tgt.SetANAState(portA, target.DefaultANAGroup, nvme.ANAStateInaccessible); err != nil {
 				t.Fatal(err)
 			}
-			waitPath(t, s, b, initiator.PathLive, true)
-			load.waitOps(200)
+			verifyload.WaitPath(t, s, b, initiator.PathLive, true, 60*time.Second)
+			load.WaitOps(200)
 			if p := s.Paths()[aIdx]; p.ANA != nvme.ANAStateInaccessible || p.State != initiator.PathLive {
 				t.Fatalf("path A after failover: %+v", p)
 			}
@@ -44,9 +46,9 @@ func TestNBDANAFailoverFailback(t *testing.T) {
 			if err := r.tgt.SetANAState(portA, target.DefaultANAGroup, nvme.ANAStateOptimized); err != nil {
 				t.Fatal(err)
 			}
-			waitPath(t, s, aIdx, initiator.PathLive, true)
-			load.waitOps(200)
-			load.finish()
+			verifyload.WaitPath(t, s, aIdx, initiator.PathLive, true, 60*time.Second)
+			load.WaitOps(200)
+			load.Finish()
 			st := a.Status()
 			if !st.Paths[aIdx].Preferred || st.Paths[aIdx].Connects != 1 || st.Paths[b].Connects != 1 {
 				t.Fatalf("status after failback: %+v", st.Paths)

@@ -12,6 +12,7 @@ import (
 	"github.com/rdmablk/rdmablk/nbd/nbdtest"
 	"github.com/rdmablk/rdmablk/target"
 	"github.com/rdmablk/rdmablk/target/rdma"
+	"github.com/rdmablk/rdmablk/test/verifyload"
 	"github.com/rdmablk/rdmablk/verbs/soft"
 )
 
@@ -82,18 +83,18 @@ func TestNBDVerifyTargetRestart(t *testing.T) {
 				initiator.Options{Provider: soft.New(soft.Options{Profile: pr.p})})
 			load := startNBDLoad(t, sock, 2, 4)
 			for round := 0; round < 2; round++ {
-				load.waitOps(200)
+				load.WaitOps(200)
 				d.Kill()
-				waitPath(t, a.Session(), 0, initiator.PathConnecting, false)
+				verifyload.WaitPath(t, a.Session(), 0, initiator.PathConnecting, false, 60*time.Second)
 				d.start()
-				waitPath(t, a.Session(), 0, initiator.PathLive, true)
+				verifyload.WaitPath(t, a.Session(), 0, initiator.PathLive, true, 60*time.Second)
 			}
-			load.waitOps(200)
-			load.finish()
+			load.WaitOps(200)
+			load.Finish()
 			if a.Session().Replays() == 0 {
 				t.Error("no call was replayed: the kills did not hit in-flight I/O")
 			}
-			t.Logf("%d ops, %d replayed calls, %d connects", load.ops.Load(), a.Session().Replays(), a.Session().Paths()[0].Connects)
+			t.Logf("%d ops, %d replayed calls, %d connects", load.Ops(), a.Session().Replays(), a.Session().Paths()[0].Connects)
 		})
 	}
 }
@@ -110,7 +111,7 @@ func TestNBDQPErrorReplayed(t *testing.T) {
 			a, sock := startAttachment(t, attach.Config{Paths: []string{"192.0.2.1:4420"}}, initiator.Options{Provider: hp})
 			load := startNBDLoad(t, sock, 2, 4)
 			for round := 0; round < 3; round++ {
-				load.waitOps(100)
+				load.WaitOps(100)
 				ids := hp.live("")
 				if len(ids) == 0 {
 					t.Fatal("no live connections recorded")
@@ -126,10 +127,10 @@ func TestNBDQPErrorReplayed(t *testing.T) {
 						// alive; the I/O queues were busy.
 					}
 				}
-				waitPath(t, a.Session(), 0, initiator.PathLive, true)
+				verifyload.WaitPath(t, a.Session(), 0, initiator.PathLive, true, 60*time.Second)
 			}
-			load.waitOps(100)
-			load.finish()
+			load.WaitOps(100)
+			load.Finish()
 			if a.Session().Replays() == 0 {
 				t.Error("no call was replayed")
 			}
@@ -155,7 +156,7 @@ func TestNBDCtrlLossTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.unlisten("192.0.2.1:4420")
-	waitPath(t, a.Session(), 0, initiator.PathConnecting, false)
+	verifyload.WaitPath(t, a.Session(), 0, initiator.PathConnecting, false, 60*time.Second)
 	lost := time.Now()
 	_, err = c.ReadAt(buf, 0)
 	if !errors.Is(err, syscall.EIO) {
@@ -188,26 +189,26 @@ func TestNBDMultipathFailoverFailback(t *testing.T) {
 			hp := r.host(pr.p)
 			a, sock := startAttachment(t, attach.Config{Paths: []string{pathA, pathB}}, initiator.Options{Provider: hp})
 			s := a.Session()
-			waitPath(t, s, 0, initiator.PathLive, true)
-			waitPath(t, s, 1, initiator.PathLive, false)
+			verifyload.WaitPath(t, s, 0, initiator.PathLive, true, 60*time.Second)
+			verifyload.WaitPath(t, s, 1, initiator.PathLive, false, 60*time.Second)
 			load := startNBDLoad(t, sock, 2, 4)
-			load.waitOps(100)
+			load.WaitOps(100)
 
 			ids := hp.live(pathA)
 			r.unlisten(pathA)
 			for _, id := range ids {
 				_ = soft.CutLink(id)
 			}
-			waitPath(t, s, 1, initiator.PathLive, true)
-			load.waitOps(200)
+			verifyload.WaitPath(t, s, 1, initiator.PathLive, true, 60*time.Second)
+			load.WaitOps(200)
 			if s.Paths()[0].State == initiator.PathLive {
 				t.Fatal("path A live without its listener")
 			}
 
 			r.listen(t, pathA, 1)
-			waitPath(t, s, 0, initiator.PathLive, true)
-			load.waitOps(200)
-			load.finish()
+			verifyload.WaitPath(t, s, 0, initiator.PathLive, true, 60*time.Second)
+			load.WaitOps(200)
+			load.Finish()
 			st := a.Status()
 			if !st.Paths[0].Preferred || st.Paths[0].Connects < 2 {
 				t.Fatalf("status after failback: %+v", st.Paths)

@@ -1,15 +1,12 @@
 package guest
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +14,7 @@ import (
 	"github.com/rdmablk/rdmablk/internal/attach"
 	"github.com/rdmablk/rdmablk/nbd/nbdtest"
 	"github.com/rdmablk/rdmablk/test/testproc"
+	"github.com/rdmablk/rdmablk/test/verifyload"
 	"github.com/rdmablk/rdmablk/verbs"
 )
 
@@ -78,134 +76,23 @@ func startAttachment(t *testing.T, cfg attach.Config, opts initiator.Options) (*
 	return a, filepath.Join(dir, "vol.sock")
 }
 
-// nbdLoad is a verifying load through NBD clients: each worker owns a
-// region, writes a block with a new version, reads it back, and records
-// what was acknowledged. Any error or mismatch fails the test.
-type nbdLoad struct {
-	t      *testing.T
-	bs     int
-	slots  int
-	stop   chan struct{}
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	acked  map[int64][]byte
-	ops    atomic.Int64
-	client *nbdtest.Client
-}
-
-func startNBDLoad(t *testing.T, sock string, conns, workersPerConn int) *nbdLoad {
+// startNBDLoad starts a verifying load (see verifyload.Load) through conns
+// NBD clients of sock with workersPerConn workers each: 4 KiB blocks, 8 per
+// worker, every 5th write FUA, a flush after every 16th operation.
+func startNBDLoad(t *testing.T, sock string, conns, workersPerConn int) *verifyload.Load {
 	t.Helper()
-	l := &nbdLoad{t: t, bs: 4096, slots: 8, stop: make(chan struct{}), acked: map[int64][]byte{}}
-	w := 0
+	var workers []verifyload.Target
 	for c := 0; c < conns; c++ {
 		cl, err := nbdtest.Dial("unix", sock, "vol")
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cl.Close() })
-		l.client = cl
-		for k := 0; k < workersPerConn; k++ {
-			l.wg.Add(1)
-			go l.run(cl, w)
-			w++
-		}
+		workers = append(workers, verifyload.Repeat(cl, workersPerConn)...)
 	}
-	return l
-}
-
-func (l *nbdLoad) run(c *nbdtest.Client, w int) {
-	defer l.wg.Done()
-	got := make([]byte, l.bs)
-	for i := 0; ; i++ {
-		select {
-		case <-l.stop:
-			return
-		default:
-		}
-		off := int64(w*l.slots+i%l.slots) * int64(l.bs)
-		p := make([]byte, l.bs)
-		for k := 0; k < l.bs; k += 8 {
-			binary.LittleEndian.PutUint64(p[k:], uint64(w)<<48|uint64(i)<<16|uint64(k))
-		}
-		var err error
-		if i%5 == 4 {
-			err = c.WriteFUA(p, off)
-		} else {
-			_, err = c.WriteAt(p, off)
-		}
-		if err != nil {
-			l.t.Errorf("worker %d: write at %d: %v", w, off, err)
-			return
-		}
-		l.mu.Lock()
-		l.acked[off] = p
-		l.mu.Unlock()
-		if _, err := c.ReadAt(got, off); err != nil {
-			l.t.Errorf("worker %d: read at %d: %v", w, off, err)
-			return
-		}
-		if !bytes.Equal(got, p) {
-			l.t.Errorf("worker %d: read at %d is not the last acknowledged write", w, off)
-			return
-		}
-		if i%16 == 15 {
-			if err := c.Flush(); err != nil {
-				l.t.Errorf("worker %d: flush: %v", w, err)
-				return
-			}
-		}
-		l.ops.Add(1)
-	}
-}
-
-// waitOps waits until n more operations completed.
-func (l *nbdLoad) waitOps(n int64) {
-	l.t.Helper()
-	target := l.ops.Load() + n
-	deadline := time.Now().Add(60 * time.Second)
-	for l.ops.Load() < target {
-		if l.t.Failed() {
-			l.t.FailNow()
-		}
-		if time.Now().After(deadline) {
-			l.t.Fatalf("load stalled at %d ops", l.ops.Load())
-		}
-		time.Sleep(2 * time.Millisecond) // polling a counter, not synchronising
-	}
-}
-
-// finish stops the load and re-reads every acknowledged block.
-func (l *nbdLoad) finish() {
-	l.t.Helper()
-	close(l.stop)
-	l.wg.Wait()
-	got := make([]byte, l.bs)
-	for off, want := range l.acked {
-		if _, err := l.client.ReadAt(got, off); err != nil {
-			l.t.Fatalf("final read at %d: %v", off, err)
-		}
-		if !bytes.Equal(got, want) {
-			l.t.Fatalf("final read at %d differs from the last acknowledged write", off)
-		}
-	}
-}
-
-// waitPath waits until path i of s is in state st (and preferred).
-func waitPath(t *testing.T, s *initiator.Session, i int, st initiator.PathState, pref bool) {
-	t.Helper()
-	deadline := time.After(60 * time.Second)
-	for {
-		ch := s.Changed()
-		p := s.Paths()[i]
-		if p.State == st && (!pref || p.Preferred) {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("path %d: %+v, want %v preferred=%v", i, p, st, pref)
-		}
-	}
+	return verifyload.Start(t, verifyload.Config{
+		BlockSize: 4096, Slots: 8, Timeout: 60 * time.Second, FUAEvery: 5, FlushEvery: 16,
+	}, workers)
 }
 
 // daemon is rdmablkd as a child process with a fixed address, so that it
