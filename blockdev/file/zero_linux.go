@@ -2,6 +2,7 @@ package file
 
 import (
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/rdmablk/rdmablk/blockdev"
@@ -68,15 +69,8 @@ func (b *Backend) Discard(lba, n uint64) error {
 			return b.osErr("BLKDISCARD", off, e)
 		}
 	}
-	if !b.noPunchHole.Load() {
-		switch e := fallocate(b.fd, fallocPunchHole|fallocKeepSize, off, length); {
-		case e == 0:
-			return nil
-		case refused(e):
-			b.noPunchHole.Store(true)
-		default:
-			return b.osErr("fallocate(PUNCH_HOLE)", off, e)
-		}
+	if done, err := b.tryFallocate(&b.noPunchHole, fallocPunchHole, "fallocate(PUNCH_HOLE)", off, length); done {
+		return err
 	}
 	return b.fileZero(off, length)
 }
@@ -87,28 +81,33 @@ func refused(e syscall.Errno) bool {
 	return e == syscall.EOPNOTSUPP || e == syscall.ENOSYS || e == syscall.ENOTTY
 }
 
+// tryFallocate runs fallocate(mode|KEEP_SIZE) unless the filesystem
+// refused that mode before (unsupported). done is false when the caller
+// must fall back: the mode is (now known to be) refused. A refusal is
+// remembered in *unsupported so later requests skip the call.
+func (b *Backend) tryFallocate(unsupported *atomic.Bool, mode uint32, name string, off, length int64) (done bool, err error) {
+	if unsupported.Load() {
+		return false, nil
+	}
+	switch e := fallocate(b.fd, mode|fallocKeepSize, off, length); {
+	case e == 0:
+		return true, nil
+	case refused(e):
+		unsupported.Store(true)
+		return false, nil
+	default:
+		return true, b.osErr(name, off, e)
+	}
+}
+
 // fileZero zeroes a range of a regular file: ZERO_RANGE, else PUNCH_HOLE,
 // else written zeroes.
 func (b *Backend) fileZero(off, length int64) error {
-	if !b.noZeroRange.Load() {
-		switch e := fallocate(b.fd, fallocZeroRange|fallocKeepSize, off, length); {
-		case e == 0:
-			return nil
-		case refused(e):
-			b.noZeroRange.Store(true)
-		default:
-			return b.osErr("fallocate(ZERO_RANGE)", off, e)
-		}
+	if done, err := b.tryFallocate(&b.noZeroRange, fallocZeroRange, "fallocate(ZERO_RANGE)", off, length); done {
+		return err
 	}
-	if !b.noPunchHole.Load() {
-		switch e := fallocate(b.fd, fallocPunchHole|fallocKeepSize, off, length); {
-		case e == 0:
-			return nil
-		case refused(e):
-			b.noPunchHole.Store(true)
-		default:
-			return b.osErr("fallocate(PUNCH_HOLE)", off, e)
-		}
+	if done, err := b.tryFallocate(&b.noPunchHole, fallocPunchHole, "fallocate(PUNCH_HOLE)", off, length); done {
+		return err
 	}
 	return b.writeZeroes(off, length)
 }
