@@ -14,18 +14,8 @@ import (
 func BenchmarkRead4KNull(b *testing.B) {
 	tgt := newRealTarget(b, true)
 	g := newRig(b, rigOpts{realCore: true, cfg: Config{Target: tgt, PortID: 1}})
-	admin := g.connectQueue(rawOpts{qid: 0, depth: 32}, testSubNQN, testHostNQN)
-	var s nvme.SQE
-	s.SetPropertySet(nvme.PropCC, false, 1|4<<20|6<<16)
-	s.SetCID(2)
-	s.SetPSDT(nvme.PSDTSGL)
-	s.SGL1().SetNull()
-	admin.mustOK(g.ctx, &s, nil)
 	const depth = 32
-	io := g.mustDial(rawOpts{qid: 1, depth: depth, dataSize: depth * 4096})
-	d := nvme.ConnectData{CNTLID: admin.cntlid, SubNQN: testSubNQN, HostNQN: testHostNQN}
-	cs, icd := io.connectSQE(5, 1, true, 0, d)
-	io.mustOK(g.ctx, &cs, icd)
+	io := g.enabledIOQueue(rawOpts{qid: 1, depth: depth, dataSize: depth * 4096})
 	sqes := make([][]byte, depth)
 	for i := range sqes {
 		s := io.ioSQE(nvme.IORead, uint16(i), uint64(i)*4096, 4096, i*4096, 0)

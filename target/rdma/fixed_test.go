@@ -35,18 +35,8 @@ func TestFixedBuffers(t *testing.T) {
 		_ = fb.Close()
 	})
 	g := newRig(t, rigOpts{realCore: true, cfg: Config{Target: tgt, PortID: 1}})
-	admin := g.connectQueue(rawOpts{qid: 0, depth: 32}, testSubNQN, testHostNQN)
-	var s nvme.SQE
-	s.SetPropertySet(nvme.PropCC, false, 1|4<<20|6<<16)
-	s.SetCID(2)
-	s.SetPSDT(nvme.PSDTSGL)
-	s.SGL1().SetNull()
-	admin.mustOK(g.ctx, &s, nil)
 	const size = 128 << 10
-	io := g.mustDial(rawOpts{qid: 1, depth: 8, dataSize: 2 * size})
-	d := nvme.ConnectData{CNTLID: admin.cntlid, SubNQN: testSubNQN, HostNQN: testHostNQN}
-	cs, icd := io.connectSQE(5, 1, true, 0, d)
-	io.mustOK(g.ctx, &cs, icd)
+	io := g.enabledIOQueue(rawOpts{qid: 1, depth: 8, dataSize: 2 * size})
 
 	pattern := make([]byte, size)
 	for i := range pattern {

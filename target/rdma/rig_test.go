@@ -91,6 +91,24 @@ func (g *rig) mustDial(o rawOpts) *rawHost {
 
 // connectQueue dials and sends the fabrics Connect: keyed connect data on
 // the admin queue and in-capsule data on I/O queues, as the Linux host.
+// enabledIOQueue connects the admin queue, enables the controller
+// (CC.EN, IOSQES 6, IOCQES 4) and connects I/O queue o (its qid) to it.
+func (g *rig) enabledIOQueue(o rawOpts) *rawHost {
+	g.t.Helper()
+	admin := g.connectQueue(rawOpts{qid: 0, depth: 32}, testSubNQN, testHostNQN)
+	var s nvme.SQE
+	s.SetPropertySet(nvme.PropCC, false, 1|4<<20|6<<16)
+	s.SetCID(2)
+	s.SetPSDT(nvme.PSDTSGL)
+	s.SGL1().SetNull()
+	admin.mustOK(g.ctx, &s, nil)
+	io := g.mustDial(o)
+	d := nvme.ConnectData{CNTLID: admin.cntlid, SubNQN: testSubNQN, HostNQN: testHostNQN}
+	cs, icd := io.connectSQE(5, o.qid, true, 0, d)
+	io.mustOK(g.ctx, &cs, icd)
+	return io
+}
+
 func (g *rig) connectQueue(o rawOpts, sub, host string) *rawHost {
 	g.t.Helper()
 	h := g.mustDial(o)

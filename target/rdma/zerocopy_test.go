@@ -161,18 +161,8 @@ func testZeroCopy(t *testing.T, kind string) {
 		mu.Unlock()
 	}}
 	g := newRig(t, rigOpts{realCore: true, hooks: hooks, cfg: Config{Target: tgt, PortID: 1}})
-	admin := g.connectQueue(rawOpts{qid: 0, depth: 32}, testSubNQN, testHostNQN)
-	var s nvme.SQE
-	s.SetPropertySet(nvme.PropCC, false, 1|4<<20|6<<16)
-	s.SetCID(2)
-	s.SetPSDT(nvme.PSDTSGL)
-	s.SGL1().SetNull()
-	admin.mustOK(g.ctx, &s, nil)
 	const size = 128 << 10
-	io := g.mustDial(rawOpts{qid: 1, depth: 8, dataSize: 2 * size})
-	d := nvme.ConnectData{CNTLID: admin.cntlid, SubNQN: testSubNQN, HostNQN: testHostNQN}
-	cs, icd := io.connectSQE(5, 1, true, 0, d)
-	io.mustOK(g.ctx, &cs, icd)
+	io := g.enabledIOQueue(rawOpts{qid: 1, depth: 8, dataSize: 2 * size})
 
 	q := g.queueByQID(1)
 	memLo := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(q.mem))))
@@ -290,18 +280,8 @@ func TestSeveralMemoryRegions(t *testing.T) {
 	tgt := newRealTarget(t, false)
 	const size = 128 << 10
 	g := newRig(t, rigOpts{realCore: true, cfg: Config{Target: tgt, PortID: 1, mrChunk: 3 * size}})
-	admin := g.connectQueue(rawOpts{qid: 0, depth: 32}, testSubNQN, testHostNQN)
-	var s nvme.SQE
-	s.SetPropertySet(nvme.PropCC, false, 1|4<<20|6<<16)
-	s.SetCID(2)
-	s.SetPSDT(nvme.PSDTSGL)
-	s.SGL1().SetNull()
-	admin.mustOK(g.ctx, &s, nil)
 	const depth = 8
-	io := g.mustDial(rawOpts{qid: 1, depth: depth, dataSize: 2 * depth * size})
-	d := nvme.ConnectData{CNTLID: admin.cntlid, SubNQN: testSubNQN, HostNQN: testHostNQN}
-	cs, icd := io.connectSQE(5, 1, true, 0, d)
-	io.mustOK(g.ctx, &cs, icd)
+	io := g.enabledIOQueue(rawOpts{qid: 1, depth: depth, dataSize: 2 * depth * size})
 	q := g.queueByQID(1)
 	if n := q.reg.Regions(); n < 3 {
 		t.Fatalf("%d memory regions, want several", n)
