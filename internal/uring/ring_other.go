@@ -2,46 +2,6 @@
 
 package uring
 
-import "errors"
-
-// Opcodes (see ring_linux.go); kept so callers build everywhere.
-const (
-	OpNop        uint8 = 0
-	OpReadFixed  uint8 = 4
-	OpWriteFixed uint8 = 5
-	OpRead       uint8 = 22
-	OpWrite      uint8 = 23
-	RWFDSync           = 0x2
-)
-
-var (
-	ErrUnsupported = errors.New("uring: io_uring unavailable")
-	ErrFull        = errors.New("uring: submission queue full")
-)
-
-// SQE and CQE mirror the Linux layout.
-type SQE struct {
-	Opcode      uint8
-	Flags       uint8
-	IOPrio      uint16
-	FD          int32
-	Off         uint64
-	Addr        uint64
-	Len         uint32
-	RWFlags     uint32
-	UserData    uint64
-	BufIndex    uint16
-	Personality uint16
-	SpliceFDIn  int32
-	_           [2]uint64
-}
-
-type CQE struct {
-	UserData uint64
-	Res      int32
-	Flags    uint32
-}
-
 // Ring is unavailable off Linux.
 type Ring struct{}
 
