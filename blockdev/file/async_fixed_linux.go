@@ -8,7 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/rdmablk/rdmablk/blockdev"
-	"github.com/rdmablk/rdmablk/internal/uring"
+	"github.com/rdmablk/rdmablk/blockdev/uring"
 )
 
 // FixedTableEntries is the size of the ring's sparse fixed-buffer table:

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/rdmablk/rdmablk/blockdev"
-	"github.com/rdmablk/rdmablk/internal/uring"
+	"github.com/rdmablk/rdmablk/blockdev/uring"
 )
 
 // TestFixedReadWrite registers a region, moves data through

@@ -6,7 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/rdmablk/rdmablk/blockdev"
-	"github.com/rdmablk/rdmablk/internal/uring"
+	"github.com/rdmablk/rdmablk/blockdev/uring"
 )
 
 // DefaultRingEntries is the default Options.RingEntries: I/Os the

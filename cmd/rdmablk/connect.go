@@ -16,8 +16,8 @@ import (
 
 	"github.com/rdmablk/rdmablk/initiator"
 	"github.com/rdmablk/rdmablk/internal/attach"
-	"github.com/rdmablk/rdmablk/internal/providers"
 	"github.com/rdmablk/rdmablk/nvme"
+	"github.com/rdmablk/rdmablk/verbs/providers"
 )
 
 // attachFlags are the flags of connect.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rdmablk/rdmablk/internal/providers"
+	"github.com/rdmablk/rdmablk/verbs/providers"
 	"github.com/rdmablk/rdmablk/verbs/rdmadev"
 )
 

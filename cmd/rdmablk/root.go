@@ -13,11 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rdmablk/rdmablk/cluster/catalog"
 	"github.com/rdmablk/rdmablk/initiator"
-	"github.com/rdmablk/rdmablk/internal/daemon"
-	"github.com/rdmablk/rdmablk/internal/providers"
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/verbs"
+	"github.com/rdmablk/rdmablk/verbs/providers"
 )
 
 // globals are the connection flags shared by every command.
@@ -206,7 +206,7 @@ func namespace(c *initiator.Controller, nsid uint32) (*initiator.Namespace, erro
 }
 
 // parseBytes parses a size with an optional K/M/G/T suffix (1024-based).
-func parseBytes(s string) (int64, error) { return daemon.ParseSize(s) }
+func parseBytes(s string) (int64, error) { return catalog.ParseSize(s) }
 
 func humanBytes(n int64) string {
 	const unit = 1024

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/rdmablk/rdmablk/initiator"
-	"github.com/rdmablk/rdmablk/internal/providers"
 	"github.com/rdmablk/rdmablk/verbs"
+	"github.com/rdmablk/rdmablk/verbs/providers"
 )
 
 // fakeIB stands in for the ibverbs provider: only its name matters to

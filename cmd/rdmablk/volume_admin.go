@@ -9,7 +9,6 @@ import (
 
 	"github.com/rdmablk/rdmablk/cluster/api"
 	"github.com/rdmablk/rdmablk/cluster/catalog"
-	"github.com/rdmablk/rdmablk/internal/daemon"
 )
 
 func volumeTable(w io.Writer, v any) {
@@ -38,7 +37,7 @@ func newVolumeCmd(g *globals) *cobra.Command {
 	create.Flags().StringVar(&node, "node", "", "owner node (default: the node --api points at)")
 	create.Flags().IntVar(&bs, "block-size", 512, "logical block size: 512 or 4096")
 	create.RunE = func(cmd *cobra.Command, args []string) error {
-		n, err := daemon.ParseSize(size)
+		n, err := catalog.ParseSize(size)
 		if err != nil {
 			return err
 		}
@@ -56,7 +55,7 @@ func newVolumeCmd(g *globals) *cobra.Command {
 	resize := &cobra.Command{Use: "resize NAME --size 20G", Short: "grow a volume (hosts get a namespace-changed event)", Args: cobra.ExactArgs(1)}
 	resize.Flags().StringVar(&newSize, "size", "", "new size")
 	resize.RunE = func(cmd *cobra.Command, args []string) error {
-		n, err := daemon.ParseSize(newSize)
+		n, err := catalog.ParseSize(newSize)
 		if err != nil {
 			return err
 		}

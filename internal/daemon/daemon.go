@@ -11,11 +11,12 @@ import (
 	"github.com/rdmablk/rdmablk/blockdev"
 	"github.com/rdmablk/rdmablk/blockdev/file"
 	"github.com/rdmablk/rdmablk/cluster/agent"
+	"github.com/rdmablk/rdmablk/cluster/catalog"
 	"github.com/rdmablk/rdmablk/cluster/reconcile"
-	"github.com/rdmablk/rdmablk/internal/providers"
 	"github.com/rdmablk/rdmablk/target"
 	"github.com/rdmablk/rdmablk/target/rdma"
 	"github.com/rdmablk/rdmablk/verbs"
+	"github.com/rdmablk/rdmablk/verbs/providers"
 )
 
 // Daemon is a running rdmablkd: target core, listeners and backends.
@@ -170,7 +171,7 @@ func volumePath(dataDir, p string) string {
 func openVolume(dataDir string, vc VolumeConfig) (blockdev.Backend, error) {
 	var size int64
 	if vc.Size != "" {
-		s, err := ParseSize(vc.Size)
+		s, err := catalog.ParseSize(vc.Size)
 		if err != nil {
 			return nil, fmt.Errorf("volume %s: %w", vc.Name, err)
 		}

@@ -13,7 +13,7 @@
 //
 //   - a protection domain (one per connection, see below), one completion
 //     queue for both work queues, the RC queue pair and its ConnID;
-//   - one anonymous mapping (internal/regmem: huge pages when the host
+//   - one anonymous mapping (verbs/regmem: huge pages when the host
 //     has them reserved, else normal pages with transparent huge pages
 //     advised for the data buffer pool only) holding the data buffer pool (MaxDataTransfer bytes each,
 //     one per queue entry), the receive buffers (64 + in-capsule bytes

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/rdmablk/rdmablk/internal/regmem"
+	"github.com/rdmablk/rdmablk/verbs/regmem"
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/target"
 	"github.com/rdmablk/rdmablk/verbs"

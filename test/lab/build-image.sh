@@ -43,6 +43,12 @@ EOS
   printf '#!/bin/sh\nexit 101\n' > "$ROOTFS/usr/sbin/policy-rc.d"; chmod +x "$ROOTFS/usr/sbin/policy-rc.d"
   chroot "$ROOTFS" apt-get update -q
   DEBIAN_FRONTEND=noninteractive chroot "$ROOTFS" apt-get install -y -q --no-install-recommends $GUEST_PACKAGES
+  if [ -n "$BACKPORTS_KERNEL" ]; then
+    echo "deb $MIRROR $SUITE-backports main" > "$ROOTFS/etc/apt/sources.list.d/backports.list"
+    chroot "$ROOTFS" apt-get update -q
+    DEBIAN_FRONTEND=noninteractive chroot "$ROOTFS" apt-get install -y -q --no-install-recommends \
+      -t "$SUITE-backports" $BACKPORTS_KERNEL
+  fi
   chroot "$ROOTFS" apt-get clean
   umount "$ROOTFS/proc" "$ROOTFS/sys" "$ROOTFS/dev"; rm -f "$ROOTFS/usr/sbin/policy-rc.d"; trap - EXIT
   echo "== guest packages installed after $(( $(date +%s) - t0 ))s"
