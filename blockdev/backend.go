@@ -61,4 +61,15 @@ var (
 	ErrClosed = errors.New("blockdev: closed")
 	// ErrReadOnly: write to a read-only backend.
 	ErrReadOnly = errors.New("blockdev: read-only")
+	// ErrNoSpace: the backing store has no room or quota left for the write
+	// (ENOSPC, EDQUOT); the target answers Capacity Exceeded.
+	ErrNoSpace = errors.New("blockdev: no space left on the backing store")
 )
+
+// Resizer is the optional capability to change a backend's capacity in
+// place, keeping its other capabilities (async, fixed buffers) and every
+// block below the old size. Growing makes the new blocks read as zeroes.
+// Callers serialise Resize with I/O beyond the smaller of the two sizes.
+type Resizer interface {
+	Resize(blocks uint64) error
+}
