@@ -47,12 +47,19 @@ QEMU=(qemu-system-x86_64
   -drive "file=$IMAGE,format=raw,if=virtio,cache=unsafe" -snapshot
   -virtfs "local,path=$SHARE,mount_tag=labshare,security_model=none,id=labshare"
   "${NETARGS[@]}" ${EXTRA:-})
+# qemu must not inherit the lock (fd 9): a qemu orphaned by a killed caller would hold it.
 if [ "$SCEN" = shell ]; then
-  timeout --foreground "$TIMEOUT" "${QEMU[@]}" 2>&1 | tee "$SERIAL"
+  timeout --foreground "$TIMEOUT" "${QEMU[@]}" 9>&- 2>&1 | tee "$SERIAL"
+  qrc=$?
 else
-  timeout --foreground "$TIMEOUT" "${QEMU[@]}" < /dev/null > "$SERIAL" 2>&1
+  # In the background so that a signal to this script stops qemu at once (bash runs traps only
+  # between foreground commands).
+  timeout "$TIMEOUT" "${QEMU[@]}" 9>&- < /dev/null > "$SERIAL" 2>&1 &
+  QPID=$!
+  trap 'kill -TERM $QPID 2>/dev/null; wait $QPID 2>/dev/null; echo "boot.sh: interrupted, qemu stopped" >&2; exit 130' INT TERM HUP
+  wait $QPID; qrc=$?
+  trap - INT TERM HUP
 fi
-qrc=$?
 rc=$(grep -a '^LAB: rc=' "$SERIAL" | tail -1 | sed 's/.*rc=//; s/[^0-9]//g')
 echo "boot.sh: scenario=$SCEN qemu rc=$qrc wall=$(( $(date +%s) - t0 ))s scenario rc=${rc:-none}"
 [ -n "$rc" ] || { tail -20 "$SERIAL"; exit 125; }

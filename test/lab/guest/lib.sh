@@ -76,3 +76,39 @@ fio_suite() {
   fio_job "$p.verify" "$dev" randwrite 16 --size="${LAB_VERIFYSIZE:-256M}" --verify=crc32c \
       --do_verify=1 --verify_fatal=1 --verify_state_save=0
 }
+# cpu_busy: the guest's busy CPU time in jiffies (USER_HZ) since boot, all CPUs:
+# user+nice+system+irq+softirq from /proc/stat (idle, iowait and steal are not busy).
+cpu_busy() { awk '$1=="cpu" {print $2+$3+$4+$7+$8; exit}' /proc/stat; }
+# proc_cpu PID: utime+stime of one process in jiffies (0 when it is gone).
+proc_cpu() { awk '{print $14+$15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# nvmet_up NQN DEV IP PORT: kernel nvmet-rdma serving DEV as namespace 1 of NQN on IP:PORT.
+nvmet_up() {
+  local nqn=$1 dev=$2 ip=$3 port=$4 c=/sys/kernel/config/nvmet
+  modprobe nvmet && modprobe nvmet-rdma || return 1
+  mkdir "$c/subsystems/$nqn" && echo 1 > "$c/subsystems/$nqn/attr_allow_any_host" || return 1
+  mkdir "$c/subsystems/$nqn/namespaces/1" && echo -n "$dev" > "$c/subsystems/$nqn/namespaces/1/device_path" || return 1
+  echo 1 > "$c/subsystems/$nqn/namespaces/1/enable" || return 1
+  mkdir "$c/ports/1" || return 1
+  echo rdma > "$c/ports/1/addr_trtype"; echo ipv4 > "$c/ports/1/addr_adrfam"
+  echo "$ip" > "$c/ports/1/addr_traddr"; echo "$port" > "$c/ports/1/addr_trsvcid"
+  ln -s "$c/subsystems/$nqn" "$c/ports/1/subsystems/$nqn"
+}
+# nvmet_down NQN: undo nvmet_up.
+nvmet_down() {
+  local nqn=$1 c=/sys/kernel/config/nvmet
+  rm -f "$c/ports/1/subsystems/$nqn"; rmdir "$c/ports/1" 2>/dev/null
+  echo 0 > "$c/subsystems/$nqn/namespaces/1/enable" 2>/dev/null
+  rmdir "$c/subsystems/$nqn/namespaces/1" "$c/subsystems/$nqn" 2>/dev/null
+}
+# nullb_up SIZE_MB: a memory-backed null_blk device through configfs (prints its path).
+nullb_up() {
+  local n=/sys/kernel/config/nullb/nullb0
+  modprobe null_blk nr_devices=0 || return 1
+  mountpoint -q /sys/kernel/config || mount -t configfs configfs /sys/kernel/config
+  mkdir -p "$n" && echo "$1" > "$n/size" && echo 1 > "$n/memory_backed" && echo 512 > "$n/blocksize" &&
+    echo 1 > "$n/power" || return 1
+  for _ in $(seq 50); do [ -b /dev/nullb0 ] && break; sleep 0.1; done
+  echo /dev/nullb0
+}
+# wait_file PATH SECONDS: poll for a file in the 9p share (the other VM writes it).
+wait_file() { local i; for i in $(seq $(( $2 * 10 ))); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
