@@ -9,8 +9,14 @@
 #   initiator  scenario 3: rdmablk bench + write/read/cmp -> nvmet-rdma and -> rdmablkd
 #   twovm      scenario 4: rdmablkd in one guest, kernel host + rdmablk in another (RoCE v2)
 #   verbstest  scenario 5: go test -tags ibverbs ./verbs/ibverbs (verbs/verbstest) on rxe0
+#   perf       two guests; the target guest serves the same backing alternately from rdmablkd and
+#              kernel nvmet-rdma (A B / B A per round), the other runs the kernel host's fio; writes
+#              results/<date>-perf[-KERNEL][-busy].md (not part of the default set).
+#              Env: ROUNDS (3), BACKINGS (brd,null), HOG (host CPU hogs during the run, 0).
 # REPORT_ONLY=<date>-run rewrites the results file of an earlier run from its outputs in $SHARE/out.
-# Env: FIOTIME (s per fio/bench job, 20), RESULTS (output file), NOBUILD=1 (reuse share/bin),
+# Env: FIOTIME (s per fio/bench job, 20; perf: 15), VERIFYSIZE (crc32c verify size, 128M; perf: 64M),
+#      LAB_KERNEL (6.1 or 6.12: the guest kernel), TIMEOUT (s per guest boot, derived from the above),
+#      RESULTS (output file), NOBUILD=1 (reuse share/bin),
 #      NOTE (a sentence for the results header), FROM_HEAD=1 (build `git archive HEAD`, not the
 #      work tree: for a shared checkout with other people's unfinished changes),
 #      TAGS (build tags, default ibverbs), LABARGS (extra lab.key=value guest parameters for the
@@ -24,6 +30,18 @@ REPO=$(cd "$HERE/../.." && pwd)
 [ -f "$IMAGE" ] || { echo "run.sh: no guest image: run test/lab/build-image.sh first" >&2; exit 1; }
 SCENARIOS=${*:-nvmeof initiator twovm verbstest}
 FT=${FIOTIME:-20}
+VS=${VERIFYSIZE:-128M}
+ROUNDS=${ROUNDS:-3}; BACKINGS=${BACKINGS:-brd,null}; HOG=${HOG:-0}
+KVER=$(basename "$KERNEL" | sed 's/vmlinuz-//')
+# A scenario killed half-way must not leave qemu running (it would hold the lab lock and the CPUs):
+# each scenario runs as its own process group, killed whole on INT/TERM/HUP.
+set -m
+CPID=; HOGS=()
+stop_all() { [ -n "$CPID" ] && kill -TERM -- -"$CPID" 2>/dev/null; hog_stop; }
+trap 'stop_all; echo "run.sh: interrupted" >&2; exit 130' INT TERM HUP
+hog_start() { local i; for i in $(seq "$HOG"); do sh -c 'while :; do :; done' & HOGS+=($!); done; }
+hog_stop() { [ ${#HOGS[@]} -gt 0 ] && kill "${HOGS[@]}" 2>/dev/null; HOGS=(); }
+bg() { "$@" & CPID=$!; wait "$CPID"; local rc=$?; CPID=; return $rc; }
 STAMP=$(date +%Y-%m-%d-%H%M)
 RUN=${REPORT_ONLY:-$STAMP-run}
 RESULTS=${RESULTS:-$HERE/results/${RUN%-run}.md}
@@ -51,11 +69,22 @@ for s in $SCENARIOS; do
   t0=$(date +%s)
   echo "== scenario $s"
   case "$s" in
-    nvmeof|initiator) RUNID=$RUN-$s "$HERE/boot.sh" "$s" lab.fiotime="$FT" ${LABARGS:-} ;;
-    twovm) RUNID=$RUN-$s FIOTIME=$(( FT < 15 ? FT : 15 )) "$HERE/twovm.sh" ;;
+    nvmeof|initiator) RUNID=$RUN-$s TIMEOUT=${TIMEOUT:-$(( 1200 + 16 * FT ))} bg "$HERE/boot.sh" "$s" \
+        lab.fiotime="$FT" lab.verifysize="$VS" ${LABARGS:-} ;;
+    twovm) RUNID=$RUN-$s FIOTIME=$(( FT < 15 ? FT : 15 )) GUESTARGS="lab.verifysize=$VS" bg "$HERE/twovm.sh" ;;
+    perf)
+      PFT=${FIOTIME:-15}; nb=$(echo "${BACKINGS//,/ }" | wc -w)
+      echo "host load before: $(cut -d' ' -f1-3 /proc/loadavg)" > "$SHARE/out/$RUN-perf-load.txt"
+      hog_start
+      RUNID=$RUN-perf FIOTIME=$PFT TIMEOUT=${TIMEOUT:-$(( 900 + ROUNDS * nb * 2 * (90 + 6 * PFT) ))} \
+        GUESTARGS="lab.rounds=$ROUNDS lab.backings=$BACKINGS lab.verifysize=${VERIFYSIZE:-64M}" PAIR=perf bg "$HERE/twovm.sh"
+      rc=$?
+      echo "host load after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$SHARE/out/$RUN-perf-load.txt"
+      hog_stop
+      (exit $rc) ;;
     verbstest)
       if [ -x "$SHARE/bin/ibverbs.test" ]; then
-        RUNID=$RUN-$s GOBIN_ENV=RDMABLK_IBV_ADDR=10.0.2.15:0 "$HERE/run-gobin.sh" "$SHARE/bin/ibverbs.test" -test.v -test.count=1 -test.timeout=15m \
+        RUNID=$RUN-$s GOBIN_ENV=RDMABLK_IBV_ADDR=10.0.2.15:0 bg "$HERE/run-gobin.sh" "$SHARE/bin/ibverbs.test" -test.v -test.count=1 -test.timeout=15m \
           > "$SHARE/out/$RUN-verbstest.txt" 2>&1
       else echo "no ibverbs test binary"; false; fi ;;
     *) echo "run.sh: unknown scenario $s" >&2; false ;;
@@ -65,6 +94,41 @@ for s in $SCENARIOS; do
   echo "$s ${RC[$s]} ${WALL[$s]}" >> "$STATUS"
 done
 while read -r s rc w; do RC[$s]=$rc; WALL[$s]=$w; done < "$STATUS"
+# The commit the binaries were built from, and whether the tree had local changes; a tree that is
+# not a git checkout says so instead.
+if COMMIT=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null); then
+  if [ "${FROM_HEAD:-0}" = 1 ]; then BUILT="commit \`$COMMIT\` (built from git archive HEAD)"
+  elif git -C "$REPO" diff --quiet HEAD -- . ':!test/lab/results' 2>/dev/null; then BUILT="commit \`$COMMIT\`"
+  else BUILT="commit \`$COMMIT\` (work tree with local changes)"; fi
+else BUILT="a source tree that is not a git checkout ($REPO)"; fi
+HOSTLINE="Host: $(. /etc/os-release; echo "$PRETTY_NAME"), kernel $(uname -r), $(nproc) cores, no KVM:"
+QEMULINE="qemu $(qemu-system-x86_64 --version | head -1 | awk '{print $4}') TCG (\`-cpu max -accel tcg,thread=multi\`), $(go version | awk '{print $3}'), build tags: ${TAGS:-none}."
+GUESTLINE="Guest: Debian $SUITE, kernel $KVER, rdma-core $(awk '$1=="rdma-core" {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev/null), fio $(awk '$1=="fio" {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev/null)."
+if [[ " $SCENARIOS " == *" perf "* ]]; then
+  PRES=$HERE/results/${RUN%-run}-perf$([ "$LAB_KERNEL" != 6.1 ] && echo "-$LAB_KERNEL")$([ "$HOG" != 0 ] && echo -busy).md
+  PLOAD=$(cat "$SHARE/out/$RUN-perf-load.txt" 2>/dev/null)
+  load0=$(echo "$PLOAD" | awk '/before/ {print $4; exit}')
+  {
+    echo "# rdmablk lab perf: rdmablkd vs kernel nvmet-rdma, $(date '+%Y-%m-%d %H:%M %Z')"
+    echo
+    echo "Command: \`$([ "$HOG" != 0 ] && echo "HOG=$HOG ")$([ "$LAB_KERNEL" != 6.1 ] && echo "LAB_KERNEL=$LAB_KERNEL ")ROUNDS=$ROUNDS FIOTIME=${FIOTIME:-15} test/lab/run.sh perf\` ($(if [ "${RC[perf]:-1}" = 0 ]; then echo pass; else echo "FAIL rc=${RC[perf]:-none}"; fi), ${WALL[perf]:-?} s), built from $BUILT."
+    [ -n "${NOTE:-}" ] && echo "Note: $NOTE"
+    echo "$HOSTLINE $QEMULINE"
+    echo "$GUESTLINE Two guests (1 vCPU, 2 GiB each) on a bridge in a private network namespace,"
+    echo "RoCE v2 between two kernels (rxe0 on virtio-net). Target CPU = the target guest's busy time"
+    echo "(/proc/stat user+nice+system+irq+softirq) over each fio job, per I/O fio completed."
+    echo "Host CPU hogs during the run: $HOG. Host load average (1/5/15 min): $(echo "$PLOAD" | tr '\n' ';' | sed 's/;$//; s/;/; /')."
+    if [ "$HOG" = 0 ] && awk -v l="${load0:-0}" 'BEGIN{exit !(l > 0.5)}'; then
+      echo
+      echo "**The host was not quiet before this run (load ${load0}): other work shared the two cores, so these are busy-host figures.**"
+    fi
+    echo
+    go run "$REPO/test/lab/perfreport" -dir "$SHARE/out/$RUN-perf" 2>&1
+  } > "$PRES"
+  echo "== perf results: $PRES"
+  SCENARIOS=$(echo " $SCENARIOS " | sed 's/ perf / /; s/^ *//; s/ *$//')
+  [ -n "$SCENARIOS" ] || { [ "${RC[perf]:-1}" = 0 ]; exit $?; }
+fi
 # ---- results file
 ALL=$(cat "$SHARE"/out/$RUN-*/results.txt 2>/dev/null)
 val() { echo "$ALL" | awk -v k="$1" '$1==k {print $2; exit}'; }
@@ -73,11 +137,11 @@ pkgver() { awk -v p="$1" '$1==p {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev
 {
   echo "# rdmablk lab results, $(date '+%Y-%m-%d %H:%M %Z')"
   echo
-  echo "Command: \`test/lab/run.sh $*\` (FIOTIME=$FT) at commit \`$(cd "$REPO" && git rev-parse --short HEAD)\`$([ "${FROM_HEAD:-0}" = 1 ] && echo ' (built from git archive HEAD)' || { cd "$REPO" && git diff --quiet HEAD -- . ':!test/lab/results' || echo ' (work tree with local changes)'; })."
+  echo "Command: \`test/lab/run.sh $*\` (FIOTIME=$FT, VERIFYSIZE=$VS), built from $BUILT."
   [ -n "${NOTE:-}" ] && echo "Note: $NOTE"
   [ -n "${GOFLAGS:-}" ] && echo "GOFLAGS: \`$GOFLAGS\`"
-  echo "Host: $(. /etc/os-release; echo "$PRETTY_NAME"), kernel $(uname -r), $(nproc) cores, no KVM:"
-  echo "qemu $(qemu-system-x86_64 --version | head -1 | awk '{print $4}') TCG (\`-cpu max -accel tcg,thread=multi\`), $(go version | awk '{print $3}'), build tags: ${TAGS:-none}."
+  echo "$HOSTLINE"
+  echo "$QEMULINE"
   echo "Guest: Debian $SUITE, kernel $(basename "$KERNEL" | sed 's/vmlinuz-//'), linux-image $(pkgver "linux-image-$(basename "$KERNEL" | sed 's/vmlinuz-//')"),"
   echo "rdma-core $(pkgver rdma-core), fio $(pkgver fio), nvme-cli $(pkgver nvme-cli), iproute2 $(pkgver iproute2)."
   echo "Network: rxe0 (Soft-RoCE, RoCE v2) on virtio-net eth0; scenarios 1-3 talk to the guest's own"
@@ -94,7 +158,7 @@ pkgver() { awk -v p="$1" '$1==p {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev
     echo
     echo "## Scenarios 1 and 2: kernel nvme-rdma host + fio, rdmablkd vs kernel nvmet-rdma"
     echo
-    echo "fio 4k, libaio, direct, one job, ${FT} s each; verify = randwrite ${LAB_VERIFYSIZE:-256M} with crc32c then read-verify."
+    echo "fio 4k, libaio, direct, one job, ${FT} s each; verify = randwrite $VS with crc32c then read-verify."
     echo
     echo "| job | rdmablkd IOPS | nvmet-rdma IOPS | ours / kernel | rdmablkd clat avg / p99 (us) | nvmet clat avg / p99 (us) | fio err (ours / kernel) |"
     echo "| --- | --- | --- | --- | --- | --- | --- |"

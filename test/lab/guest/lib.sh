@@ -65,7 +65,7 @@ fio_job() {
   [ $rc = 0 ] && [ "$err" = 0 ] || { fail "fio $label rc=$rc err=$err"; return 1; }
 }
 # fio_suite PREFIX DEV: the fio jobs compared between targets: 4k randread/randwrite at QD16 and QD32
-# (time-based, $LAB_FIOTIME s, default 20), then randwrite + crc32c verify over $LAB_VERIFYSIZE (256M)
+# (time-based, $LAB_FIOTIME s, default 20), then randwrite + crc32c verify over $LAB_VERIFYSIZE (128M)
 fio_suite() {
   local p=$1 dev=$2 ft=${LAB_FIOTIME:-20}
   for rw in randread randwrite; do
@@ -73,7 +73,7 @@ fio_suite() {
       fio_job "$p.$rw.qd$qd" "$dev" $rw $qd --time_based --runtime="$ft" --size=768M
     done
   done
-  fio_job "$p.verify" "$dev" randwrite 16 --size="${LAB_VERIFYSIZE:-256M}" --verify=crc32c \
+  fio_job "$p.verify" "$dev" randwrite 16 --size="${LAB_VERIFYSIZE:-128M}" --verify=crc32c \
       --do_verify=1 --verify_fatal=1 --verify_state_save=0
 }
 # cpu_busy: the guest's busy CPU time in jiffies (USER_HZ) since boot, all CPUs:

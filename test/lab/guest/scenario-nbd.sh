@@ -69,7 +69,7 @@ fio_suite nbd /dev/nbd0
 
 step "fio verify on /dev/nbd0 while rdmablkd is SIGKILLed and restarted"
 fio --name=nbd.restart --filename=/dev/nbd0 --rw=randwrite --bs=64k --iodepth=16 --ioengine=libaio --direct=1 \
-    --size=256M --verify=crc32c --do_verify=1 --verify_fatal=1 --output-format=json --output="$LAB_OUT/fio-nbd.restart.json" &
+    --size="${LAB_VERIFYSIZE:-128M}" --verify=crc32c --do_verify=1 --verify_fatal=1 --output-format=json --output="$LAB_OUT/fio-nbd.restart.json" &
 FPID=$!
 sleep 3
 run kill -9 "$DPID"; wait "$DPID" 2>/dev/null
@@ -83,7 +83,7 @@ run "$B" list
 step "fio ioengine=nbd through the unix socket"
 if fio --enghelp=nbd >/dev/null 2>&1; then
   fio --name=nbd.engine --ioengine=nbd --uri="nbd+unix:///lab?socket=$RDMABLK_RUN_DIR/lab.sock" --rw=randwrite \
-      --bs=64k --iodepth=16 --size=256M --verify=crc32c --do_verify=1 --verify_fatal=1 \
+      --bs=64k --iodepth=16 --size="${LAB_VERIFYSIZE:-128M}" --verify=crc32c --do_verify=1 --verify_fatal=1 \
       --output-format=json --output="$LAB_OUT/fio-nbd.engine.json"
   err=$(awk '$1=="\"error\"" {gsub(",","",$3); print $3; exit}' "$LAB_OUT/fio-nbd.engine.json")
   result nbd.engine.err "${err:-none}"

@@ -5,7 +5,7 @@
 # For rdmablkd: nvme discover, connect, list, id-ctrl, fio (fio_suite), disconnect, connect again,
 # verify-only read-back of what was written before the reconnect, disconnect. Then the same fio
 # suite against nvmet. dmesg must stay clean. Needs /mnt/share/bin/rdmablkd.
-# Params: lab.fiotime=S (20), lab.verifysize=SIZE (256M), lab.only=ours|kernel (both),
+# Params: lab.fiotime=S (20), lab.verifysize=SIZE (128M; run.sh passes VERIFYSIZE), lab.only=ours|kernel (both),
 #   lab.sendinv=on,off,on2,... (none): after scenario 1, for each value start rdmablkd again with
 #   transport.send_with_invalidate true/false and run the randread/randwrite fio jobs as
 #   ours_inv_VALUE.*, with rxe0 counters saved before and after each job (rxe-LABEL.txt).
@@ -70,7 +70,7 @@ if [ "$ONLY" != kernel ]; then
     step "disconnect, reconnect, verify-only read-back"
     run nvme disconnect -n "$OURS" || fail "nvme disconnect (ours)"
     if connect "$OURS" 4420; then
-      fio_job ours.reverify "$NDEV" randwrite 16 --size="${LAB_VERIFYSIZE:-256M}" --verify=crc32c \
+      fio_job ours.reverify "$NDEV" randwrite 16 --size="${LAB_VERIFYSIZE:-128M}" --verify=crc32c \
         --verify_only --verify_state_save=0
       run nvme disconnect -n "$OURS" || fail "second nvme disconnect (ours)"
     else fail "reconnect to rdmablkd"; fi

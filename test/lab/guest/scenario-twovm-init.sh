@@ -20,7 +20,7 @@ if run nvme connect -t rdma -n "$NQN" -a "$P" -s 4420; then
   run nvme list
   fio_job twovm.randread.qd16 "$NDEV" randread 16 --time_based --runtime="$FT" --size=768M
   fio_job twovm.randwrite.qd16 "$NDEV" randwrite 16 --time_based --runtime="$FT" --size=768M
-  fio_job twovm.verify "$NDEV" randwrite 16 --size="${LAB_VERIFYSIZE:-256M}" --verify=crc32c \
+  fio_job twovm.verify "$NDEV" randwrite 16 --size="${LAB_VERIFYSIZE:-128M}" --verify=crc32c \
       --do_verify=1 --verify_fatal=1 --verify_state_save=0
   run nvme disconnect -n "$NQN" || fail "nvme disconnect"
 else fail "nvme connect $P"; fi
