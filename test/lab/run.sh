@@ -9,6 +9,8 @@
 #   initiator  scenario 3: rdmablk bench + write/read/cmp -> nvmet-rdma and -> rdmablkd
 #   twovm      scenario 4: rdmablkd in one guest, kernel host + rdmablk in another (RoCE v2)
 #   verbstest  scenario 5: go test -tags ibverbs ./verbs/ibverbs (verbs/verbstest) on rxe0
+#   restart    kernel host with two paths (-k 1) under crc32c fio while rdmablkd gets SIGTERM and
+#              restarts: fio err=0, no I/O error in the kernel log (not in the default set)
 #   perf       two guests; the target guest serves the same backing alternately from rdmablkd and
 #              kernel nvmet-rdma (A B / B A per round), the other runs the kernel host's fio; writes
 #              results/<date>-perf[-KERNEL][-busy].md (not part of the default set).
@@ -46,7 +48,7 @@ STAMP=$(date +%Y-%m-%d-%H%M)
 RUN=${REPORT_ONLY:-$STAMP-run}
 RESULTS=${RESULTS:-$HERE/results/${RUN%-run}.md}
 STATUS=$SHARE/out/$RUN-status.txt
-mkdir -p "$SHARE/bin" "$HERE/results"
+mkdir -p "$SHARE/bin" "$SHARE/out" "$HERE/results"
 # TAGS= (empty) builds the pure-Go binaries: only the kernel-to-kernel parts can pass then.
 TAGS=${TAGS-ibverbs}
 if [ -z "${REPORT_ONLY:-}" ] && [ "${NOBUILD:-0}" != 1 ]; then
@@ -69,7 +71,7 @@ for s in $SCENARIOS; do
   t0=$(date +%s)
   echo "== scenario $s"
   case "$s" in
-    nvmeof|initiator) RUNID=$RUN-$s TIMEOUT=${TIMEOUT:-$(( 1200 + 16 * FT ))} bg "$HERE/boot.sh" "$s" \
+    nvmeof|initiator|restart) RUNID=$RUN-$s TIMEOUT=${TIMEOUT:-$(( 1200 + 16 * FT ))} bg "$HERE/boot.sh" "$s" \
         lab.fiotime="$FT" lab.verifysize="$VS" ${LABARGS:-} ;;
     twovm) RUNID=$RUN-$s FIOTIME=$(( FT < 15 ? FT : 15 )) GUESTARGS="lab.verifysize=$VS" bg "$HERE/twovm.sh" ;;
     perf)
@@ -219,6 +221,14 @@ pkgver() { awk -v p="$1" '$1==p {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev
     echo "| rdmablk bench randread.qd16 | $(val twovm.init.randread.qd16.iops) | | |"
     echo
     echo "rdmablk 16 MiB write/read-back/cmp: $(val twovm.init.verify)."
+  fi
+  if [[ " $SCENARIOS " == *" restart "* ]]; then
+    echo
+    echo "## Graceful restarts under a multipath kernel host"
+    echo
+    echo "rdmablkd on two listeners, the kernel host connected to both (-k 1, native multipath), fio"
+    echo "randwrite + crc32c verify over $VS while rdmablkd is stopped with SIGTERM and started again:"
+    echo "paths $(val restart.paths), fio err=$(val restart.fio.err), kernel I/O error lines: $(val restart.kernel_io_errors)."
   fi
   if [[ " $SCENARIOS " == *" verbstest "* ]]; then
     echo
