@@ -110,5 +110,12 @@ nullb_up() {
   for _ in $(seq 50); do [ -b /dev/nullb0 ] && break; sleep 0.1; done
   echo /dev/nullb0
 }
+# nap SECONDS: sleep without a fork (bash's read timing out on a FIFO nobody writes): the
+# perf scenario's polling must not cost the guest the CPU time it is measuring (a fork+exec of
+# sleep costs tens of ms under TCG).
+nap() {
+  if [ -z "${NAPFD:-}" ]; then mkfifo /tmp/.nap 2>/dev/null; exec {NAPFD}<>/tmp/.nap; fi
+  read -r -t "$1" -u "$NAPFD" _ 2>/dev/null
+}
 # wait_file PATH SECONDS: poll for a file in the 9p share (the other VM writes it).
-wait_file() { local i; for i in $(seq $(( $2 * 10 ))); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }
+wait_file() { local i; for ((i = 0; i < $2 * 10; i++)); do [ -e "$1" ] && return 0; nap 0.1; done; return 1; }

@@ -39,7 +39,7 @@ perf_fio() {
 }
 n=1
 while :; do
-  while [ ! -e "$LAB_OUT/serve.$n" ] && [ ! -e "$LAB_OUT/perf.end" ]; do sleep 0.1; done
+  while [ ! -e "$LAB_OUT/serve.$n" ] && [ ! -e "$LAB_OUT/perf.end" ]; do nap 0.1; done
   [ -e "$LAB_OUT/serve.$n" ] || break
   read -r r b impl < "$LAB_OUT/serve.$n"
   step "target $n: round $r, $b, $impl"

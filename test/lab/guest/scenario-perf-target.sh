@@ -60,7 +60,7 @@ for r in $(seq "$ROUNDS"); do
           b1=$(cpu_busy); d1=0; [ -n "$DPID" ] && d1=$(proc_cpu "$DPID")
           echo "$((b1 - b0)) $((d1 - d0))" > "$j.cpu"
         done
-        sleep 0.05
+        nap 0.1
       done
       if [ $impl = ours ]; then stop_ours; else nvmet_down "$NQN"; fi
     done
