@@ -228,7 +228,9 @@ pkgver() { awk -v p="$1" '$1==p {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev
     echo
     echo "rdmablkd on two listeners, the kernel host connected to both (-k 1, native multipath), fio"
     echo "randwrite + crc32c verify over $VS while rdmablkd is stopped with SIGTERM and started again:"
-    echo "paths $(val restart.paths), fio err=$(val restart.fio.err), kernel I/O error lines: $(val restart.kernel_io_errors)."
+    echo "paths $(val restart.paths), fio err=$(val restart.fio.err), kernel I/O error lines: $(val restart.kernel_io_errors),"
+    echo "reconnects refused by rdmablkd (Connect Invalid Data Parameter / Property Set error): $(val restart.reconnects_refused),"
+    echo "seconds from SIGTERM until both paths were live again: $(val restart.recover_s.1), $(val restart.recover_s.2)."
   fi
   if [[ " $SCENARIOS " == *" verbstest "* ]]; then
     echo

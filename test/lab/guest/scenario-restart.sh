@@ -4,7 +4,10 @@
 # namespace with a 1 s keep-alive timeout (-k 1), runs a crc32c-verifying fio (randwrite then
 # verify, lab.verifysize, 128M) and meanwhile rdmablkd is stopped with SIGTERM and started again
 # lab.restarts times (2). Pass: fio err=0 and no I/O error in the kernel log (the host requeues and
-# reconnects; it never sees a non-retryable status for I/O the daemon chose not to finish).
+# reconnects; it never sees a non-retryable status for I/O the daemon chose not to finish), and
+# no reconnect refused with Connect Invalid Data Parameter (the keep-alive timer must not expire
+# while the host is still connecting its I/O queues, item 8's second half). RESULT
+# restart.recover_s.N: seconds from SIGTERM until both paths are live again.
 . /mnt/share/scripts/lib.sh
 D=/mnt/share/bin/rdmablkd; NQN=nqn.2026-11.io.rdmablk:restart; N=${LAB_RESTARTS:-2}
 VS=${LAB_VERIFYSIZE:-128M}
@@ -56,6 +59,8 @@ for i in $(seq "$N"); do
   kill -TERM "$DPID"; wait "$DPID"; echo "rdmablkd exit code $? after $(since "$t0")s"
   tail -3 "$LAB_OUT/rdmablkd-$k.log"
   start
+  for _ in $(seq 1200); do [ "$(nvme list-subsys "$NDEV" 2>/dev/null | grep -c ' live')" = 2 ] && break; sleep 0.1; done
+  result restart.recover_s.$i "$(since "$t0")"
 done
 wait $FPID; frc=$?
 err=$(awk '$1=="\"error\"" {gsub(",","",$3); print $3; exit}' "$LAB_OUT/fio-restart.json")
@@ -64,6 +69,9 @@ result restart.fio.err "${err:-none}"
 ioerr=$(dmesg | tail -n +$((DMESG_START + 1)) | grep -E 'I/O error|blk_update_request|critical|Buffer I/O' )
 result restart.kernel_io_errors "$(echo -n "$ioerr" | grep -c . )"
 [ -z "$ioerr" ] || { echo "$ioerr"; fail "kernel logged I/O errors"; }
+refused=$(dmesg | tail -n +$((DMESG_START + 1)) | grep -cE 'Connect Invalid Data Parameter|Property Set error')
+result restart.reconnects_refused "$refused"
+[ "$refused" = 0 ] || fail "$refused reconnect(s) refused by rdmablkd (keep-alive expired during I/O queue connects?)"
 dmesg | tail -n +$((DMESG_START + 1)) | grep -iE 'nvme' | tail -40
 run nvme disconnect -n "$NQN"
 kill -TERM "$DPID"; wait "$DPID"
