@@ -11,6 +11,8 @@
 #   verbstest  scenario 5: go test -tags ibverbs ./verbs/ibverbs (verbs/verbstest) on rxe0
 #   restart    kernel host with two paths (-k 1) under crc32c fio while rdmablkd gets SIGTERM and
 #              restarts: fio err=0, no I/O error in the kernel log (not in the default set)
+#   netns      RDMA netns exclusive: rdmablk in a tenant namespace that owns the RDMA device, a second
+#              namespace without one (not in the default set; records what the kernel's rxe does)
 #   perf       two guests; the target guest serves the same backing alternately from rdmablkd and
 #              kernel nvmet-rdma (A B / B A per round), the other runs the kernel host's fio; writes
 #              results/<date>-perf[-KERNEL][-busy].md (not part of the default set).
@@ -71,7 +73,7 @@ for s in $SCENARIOS; do
   t0=$(date +%s)
   echo "== scenario $s"
   case "$s" in
-    nvmeof|initiator|restart) RUNID=$RUN-$s TIMEOUT=${TIMEOUT:-$(( 1200 + 16 * FT ))} bg "$HERE/boot.sh" "$s" \
+    nvmeof|initiator|restart|netns) RUNID=$RUN-$s TIMEOUT=${TIMEOUT:-$(( 1200 + 16 * FT ))} bg "$HERE/boot.sh" "$s" \
         lab.fiotime="$FT" lab.verifysize="$VS" ${LABARGS:-} ;;
     twovm) RUNID=$RUN-$s FIOTIME=$(( FT < 15 ? FT : 15 )) GUESTARGS="lab.verifysize=$VS" bg "$HERE/twovm.sh" ;;
     perf)
@@ -231,6 +233,15 @@ pkgver() { awk -v p="$1" '$1==p {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev
     echo "paths $(val restart.paths), fio err=$(val restart.fio.err), kernel I/O error lines: $(val restart.kernel_io_errors),"
     echo "reconnects refused by rdmablkd (Connect Invalid Data Parameter / Property Set error): $(val restart.reconnects_refused),"
     echo "seconds from SIGTERM until both paths were live again: $(val restart.recover_s.1), $(val restart.recover_s.2)."
+  fi
+  if [[ " $SCENARIOS " == *" netns "* ]]; then
+    echo
+    echo "## Namespace-isolated queue pairs (RDMA netns exclusive, kernel $(val netns.kernel))"
+    echo
+    echo "RDMA devices seen from the tenant namespace: $(val netns.tenant_devices); from a namespace without one: $(o=$(val netns.other_devices); echo "${o:-none}")."
+    echo "rdmablk identify exit code from the namespace without a device: $(val netns.other_identify_rc) (must fail);"
+    echo "from the tenant namespace: $(val netns.tenant_identify_rc); fio crc32c verify through the attached device: err=$(val netns.fio.err)."
+    [ -n "$(val netns.init_udp4791)" ] && echo "UDP 4791 (RoCE v2) sockets: init_net $(val netns.init_udp4791), tenant $(val netns.tenant_udp4791)."
   fi
   if [[ " $SCENARIOS " == *" verbstest "* ]]; then
     echo
