@@ -22,8 +22,13 @@ ip netns exec tenant ip link set lo up
 ip netns exec tenant ip addr add 192.168.80.2/24 dev veth1
 ip netns exec tenant ip link set veth1 up
 run rdma link add rxe0 type rxe netdev veth0 || fail "rxe0 on veth0"
-# rxe1 on a netdev that lives in "tenant": created from inside the namespace
+# rxe1 on the tenant's netdev: `rdma link add` inside the namespace still creates the device in
+# init_net (seen on 6.1), so create it there and move it.
 run ip netns exec tenant rdma link add rxe1 type rxe netdev veth1 || fail "rxe1 on veth1 (inside tenant)"
+if rdma dev show rxe1 > /dev/null 2>&1; then
+  result netns.rxe1_created_in init_net
+  run rdma dev set rxe1 netns tenant || fail "rdma dev set rxe1 netns tenant"
+else result netns.rxe1_created_in tenant; fi
 echo "init_net sees: $(rdma dev | awk '{print $2}' | tr '\n' ' ')"
 echo "tenant sees:   $(ip netns exec tenant rdma dev | awk '{print $2}' | tr '\n' ' ')"
 echo "other sees:    $(ip netns exec other rdma dev | awk '{print $2}' | tr '\n' ' ')"
