@@ -55,6 +55,12 @@ mkdir -p "$SHARE/bin" "$SHARE/out" "$HERE/results"
 TAGS=${TAGS-ibverbs}
 if [ -z "${REPORT_ONLY:-}" ] && [ "${NOBUILD:-0}" != 1 ]; then
   echo "== building on the host (tags: ${TAGS:-none})"
+  # the commit, and whether the tree had local changes; a tree that is not a git checkout says so
+  if COMMIT=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null); then
+    if [ "${FROM_HEAD:-0}" = 1 ]; then BUILT="commit \`$COMMIT\` (built from git archive HEAD)"
+    elif git -C "$REPO" diff --quiet HEAD -- . ':!test/lab/results' 2>/dev/null; then BUILT="commit \`$COMMIT\`"
+    else BUILT="commit \`$COMMIT\` (work tree with local changes)"; fi
+  else BUILT="a source tree that is not a git checkout ($REPO)"; fi
   SRC=$REPO
   if [ "${FROM_HEAD:-0}" = 1 ]; then   # build the committed tree, not the work tree
     SRC=$LAB_DIR/src; rm -rf "$SRC"; mkdir -p "$SRC"
@@ -62,6 +68,7 @@ if [ -z "${REPORT_ONLY:-}" ] && [ "${NOBUILD:-0}" != 1 ]; then
   fi
   (cd "$SRC" && go build -tags "$TAGS" -o "$SHARE/bin/rdmablkd" ./cmd/rdmablkd &&
      go build -tags "$TAGS" -o "$SHARE/bin/rdmablk" ./cmd/rdmablk) || { echo "run.sh: build failed" >&2; exit 1; }
+  echo "$BUILT" > "$SHARE/bin/build-info"
   if [ -n "$TAGS" ]; then
     (cd "$SRC" && go test -c -tags ibverbs -o "$SHARE/bin/ibverbs.test" ./verbs/ibverbs) || echo "run.sh: verbs/ibverbs test binary did not build" >&2
   fi
@@ -98,13 +105,9 @@ for s in $SCENARIOS; do
   echo "$s ${RC[$s]} ${WALL[$s]}" >> "$STATUS"
 done
 while read -r s rc w; do RC[$s]=$rc; WALL[$s]=$w; done < "$STATUS"
-# The commit the binaries were built from, and whether the tree had local changes; a tree that is
-# not a git checkout says so instead.
-if COMMIT=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null); then
-  if [ "${FROM_HEAD:-0}" = 1 ]; then BUILT="commit \`$COMMIT\` (built from git archive HEAD)"
-  elif git -C "$REPO" diff --quiet HEAD -- . ':!test/lab/results' 2>/dev/null; then BUILT="commit \`$COMMIT\`"
-  else BUILT="commit \`$COMMIT\` (work tree with local changes)"; fi
-else BUILT="a source tree that is not a git checkout ($REPO)"; fi
+# What the binaries in share/bin were built from (written when they were built, so NOBUILD=1 and
+# REPORT_ONLY runs report the build, not today's tree).
+BUILT=$(cat "$SHARE/bin/build-info" 2>/dev/null || echo "unknown sources (no $SHARE/bin/build-info)")
 HOSTLINE="Host: $(. /etc/os-release; echo "$PRETTY_NAME"), kernel $(uname -r), $(nproc) cores, no KVM:"
 QEMULINE="qemu $(qemu-system-x86_64 --version | head -1 | awk '{print $4}') TCG (\`-cpu max -accel tcg,thread=multi\`), $(go version | awk '{print $3}'), build tags: ${TAGS:-none}."
 GUESTLINE="Guest: Debian $SUITE, kernel $KVER, rdma-core $(awk '$1=="rdma-core" {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev/null), fio $(awk '$1=="fio" {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev/null)."
