@@ -40,6 +40,9 @@ type Queue struct {
 	region []byte
 	fixed  [maxFixed]fixedReg
 	nFixed int
+	// meterSeq counts metered commands, to time one in
+	// meterSampleEvery (meter.go).
+	meterSeq uint32
 }
 
 // QID returns the queue ID given by the Connect command (0 before Connect
@@ -130,6 +133,9 @@ func (q *Queue) Destroy() {
 func (q *Queue) finish(r *Request, st nvme.Status) {
 	rc := &r.core
 	if rc.ns != nil {
+		if rc.ns.meter != nil {
+			q.meterDone(rc, st == nvme.StatusSuccess)
+		}
 		rc.ns.ref.leave()
 	}
 	if st == nvme.StatusSuccess {

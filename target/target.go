@@ -23,6 +23,8 @@ type Target struct {
 	closed     atomic.Bool
 	genctr     atomic.Uint64 // discovery log generation counter
 	kaExpiries atomic.Uint64
+	// noSpaceErrs counts Capacity Exceeded completions (nospace.go).
+	noSpaceErrs atomic.Uint64
 	queueSeq   atomic.Uint32 // assigns queues to counter shards
 	stats      counters
 
@@ -239,6 +241,7 @@ func (t *Target) Stats() Stats {
 	var st Stats
 	t.stats.sum(&st)
 	st.KeepAliveExpiries = t.kaExpiries.Load()
+	st.CapacityExceeded = t.noSpaceErrs.Load()
 	t.mu.Lock()
 	st.Ports = len(t.ports)
 	st.Subsystems = len(t.subsystems)
