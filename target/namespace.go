@@ -57,7 +57,7 @@ type namespace struct {
 	subNQN   string
 	backend  blockdev.Backend // Config.Backend unwrapped (Unwrapper)
 	meter    IOMeter          // nil: no metering
-	shift    uint8 // log2 of the block size
+	shift    uint8            // log2 of the block size
 	readOnly bool
 	inline   bool // backend is blockdev.NonBlocking: run on the queue goroutine
 	// async is the backend's asynchronous path (blockdev.Async) for reads

@@ -25,8 +25,8 @@ type Target struct {
 	kaExpiries atomic.Uint64
 	// noSpaceErrs counts Capacity Exceeded completions (nospace.go).
 	noSpaceErrs atomic.Uint64
-	queueSeq   atomic.Uint32 // assigns queues to counter shards
-	stats      counters
+	queueSeq    atomic.Uint32 // assigns queues to counter shards
+	stats       counters
 
 	mu         sync.Mutex // guards ports, subsystems and queues
 	ports      map[uint16]Port
