@@ -56,6 +56,12 @@ func (q *Queue) Controller() *Controller { return q.ctrl.Load() }
 // Port returns the port the queue was created on.
 func (q *Queue) Port() Port { return q.port }
 
+// cdw0FlagsRejected are the bits of SQE byte 1 (CDW0 bits 15:8) that make
+// a command Invalid Field: FUSE (bits 9:8, NVMe base spec §4.2 Figure
+// "Command Dword 0") and the reserved bits 13:10. PSDT (15:14) is the
+// transport's to check.
+const cdw0FlagsRejected = 0x3F
+
 // Execute runs one command. The transport calls it from the queue's
 // goroutine, in the order the commands arrived, with r.SQE, r.Dir,
 // r.Length and r.Data filled (host-to-controller data already in Data).
@@ -93,6 +99,13 @@ func (q *Queue) Execute(r *Request) (done bool) {
 	c := q.ctrl.Load()
 	if c != nil {
 		c.touch()
+	}
+	if r.SQE.Flags()&cdw0FlagsRejected != 0 {
+		// Fused operations are not supported (Identify FUSES = 0): a
+		// fused pair run as two plain commands would let the second half
+		// act although the first failed. Reserved bits are not ignored
+		// either. nvmet_req_init answers both the same way.
+		return q.completeInline(r, nvme.StatusInvalidField.WithDNR())
 	}
 	if fabrics {
 		return q.execFabrics(r, c)
