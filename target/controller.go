@@ -42,7 +42,7 @@ type Controller struct {
 	queues    []*Queue // by QID; len maxIOQ+1; nil = not connected
 	ioQueues  uint16   // I/O queues granted (1-based), Set Features Number of Queues
 	kato      time.Duration
-	katoTimer *time.Timer
+	katoTimer timer // on Target's clock
 	aec       uint32     // Asynchronous Event Configuration
 	aers      []*Request // held Asynchronous Event Requests, oldest first
 	events    []uint32   // event results waiting for an AER
@@ -99,7 +99,9 @@ func newController(s *Subsystem, q *Queue, d *nvme.ConnectData, katoMS uint32) *
 }
 
 // touch records traffic for the keep-alive timer. Queue goroutines call
-// it for every command; it writes only when the flag is clear.
+// it for every command on any of the controller's queues, the Connect of
+// an I/O queue included (a host sends no Keep Alive while it connects its
+// I/O queues); it writes only when the flag is clear.
 func (c *Controller) touch() {
 	if !c.activity.Load() {
 		c.activity.Store(true)
@@ -192,7 +194,11 @@ func (c *Controller) finishDeath(aers []*Request, conns []QueueConn, why string)
 }
 
 // armKATOLocked starts or re-arms the keep-alive timer for c.kato (stops
-// it when keep alive is disabled).
+// it when keep alive is disabled). It runs at the admin Connect (so that
+// a host that dies before enabling the controller is reaped), again when
+// the controller becomes ready (CC.EN → CSTS.RDY: the timeout a host
+// expects starts there, as nvmet_start_ctrl does) and on Set Features
+// Keep Alive Timer.
 func (c *Controller) armKATOLocked() {
 	if c.dead {
 		return
@@ -205,7 +211,7 @@ func (c *Controller) armKATOLocked() {
 		return
 	}
 	if c.katoTimer == nil {
-		c.katoTimer = time.AfterFunc(c.kato, c.katoCheck)
+		c.katoTimer = c.t.opts.clock.AfterFunc(c.kato, c.katoCheck)
 		return
 	}
 	c.katoTimer.Reset(c.kato)
