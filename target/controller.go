@@ -42,7 +42,7 @@ type Controller struct {
 	queues    []*Queue // by QID; len maxIOQ+1; nil = not connected
 	ioQueues  uint16   // I/O queues granted (1-based), Set Features Number of Queues
 	kato      time.Duration
-	katoTimer timer // on Target's clock
+	katoTimer timer      // on Target's clock
 	aec       uint32     // Asynchronous Event Configuration
 	aers      []*Request // held Asynchronous Event Requests, oldest first
 	events    []uint32   // event results waiting for an AER
