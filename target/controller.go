@@ -30,6 +30,9 @@ type Controller struct {
 	// ready is CC.EN=1 && CSTS.RDY=1 && !CSTS.CFS && not shut down: the
 	// I/O path and admin commands check it without taking mu.
 	ready atomic.Bool
+	// gone is set once the controller is dead (dieLocked): commands on
+	// its queues are refused with a path error (queue.go statusRefused).
+	gone atomic.Bool
 	// activity records any command since the last keep-alive check
 	// (traffic based keep alive, as nvmet).
 	activity atomic.Bool
@@ -143,7 +146,7 @@ func (c *Controller) detach(q *Queue, qid uint16) {
 	}
 	aers, conns := c.dieLocked()
 	c.mu.Unlock()
-	c.finishDeath(aers, conns, "admin queue gone")
+	c.finishDeath(aers, conns, nvme.StatusAbortSQDeleted, "admin queue gone")
 }
 
 // kill ends the controller (KATO expiry, subsystem removal, target close)
@@ -156,7 +159,7 @@ func (c *Controller) kill(why string) []QueueConn {
 	}
 	aers, conns := c.dieLocked()
 	c.mu.Unlock()
-	c.finishDeath(aers, nil, why)
+	c.finishDeath(aers, nil, statusRefused, why)
 	return conns
 }
 
@@ -164,6 +167,7 @@ func (c *Controller) kill(why string) []QueueConn {
 // once mu is released.
 func (c *Controller) dieLocked() (aers []*Request, conns []QueueConn) {
 	c.dead = true
+	c.gone.Store(true)
 	c.ready.Store(false)
 	if c.katoTimer != nil {
 		c.katoTimer.Stop()
@@ -179,12 +183,13 @@ func (c *Controller) dieLocked() (aers []*Request, conns []QueueConn) {
 	return aers, conns
 }
 
-// finishDeath unregisters a dead controller, completes its held AERs and
-// closes conns. Called without mu.
-func (c *Controller) finishDeath(aers []*Request, conns []QueueConn, why string) {
+// finishDeath unregisters a dead controller, completes its held AERs with
+// st (SQ deletion when the host took the admin queue away, else the path
+// error of a target-side teardown) and closes conns. Called without mu.
+func (c *Controller) finishDeath(aers []*Request, conns []QueueConn, st nvme.Status, why string) {
 	c.subsys.dropController(c)
 	for _, r := range aers {
-		r.core.q.completeAsync(r, nvme.StatusAbortSQDeleted)
+		r.core.q.completeAsync(r, st)
 	}
 	for _, conn := range conns {
 		conn.Close()
@@ -239,7 +244,7 @@ func (c *Controller) katoCheck() {
 	c.t.kaExpiries.Add(1)
 	c.t.log.Warn("nvmet: keep alive timer expired, controller fatal", "subnqn", c.subsys.nqn,
 		"cntlid", c.id, "hostnqn", c.hostNQN, "kato", kato)
-	c.finishDeath(aers, conns, "keep alive expired")
+	c.finishDeath(aers, conns, statusRefused, "keep alive expired")
 }
 
 // setKATO applies a Set Features Keep Alive Timer value (ms).

@@ -78,7 +78,12 @@ func (q *Queue) execIO(r *Request, c *Controller) bool {
 		}
 	}
 	if !n.ref.enter() {
-		// Removed since the table was loaded.
+		// Removed since the table was loaded. When the target or the
+		// subsystem is going away that is not the host's doing: refuse
+		// with a path error it retries elsewhere.
+		if q.t.closed.Load() || c.gone.Load() {
+			return q.completeInline(r, statusRefused)
+		}
 		return q.completeInline(r, nvme.StatusInvalidNamespace.WithDNR())
 	}
 	rc.ns = n
