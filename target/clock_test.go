@@ -3,12 +3,14 @@ package target
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // fakeClock is a manual clock: time moves only by Advance, which runs the
 // timers that became due, in order, on the caller's goroutine.
 type fakeClock struct {
+	nows   atomic.Int64 // calls of Now
 	mu     sync.Mutex
 	now    time.Time
 	timers []*fakeTimer
@@ -17,6 +19,7 @@ type fakeClock struct {
 func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_000_000, 0)} }
 
 func (c *fakeClock) Now() time.Time {
+	c.nows.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
