@@ -107,6 +107,12 @@ func (t *Target) AddPort(p Port) error {
 		return fmt.Errorf("%w: port %d: InCapsuleDataSize %d", ErrBadPort, p.ID, c.InCapsuleDataSize)
 	case c.MaxSGLDescriptors < 0 || c.MaxSGLDescriptors > 255:
 		return fmt.Errorf("%w: port %d: MaxSGLDescriptors %d", ErrBadPort, p.ID, c.MaxSGLDescriptors)
+	case c.InCapsuleDataOffset < 0 || c.InCapsuleDataOffset > 0xFFFF:
+		return fmt.Errorf("%w: port %d: InCapsuleDataOffset %d", ErrBadPort, p.ID, c.InCapsuleDataOffset)
+	case c.ResponseCapsuleSize != 0 && (c.ResponseCapsuleSize < 16 || c.ResponseCapsuleSize%16 != 0 || c.ResponseCapsuleSize > 1<<20):
+		return fmt.Errorf("%w: port %d: ResponseCapsuleSize %d", ErrBadPort, p.ID, c.ResponseCapsuleSize)
+	case c.TrType != 0 && c.TrType != p.TrType:
+		return fmt.Errorf("%w: port %d: transport type %d in the port, %d in its capabilities", ErrBadPort, p.ID, p.TrType, c.TrType)
 	case len(p.TrAddr) > 256 || len(p.TrSvcID) > 32:
 		return fmt.Errorf("%w: port %d: address too long", ErrBadPort, p.ID)
 	}

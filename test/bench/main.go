@@ -87,21 +87,23 @@ func run(o *options) error {
 	rep := &report{start: time.Now().UTC(), loadBefore: loadAvg(), opts: o}
 	rep.host = hostInfo()
 
-	if !o.skipFio {
-		if err := ensureFio(ctx); err != nil {
-			return err
-		}
+	if !o.skipFio || !o.skipCluster {
 		logf("building rdmablkd and rdmablk")
 		if err := buildBinaries(ctx, o); err != nil {
+			return err
+		}
+	}
+	if !o.skipFio {
+		if err := ensureFio(ctx); err != nil {
 			return err
 		}
 		if err := runIO(ctx, o, work, rep); err != nil {
 			return err
 		}
-		if !o.skipCluster {
-			if err := runCluster(ctx, o, work, rep); err != nil {
-				return fmt.Errorf("cluster volume: %w", err)
-			}
+	}
+	if !o.skipCluster {
+		if err := runCluster(ctx, o, work, rep); err != nil {
+			return fmt.Errorf("cluster volume: %w", err)
 		}
 	}
 	if !o.skipGo {
