@@ -119,13 +119,24 @@ cluster:
 		res := clusterResult{job: j}
 		for i := range o.repeats {
 			logf("cluster vs static: %s: repeat %d/%d", j.name, i+1, o.repeats)
-			s, err := runOursNQN(ctx, o, d, j, benchNQN)
+			// Alternate which side goes first (A B, B A, ...): the first
+			// run of a pair warms the page cache and the allocator for
+			// the second.
+			first, second := benchNQN, clusterNQN
+			if i%2 == 1 {
+				first, second = second, first
+			}
+			a, err := runOursNQN(ctx, o, d, j, first)
 			if err != nil {
 				return err
 			}
-			c, err := runOursNQN(ctx, o, d, j, clusterNQN)
+			b, err := runOursNQN(ctx, o, d, j, second)
 			if err != nil {
 				return err
+			}
+			s, c := a, b
+			if i%2 == 1 {
+				s, c = b, a
 			}
 			res.static = append(res.static, s)
 			res.cluster = append(res.cluster, c)

@@ -140,7 +140,7 @@ func (r *report) markdown() string {
 			rs := statOf(ratios)
 			p("| %s | %s | %s | %s | %s |\n", x.job.name, st.f("%.0f"), cl.f("%.0f"), rs.f("%.2f"), verdict(rs.med >= goalCluster))
 		}
-		p("\nOne single-node cluster daemon serves the file twice: as a static volume from its config and as a cluster volume created through the control API (reconciler, metering, resize handle). The two alternate within each repeat; ratios are per repeat, then the median.\n\n")
+		p("\nOne single-node cluster daemon serves the file twice: as a static volume from its config and as a cluster volume created through the control API (reconciler, metering, resize handle). The two run back to back within each repeat, the first of the pair alternating (A B, B A, …); ratios are per repeat, then the median.\n\n")
 	}
 
 	if r.goRes != nil {
