@@ -2,6 +2,7 @@ package target
 
 import (
 	"errors"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,19 +29,27 @@ func isNoSpace(err error) bool {
 func (t *Target) noSpace(n *namespace, err error) {
 	t.noSpaceErrs.Add(1)
 	if n == nil {
-		t.log.Warn("nvmet: backing store full on flush of every namespace; answering Capacity Exceeded", "err", err)
+		if logDue(&t.noSpaceLogged, t.opts.clock.Now().UnixNano()) {
+			t.log.Warn("nvmet: backing store full on flush of every namespace; answering Capacity Exceeded", "err", err)
+		}
 		return
 	}
 	n.noSpace.Add(1)
-	now := t.opts.clock.Now().UnixNano()
-	last := n.noSpaceLogged.Load()
-	if last != 0 && now-last < int64(noSpaceLogEvery) {
+	if !logDue(&n.noSpaceLogged, t.opts.clock.Now().UnixNano()) {
 		return
-	}
-	if !n.noSpaceLogged.CompareAndSwap(last, now) {
-		return // another goroutine logs this minute
 	}
 	t.log.Warn("nvmet: backing store full (ENOSPC/EDQUOT); answering Capacity Exceeded",
 		"subnqn", n.subNQN, "nsid", n.nsid, "errors", n.noSpace.Load(), "err", err,
 		"next_log_after", noSpaceLogEvery)
+}
+
+// logDue reports whether a rate-limited log line is due at now (UnixNano)
+// given the time of the last one in *last, and claims it: of concurrent
+// callers in one period, exactly one gets true.
+func logDue(last *atomic.Int64, now int64) bool {
+	l := last.Load()
+	if l != 0 && now-l < int64(noSpaceLogEvery) {
+		return false
+	}
+	return last.CompareAndSwap(l, now)
 }

@@ -68,8 +68,12 @@ func TestNoSpaceIsCapacityExceeded(t *testing.T) {
 			if async.submitted.Load() != 1 {
 				t.Fatalf("async path not taken: %d submitted", async.submitted.Load())
 			}
-			if n := s.tg.Stats().CapacityExceeded; n != 6 {
-				t.Fatalf("target CapacityExceeded %d, want 6", n)
+			// A flush of every namespace (NSID FFFFFFFFh) too.
+			var all nvme.SQE
+			all.SetFlush(nsidBroadcast)
+			s.io.expect(all, nil, want)
+			if n := s.tg.Stats().CapacityExceeded; n != 7 {
+				t.Fatalf("target CapacityExceeded %d, want 7", n)
 			}
 		})
 	}

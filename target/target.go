@@ -25,8 +25,11 @@ type Target struct {
 	kaExpiries atomic.Uint64
 	// noSpaceErrs counts Capacity Exceeded completions (nospace.go).
 	noSpaceErrs atomic.Uint64
-	queueSeq    atomic.Uint32 // assigns queues to counter shards
-	stats       counters
+	// noSpaceLogged rate-limits the log of full-store errors that belong
+	// to no single namespace (flush of every namespace).
+	noSpaceLogged atomic.Int64
+	queueSeq      atomic.Uint32 // assigns queues to counter shards
+	stats         counters
 
 	mu         sync.Mutex // guards ports, subsystems and queues
 	ports      map[uint16]Port
