@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -48,10 +46,7 @@ type growable struct{ *file.Backend }
 func (growable) Resize(uint64) error { return blockdev.ErrOutOfRange }
 
 // chanConn is a target.QueueConn delivering asynchronous completions.
-type chanConn struct {
-	done   chan *target.Request
-	closed sync.Once
-}
+type chanConn struct{ done chan *target.Request }
 
 func (c *chanConn) Complete(r *target.Request) { c.done <- r }
 func (c *chanConn) Close()                     {}
@@ -154,7 +149,7 @@ func TestClusterVolumeKeepsFastPath(t *testing.T) {
 		tg.Close()
 		rec.Close()
 	})
-	if fb == nil || filepath.Dir(filepath.Clean(dir+"/vol.img")) != filepath.Clean(dir) {
+	if fb == nil {
 		t.Fatal("volume not opened")
 	}
 
