@@ -27,7 +27,8 @@ type NamespaceConfig struct {
 	// does not unwrap or returns nil), so the inner backend's optional
 	// capabilities (blockdev.NonBlocking, Async, FixedBuffers, Resizer)
 	// are used, never hidden. Such a wrapper sees no I/O calls; to observe
-	// I/O it implements IOMeter (or sets Meter).
+	// I/O it implements IOMeter (or sets Meter). Wrappers' tests run
+	// targettest.CheckUnwrapper, the contract check.
 	Backend blockdev.Backend
 	// Meter, when set, is told about every Read, Write, Flush, Write
 	// Zeroes and Deallocate of the namespace (meter.go). nil: the Backend
