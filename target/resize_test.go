@@ -59,7 +59,9 @@ func (h *handle) MeterIO(s IOSample) {
 // backends that cannot resize are refused.
 func TestResizeNamespace(t *testing.T) {
 	g := newGrowMem(64, 256)
-	s := newIOSetup(t, Options{}, NamespaceConfig{NSID: 1, Backend: g}, memNS(2, 8, 512))
+	// countingBackend hides every optional capability: no Resizer.
+	s := newIOSetup(t, Options{}, NamespaceConfig{NSID: 1, Backend: g},
+		NamespaceConfig{NSID: 2, Backend: &countingBackend{Backend: mem.New(8, 512)}})
 	s.admin.setFeature(nvme.FeatAsyncEventConfig, nvme.AECNSAttr, nvme.StatusSuccess)
 	aer, done := s.admin.aer()
 	if done {

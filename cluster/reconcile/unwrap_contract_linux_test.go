@@ -17,6 +17,10 @@ func TestVolumeHandleUnwrapContract(t *testing.T) {
 		b := mem.New(16, 512)
 		targettest.CheckUnwrapper(t, newVolumeBackend(b, nil), b)
 	})
+	t.Run("fixed-size", func(t *testing.T) {
+		b := fixedSize{mem.New(16, 512)}
+		targettest.CheckUnwrapper(t, newVolumeBackend(b, nil), b)
+	})
 	t.Run("resizable", func(t *testing.T) {
 		b := &resizableMem{Backend: mem.New(16, 512)}
 		b.blocks.Store(16)

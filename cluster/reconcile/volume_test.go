@@ -10,9 +10,13 @@ import (
 	"github.com/rdmablk/rdmablk/target"
 )
 
+// fixedSize hides every optional capability of its backend (Resizer
+// included): the swap path of backends that cannot grow in place.
+type fixedSize struct{ blockdev.Backend }
+
 func TestVolumeBackendSwap(t *testing.T) {
-	small := mem.New(8, 512)
-	big := mem.New(16, 512)
+	small := fixedSize{mem.New(8, 512)}
+	big := fixedSize{mem.New(16, 512)}
 	v := newVolumeBackend(small, metrics.New().Volume("v"))
 	buf := make([]byte, 512)
 	if err := v.WriteAt([][]byte{buf}, 7, 0); err != nil {
