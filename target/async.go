@@ -59,7 +59,7 @@ func (q *Queue) submitAsync(r *Request, a blockdev.Async) bool {
 func (rc *requestCore) IODone(err error) {
 	r, q := rc.req, rc.q
 	p := q.t.pool
-	st := backendStatus(err, rc.kind == kindRead)
+	st := rc.status(err)
 	// After completeAsync the transport owns r again: rc is not touched.
 	q.completeAsync(r, st)
 	p.gate.leave()

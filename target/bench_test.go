@@ -11,7 +11,23 @@ import (
 // benchInline measures the per-command cost of the core on the inline path
 // (non-blocking backend): Execute parses, checks, runs and completes.
 func benchInline(b *testing.B, op uint8) {
-	s := newIOSetup(b, Options{}, NamespaceConfig{NSID: 1, Backend: null.New(1<<20, 4096)})
+	benchInlineNS(b, op, NamespaceConfig{NSID: 1, Backend: null.New(1<<20, 4096)})
+}
+
+// nopMeter discards samples (the cost of metering in the core itself).
+type nopMeter struct{}
+
+func (nopMeter) MeterIO(IOSample) {}
+
+// BenchmarkExecuteRead4KNullMetered is BenchmarkExecuteRead4KNull with a
+// per-namespace IOMeter (cluster volumes): one interface call per I/O and
+// a clock read for one I/O in meterSampleEvery.
+func BenchmarkExecuteRead4KNullMetered(b *testing.B) {
+	benchInlineNS(b, nvme.IORead, NamespaceConfig{NSID: 1, Backend: null.New(1<<20, 4096), Meter: nopMeter{}})
+}
+
+func benchInlineNS(b *testing.B, op uint8, nc NamespaceConfig) {
+	s := newIOSetup(b, Options{}, nc)
 	r := &Request{Length: 4096, Data: make([]byte, 4096), Dir: nvme.OpcodeDirection(op)}
 	r.SQE.SetRW(op, 1, 0, 1, 0)
 	r.SQE.SGL1().SetKeyed(0x1000, 4096, 1, nvme.SGLSubtypeAddress)
@@ -83,12 +99,14 @@ func BenchmarkExecuteRead4KMemWorkers(b *testing.B) {
 // outside benchmarks, so a regression fails the normal test run.
 func TestExecuteAllocs(t *testing.T) {
 	s := newIOSetup(t, Options{}, NamespaceConfig{NSID: 1, Backend: null.New(1<<20, 4096)},
-		NamespaceConfig{NSID: 2, Backend: mem.New(1<<10, 4096)})
+		NamespaceConfig{NSID: 2, Backend: mem.New(1<<10, 4096)},
+		NamespaceConfig{NSID: 3, Backend: null.New(1<<20, 4096), Meter: nopMeter{}})
 	for _, c := range []struct {
 		name string
 		nsid uint32
 		op   uint8
-	}{{"null read", 1, nvme.IORead}, {"null write", 1, nvme.IOWrite}, {"mem read", 2, nvme.IORead}, {"mem write", 2, nvme.IOWrite}} {
+	}{{"null read", 1, nvme.IORead}, {"null write", 1, nvme.IOWrite}, {"mem read", 2, nvme.IORead}, {"mem write", 2, nvme.IOWrite},
+		{"metered read", 3, nvme.IORead}} {
 		r := &Request{Length: 4096, Data: make([]byte, 4096), Dir: nvme.OpcodeDirection(c.op)}
 		r.SQE.SetRW(c.op, c.nsid, 3, 1, 0)
 		q := s.io.q

@@ -30,6 +30,9 @@ type Controller struct {
 	// ready is CC.EN=1 && CSTS.RDY=1 && !CSTS.CFS && not shut down: the
 	// I/O path and admin commands check it without taking mu.
 	ready atomic.Bool
+	// gone is set once the controller is dead (dieLocked): commands on
+	// its queues are refused with a path error (queue.go statusRefused).
+	gone atomic.Bool
 	// activity records any command since the last keep-alive check
 	// (traffic based keep alive, as nvmet).
 	activity atomic.Bool
@@ -42,7 +45,7 @@ type Controller struct {
 	queues    []*Queue // by QID; len maxIOQ+1; nil = not connected
 	ioQueues  uint16   // I/O queues granted (1-based), Set Features Number of Queues
 	kato      time.Duration
-	katoTimer *time.Timer
+	katoTimer timer      // on Target's clock
 	aec       uint32     // Asynchronous Event Configuration
 	aers      []*Request // held Asynchronous Event Requests, oldest first
 	events    []uint32   // event results waiting for an AER
@@ -99,7 +102,9 @@ func newController(s *Subsystem, q *Queue, d *nvme.ConnectData, katoMS uint32) *
 }
 
 // touch records traffic for the keep-alive timer. Queue goroutines call
-// it for every command; it writes only when the flag is clear.
+// it for every command on any of the controller's queues, the Connect of
+// an I/O queue included (a host sends no Keep Alive while it connects its
+// I/O queues); it writes only when the flag is clear.
 func (c *Controller) touch() {
 	if !c.activity.Load() {
 		c.activity.Store(true)
@@ -141,7 +146,7 @@ func (c *Controller) detach(q *Queue, qid uint16) {
 	}
 	aers, conns := c.dieLocked()
 	c.mu.Unlock()
-	c.finishDeath(aers, conns, "admin queue gone")
+	c.finishDeath(aers, conns, nvme.StatusAbortSQDeleted, "admin queue gone")
 }
 
 // kill ends the controller (KATO expiry, subsystem removal, target close)
@@ -154,7 +159,7 @@ func (c *Controller) kill(why string) []QueueConn {
 	}
 	aers, conns := c.dieLocked()
 	c.mu.Unlock()
-	c.finishDeath(aers, nil, why)
+	c.finishDeath(aers, nil, statusRefused, why)
 	return conns
 }
 
@@ -162,6 +167,7 @@ func (c *Controller) kill(why string) []QueueConn {
 // once mu is released.
 func (c *Controller) dieLocked() (aers []*Request, conns []QueueConn) {
 	c.dead = true
+	c.gone.Store(true)
 	c.ready.Store(false)
 	if c.katoTimer != nil {
 		c.katoTimer.Stop()
@@ -177,12 +183,13 @@ func (c *Controller) dieLocked() (aers []*Request, conns []QueueConn) {
 	return aers, conns
 }
 
-// finishDeath unregisters a dead controller, completes its held AERs and
-// closes conns. Called without mu.
-func (c *Controller) finishDeath(aers []*Request, conns []QueueConn, why string) {
+// finishDeath unregisters a dead controller, completes its held AERs with
+// st (SQ deletion when the host took the admin queue away, else the path
+// error of a target-side teardown) and closes conns. Called without mu.
+func (c *Controller) finishDeath(aers []*Request, conns []QueueConn, st nvme.Status, why string) {
 	c.subsys.dropController(c)
 	for _, r := range aers {
-		r.core.q.completeAsync(r, nvme.StatusAbortSQDeleted)
+		r.core.q.completeAsync(r, st)
 	}
 	for _, conn := range conns {
 		conn.Close()
@@ -192,7 +199,11 @@ func (c *Controller) finishDeath(aers []*Request, conns []QueueConn, why string)
 }
 
 // armKATOLocked starts or re-arms the keep-alive timer for c.kato (stops
-// it when keep alive is disabled).
+// it when keep alive is disabled). It runs at the admin Connect (so that
+// a host that dies before enabling the controller is reaped), again when
+// the controller becomes ready (CC.EN → CSTS.RDY: the timeout a host
+// expects starts there, as nvmet_start_ctrl does) and on Set Features
+// Keep Alive Timer.
 func (c *Controller) armKATOLocked() {
 	if c.dead {
 		return
@@ -205,7 +216,7 @@ func (c *Controller) armKATOLocked() {
 		return
 	}
 	if c.katoTimer == nil {
-		c.katoTimer = time.AfterFunc(c.kato, c.katoCheck)
+		c.katoTimer = c.t.opts.clock.AfterFunc(c.kato, c.katoCheck)
 		return
 	}
 	c.katoTimer.Reset(c.kato)
@@ -233,7 +244,7 @@ func (c *Controller) katoCheck() {
 	c.t.kaExpiries.Add(1)
 	c.t.log.Warn("nvmet: keep alive timer expired, controller fatal", "subnqn", c.subsys.nqn,
 		"cntlid", c.id, "hostnqn", c.hostNQN, "kato", kato)
-	c.finishDeath(aers, conns, "keep alive expired")
+	c.finishDeath(aers, conns, statusRefused, "keep alive expired")
 }
 
 // setKATO applies a Set Features Keep Alive Timer value (ms).

@@ -23,25 +23,36 @@ func (t *Target) discoveryEntries(host string) (uint64, []nvme.DiscoveryLogEntry
 			continue
 		}
 		for _, p := range ports {
-			es = append(es, nvme.DiscoveryLogEntry{
-				TrType:  p.TrType,
-				AdrFam:  p.AdrFam,
-				SubType: nvme.SubTypeNVM,
-				TReq:    nvme.TReqSecureNotSpecified,
-				PortID:  p.ID,
-				CNTLID:  nvme.DynamicCNTLID,
-				ASQSZ:   discoveryASQSZ,
-				TrSvcID: p.TrSvcID,
-				SubNQN:  s.nqn,
-				TrAddr:  p.TrAddr,
-				TSAS:    p.TSAS,
-			})
+			es = append(es, p.DiscoveryEntry(s.nqn))
 		}
 	}
 	if src := t.opts.Discovery; src != nil {
 		es = append(es, src.DiscoveryEntries(host)...)
 	}
 	return genctr, es
+}
+
+// DiscoveryEntry is the Discovery log page entry (NVMe-oF 1.1 §5.3,
+// Figure 38) that points a host at NVM subsystem subNQN through port p:
+// the port's transport facts (TRTYPE, ADRFAM, TRADDR, TRSVCID and TSAS,
+// set by its transport), the dynamic controller model and the admin queue
+// size this core accepts. The one formatter for entries of this target's
+// own ports and for those a DiscoverySource builds from another node's
+// listeners (which run the same core).
+func (p *Port) DiscoveryEntry(subNQN string) nvme.DiscoveryLogEntry {
+	return nvme.DiscoveryLogEntry{
+		TrType:  p.TrType,
+		AdrFam:  p.AdrFam,
+		SubType: nvme.SubTypeNVM,
+		TReq:    nvme.TReqSecureNotSpecified,
+		PortID:  p.ID,
+		CNTLID:  nvme.DynamicCNTLID,
+		ASQSZ:   discoveryASQSZ,
+		TrSvcID: p.TrSvcID,
+		SubNQN:  subNQN,
+		TrAddr:  p.TrAddr,
+		TSAS:    p.TSAS,
+	}
 }
 
 // DiscoverySource supplies discovery log entries beyond the target's own

@@ -13,6 +13,11 @@
 // it, but only after RemoveNamespace, RemoveSubsystem or Target.Close has
 // returned — from then on the core never touches that backend again
 // (in-flight I/O is reference counted per namespace and drained first).
+// A backend that implements Unwrapper is followed to the backend it wraps,
+// and the core runs every command on that one (its fast paths stay
+// visible); the wrapper keeps its owner's lifetime rules. Resizing a
+// namespace (Subsystem.ResizeNamespace) grows that backend in place
+// through blockdev.Resizer.
 //
 // A transport (target/rdma, later target/tcp) owns each Request and its
 // Data buffer (see transport.go). The core uses a Request from the call to
@@ -41,8 +46,16 @@
 //     goroutines that complete requests through QueueConn.Complete.
 //   - Asynchronous event requests complete from whatever goroutine raised
 //     the event (AddNamespace, a subsystem change, ...).
-//   - Keep-alive timers run on time.AfterFunc goroutines, one timer per
-//     controller (never one per command).
+//   - Keep-alive timers run on time.AfterFunc goroutines (the clock is
+//     injectable for tests), one timer per controller (never one per
+//     command), armed at the admin Connect and re-armed when the
+//     controller becomes ready (CSTS.RDY); any command on any of its
+//     queues, an I/O-queue Connect included, is traffic.
+//   - A namespace's IOMeter is called by whichever goroutine completes a
+//     command (queue goroutine, worker, backend completion goroutine).
+//     The I/O path reads the clock for one metered command in 64 only
+//     (latency samples), and on the Capacity Exceeded error path (a
+//     once-a-minute log line per namespace).
 //   - Control-path methods (AddPort, AddSubsystem, AddNamespace, ...) may
 //     be called from any goroutine. RemoveNamespace, RemoveSubsystem and
 //     Close block until in-flight I/O on the affected namespaces finished.
@@ -57,4 +70,12 @@
 // Control-path methods return Go errors wrapping the sentinel errors in
 // errors.go. The command path never returns a Go error and never panics on
 // bad input: every malformed command completes with an NVMe status.
+//
+// Shutdown: commands already executing when the target closes, or when it
+// tears a controller down (subsystem removed, keep-alive expiry), finish
+// normally; those it refuses afterwards get Internal Path Error (SCT 3h,
+// no DNR), which a multipath host fails over and a single-path host
+// retries after reconnecting. Command Aborted due to SQ Deletion is kept
+// for queues the host itself took away. A full backing store (ENOSPC,
+// EDQUOT, blockdev.ErrNoSpace) is Capacity Exceeded with DNR.
 package target

@@ -240,7 +240,9 @@ func TestRemoveSubsystem(t *testing.T) {
 	if _, ok := s.tg.Subsystem(testSubNQN); ok {
 		t.Fatal("subsystem still listed")
 	}
-	s.io.expect(rw(nvme.IORead, 1, 0, 1, 0), make([]byte, 512), nvme.StatusCommandSequenceError)
+	// The target took the controller away: a path error the host fails
+	// over (a subsystem that moved to another node), not an I/O error.
+	s.io.expect(rw(nvme.IORead, 1, 0, 1, 0), make([]byte, 512), nvme.StatusInternalPathError)
 	if err := s.tg.RemoveSubsystem(testSubNQN); err == nil {
 		t.Fatal("second RemoveSubsystem succeeded")
 	}

@@ -143,6 +143,8 @@ func (q *Queue) connectIO(r *Request, cmd nvme.ConnectCmd, d *nvme.ConnectData) 
 	if c == nil || c.hostNQN != d.HostNQN || c.hostID != d.HostID {
 		return q.connectFail(r, connectDataCNTLIDOff)
 	}
+	// The host's own Connect is traffic of its controller (keep alive).
+	c.touch()
 	if !s.allowed(d.HostNQN) {
 		r.CQE.SetDW0(connectIPO(true, connectDataHostNQNOff))
 		return nvme.StatusConnectInvalidHost.WithDNR()
@@ -255,7 +257,14 @@ func (c *Controller) propertySet(q *Queue, r *Request) bool {
 	if shutdown {
 		c.csts = c.csts&^(nvme.CSTSSHSTMask|nvme.CSTSRDY) | nvme.CSTSSHSTOccuring
 	}
-	c.ready.Store(c.csts&(nvme.CSTSRDY|nvme.CSTSCFS) == nvme.CSTSRDY)
+	ready := c.csts&(nvme.CSTSRDY|nvme.CSTSCFS) == nvme.CSTSRDY
+	if ready && !c.ready.Load() {
+		// CSTS.RDY: the keep-alive timeout runs from here, with this
+		// command as the last traffic.
+		c.activity.Store(true)
+		c.armKATOLocked()
+	}
+	c.ready.Store(ready)
 	c.mu.Unlock()
 	if !shutdown {
 		return q.completeInline(r, nvme.StatusSuccess)

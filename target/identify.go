@@ -73,16 +73,13 @@ func (c *Controller) identifyController(b []byte) nvme.Status {
 		ELPE:   0, // one (always empty) error log entry
 		KAS:    1, // 100 ms granularity
 		MAXCMD: uint16(min(caps.MaxQueueDepth, 0xFFFF)),
-		SGLS:   nvme.SGLSSupported | nvme.SGLSKeyed,
+		SGLS:   caps.sgls(),
 		SubNQN: c.subsys.nqn,
-		IOCCSZ: uint32(64+caps.InCapsuleDataSize) / 16,
-		IORCSZ: 1,
-		ICDOFF: 0,
+		IOCCSZ: caps.ioccsz(),
+		IORCSZ: caps.iorcsz(),
+		ICDOFF: uint16(caps.InCapsuleDataOffset),
 		FCATT:  0, // dynamic controller model
 		MSDBD:  uint8(max(caps.MaxSGLDescriptors, 1)),
-	}
-	if caps.InCapsuleDataSize > 0 {
-		id.SGLS |= nvme.SGLSOffset
 	}
 	if c.discovery {
 		id.CNTRLTYPE = nvme.CntrlTypeDiscovery

@@ -78,10 +78,18 @@ func (q *Queue) execIO(r *Request, c *Controller) bool {
 		}
 	}
 	if !n.ref.enter() {
-		// Removed since the table was loaded.
+		// Removed since the table was loaded. When the target or the
+		// subsystem is going away that is not the host's doing: refuse
+		// with a path error it retries elsewhere.
+		if q.t.closed.Load() || c.gone.Load() {
+			return q.completeInline(r, statusRefused)
+		}
 		return q.completeInline(r, nvme.StatusInvalidNamespace.WithDNR())
 	}
 	rc.ns = n
+	if n.meter != nil {
+		q.meterStart(rc)
+	}
 	if n.async != nil && (rc.kind == kindRead || rc.kind == kindWrite) && q.submitAsync(r, n.async) {
 		return false
 	}
@@ -149,17 +157,17 @@ func run(r *Request) nvme.Status {
 	rc := &r.core
 	switch rc.kind {
 	case kindRead:
-		return backendStatus(rc.ns.backend.ReadAt(rc.vec[:], rc.slba), true)
+		return rc.status(rc.ns.backend.ReadAt(rc.vec[:], rc.slba))
 	case kindWrite:
 		var fl blockdev.WriteFlags
 		if rc.fua {
 			fl = blockdev.WriteFUA
 		}
-		return backendStatus(rc.ns.backend.WriteAt(rc.vec[:], rc.slba, fl), false)
+		return rc.status(rc.ns.backend.WriteAt(rc.vec[:], rc.slba, fl))
 	case kindFlush:
-		return backendStatus(rc.ns.backend.Flush(), false)
+		return rc.status(rc.ns.backend.Flush())
 	case kindWriteZeroes:
-		return backendStatus(rc.ns.backend.WriteZeroes(rc.slba, rc.nlb), false)
+		return rc.status(rc.ns.backend.WriteZeroes(rc.slba, rc.nlb))
 	case kindDiscard:
 		for i := range int(rc.nlb) {
 			rg, _ := nvme.ParseDSMRange(r.Data, i)
@@ -167,17 +175,31 @@ func run(r *Request) nvme.Status {
 				continue
 			}
 			if err := rc.ns.backend.Discard(rg.SLBA, uint64(rg.NLB)); err != nil {
-				return backendStatus(err, false)
+				return rc.status(err)
 			}
 		}
 		return nvme.StatusSuccess
 	case kindFlushAll:
-		return backendStatus(flushAll(rc.tbl), false)
+		return rc.status(flushAll(rc.tbl))
 	case kindShutdown:
 		rc.ctrl.shutdownDone(flushAll(rc.tbl))
 		return nvme.StatusSuccess
 	}
 	return nvme.StatusInternalError
+}
+
+// status maps the backend error of rc's command to its NVMe status and
+// accounts a full backing store (nospace.go). Every backend completion —
+// inline, worker or asynchronous — goes through it.
+func (rc *requestCore) status(err error) nvme.Status {
+	if err == nil {
+		return nvme.StatusSuccess
+	}
+	st := backendStatus(err, rc.kind == kindRead)
+	if st.Code() == nvme.StatusCapacityExceeded {
+		rc.q.t.noSpace(rc.ns, err)
+	}
+	return st
 }
 
 // flushAll flushes every namespace of tbl that is still attached and
@@ -215,6 +237,11 @@ func backendStatus(err error, read bool) nvme.Status {
 		return nvme.StatusNamespaceWriteProtected.WithDNR()
 	case errors.Is(err, blockdev.ErrClosed):
 		return nvme.StatusNamespaceNotReady
+	case isNoSpace(err):
+		// Capacity Exceeded (NVMe base spec §4.1.1.2, SC 81h), with DNR
+		// as nvmet answers ENOSPC: retrying cannot help until an admin
+		// frees space. Not Internal Error, which hosts retry.
+		return nvme.StatusCapacityExceeded.WithDNR()
 	default:
 		return nvme.StatusInternalError
 	}

@@ -23,7 +23,7 @@ func TestKeepAliveExpiry(t *testing.T) {
 	// The held AER is dropped with the controller.
 	select {
 	case r := <-s.admin.conn.completed:
-		if r.Status() != nvme.StatusAbortSQDeleted {
+		if r.Status() != nvme.StatusInternalPathError {
 			t.Fatalf("AER after expiry: %v", r.Status())
 		}
 	case <-time.After(safety):
@@ -33,7 +33,7 @@ func TestKeepAliveExpiry(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	// Commands on the dead controller fail; the CNTLID is gone.
-	s.io.expect(rw(nvme.IORead, 1, 0, 1, 0), make([]byte, 512), nvme.StatusCommandSequenceError)
+	s.io.expect(rw(nvme.IORead, 1, 0, 1, 0), make([]byte, 512), nvme.StatusInternalPathError)
 	if csts := s.admin.propGet(nvme.PropCSTS, false); csts&nvme.CSTSCFS == 0 {
 		t.Fatalf("CSTS %#x after expiry, want CFS", csts)
 	}
@@ -236,17 +236,27 @@ func TestTargetClose(t *testing.T) {
 		t.Fatal("Close returned before the backend call finished")
 	}
 	s.io.wait(r)
+	// A command already executing finishes normally: a graceful shutdown
+	// does not turn in-flight I/O into errors.
+	if r.Status() != nvme.StatusSuccess {
+		t.Fatalf("in-flight read across Close: %v", r.Status())
+	}
 	// The AER was completed by the teardown.
 	select {
 	case ar := <-s.admin.conn.completed:
-		if ar.Status() != nvme.StatusAbortSQDeleted {
+		if ar.Status() != nvme.StatusInternalPathError {
 			t.Fatalf("AER: %v", ar.Status())
 		}
 	case <-time.After(safety):
 		t.Fatal("AER not completed")
 	}
-	// Afterwards nothing touches a backend and nothing new starts.
-	s.io.expect(rw(nvme.IORead, 2, 0, 1, 0), make([]byte, 512), nvme.StatusAbortSQDeleted)
+	// Afterwards nothing touches a backend and nothing new starts; what
+	// the target refuses gets a path-related status without DNR, which a
+	// multipath host fails over instead of reporting an I/O error.
+	refused := s.io.expect(rw(nvme.IORead, 2, 0, 1, 0), make([]byte, 512), nvme.StatusInternalPathError).Status()
+	if refused.SCT() != 3 || refused.DNR() {
+		t.Fatalf("refused I/O: %v (want SCT 3h, no DNR)", refused)
+	}
 	if _, err := s.tg.NewQueue(testPortID, newFakeConn(), 32); !errors.Is(err, ErrClosed) {
 		t.Fatalf("NewQueue after Close: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"sync/atomic"
 
 	"github.com/rdmablk/rdmablk/blockdev"
 )
@@ -19,7 +20,20 @@ type NamespaceConfig struct {
 	NSID uint32
 	// Backend serves the blocks. The caller keeps owning it: the core
 	// never closes it (see Subsystem.RemoveNamespace).
+	//
+	// A wrapper that adds nothing to the data path (a handle that meters,
+	// or resizes in place) implements Unwrapper: the core then runs every
+	// command on the backend it unwraps to (repeatedly, until a backend
+	// does not unwrap or returns nil), so the inner backend's optional
+	// capabilities (blockdev.NonBlocking, Async, FixedBuffers, Resizer)
+	// are used, never hidden. Such a wrapper sees no I/O calls; to observe
+	// I/O it implements IOMeter (or sets Meter). Wrappers' tests run
+	// targettest.CheckUnwrapper, the contract check.
 	Backend blockdev.Backend
+	// Meter, when set, is told about every Read, Write, Flush, Write
+	// Zeroes and Deallocate of the namespace (meter.go). nil: the Backend
+	// itself when it implements IOMeter, else no metering.
+	Meter IOMeter
 	// UUID, NGUID and EUI64 are the namespace identifiers reported by
 	// Identify (CNS 00h, 03h); zero values are not reported. If all three
 	// are zero, AddNamespace derives an NGUID from SHA-256 of the
@@ -41,8 +55,10 @@ type NamespaceConfig struct {
 // after creation; it is shared by the I/O path of every queue.
 type namespace struct {
 	nsid     uint32
-	backend  blockdev.Backend
-	shift    uint8 // log2 of the block size
+	subNQN   string
+	backend  blockdev.Backend // Config.Backend unwrapped (Unwrapper)
+	meter    IOMeter          // nil: no metering
+	shift    uint8            // log2 of the block size
 	readOnly bool
 	inline   bool // backend is blockdev.NonBlocking: run on the queue goroutine
 	// async is the backend's asynchronous path (blockdev.Async) for reads
@@ -58,6 +74,39 @@ type namespace struct {
 	// caller waits for the drain before telling the owner it may close
 	// the backend.
 	ref gate
+
+	// noSpace counts Capacity Exceeded completions; noSpaceLogged is the
+	// UnixNano of the last log line about them (nospace.go).
+	noSpace       atomic.Uint64
+	noSpaceLogged atomic.Int64
+}
+
+// Unwrapper is implemented by a backend wrapper that hands the data path
+// to the backend it wraps (see NamespaceConfig.Backend). Unwrap is called
+// by AddNamespace (any goroutine) and must return the same backend for
+// as long as the namespace is attached, or nil when the wrapper must be
+// used as it is.
+type Unwrapper interface {
+	Unwrap() blockdev.Backend
+}
+
+// maxUnwrap bounds the unwrap chain (a cycle is a broken wrapper).
+const maxUnwrap = 8
+
+// unwrap follows Unwrapper from b to the backend that serves the I/O.
+func unwrap(b blockdev.Backend) blockdev.Backend {
+	for range maxUnwrap {
+		u, ok := b.(Unwrapper)
+		if !ok {
+			return b
+		}
+		in := u.Unwrap()
+		if in == nil {
+			return b
+		}
+		b = in
+	}
+	return b
 }
 
 // newNamespace validates c and builds a namespace of subsystem subNQN.
@@ -68,6 +117,11 @@ func newNamespace(subNQN string, c NamespaceConfig) (*namespace, error) {
 	if c.Backend == nil {
 		return nil, fmt.Errorf("%w: nil backend for nsid %d", ErrBadBackend, c.NSID)
 	}
+	meter := c.Meter
+	if meter == nil {
+		meter, _ = c.Backend.(IOMeter)
+	}
+	c.Backend = unwrap(c.Backend)
 	bs := c.Backend.BlockSize()
 	if !blockdev.ValidBlockSize(bs) {
 		return nil, fmt.Errorf("%w: block size %d", ErrBadBackend, bs)
@@ -81,7 +135,9 @@ func newNamespace(subNQN string, c NamespaceConfig) (*namespace, error) {
 	}
 	n := &namespace{
 		nsid:     c.NSID,
+		subNQN:   subNQN,
 		backend:  c.Backend,
+		meter:    meter,
 		shift:    uint8(bits.TrailingZeros(uint(bs))),
 		readOnly: c.ReadOnly,
 		uuid:     c.UUID,

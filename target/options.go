@@ -47,12 +47,18 @@ type Options struct {
 	// subsystems this target does not serve itself (e.g. those served by
 	// other nodes of a cluster); see DiscoverySource. nil adds nothing.
 	Discovery DiscoverySource
+
+	// clock replaces the wall clock in tests (nil = wallClock).
+	clock clock
 }
 
 // withDefaults returns o with zero fields replaced by defaults.
 func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.clock == nil {
+		o.clock = wallClock{}
 	}
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers

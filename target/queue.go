@@ -40,6 +40,9 @@ type Queue struct {
 	region []byte
 	fixed  [maxFixed]fixedReg
 	nFixed int
+	// meterSeq counts metered commands, to time one in
+	// meterSampleEvery (meter.go).
+	meterSeq uint32
 }
 
 // QID returns the queue ID given by the Connect command (0 before Connect
@@ -52,6 +55,23 @@ func (q *Queue) Controller() *Controller { return q.ctrl.Load() }
 
 // Port returns the port the queue was created on.
 func (q *Queue) Port() Port { return q.port }
+
+// statusRefused answers a command the target will not run because it is
+// shutting down or tore the controller down (Target.Close,
+// RemoveSubsystem, keep-alive expiry): Internal Path Error, a
+// path-related status (SCT 3h) without DNR, so that a multipath host
+// fails the I/O over to another path and a single-path host retries it
+// after reconnecting (Linux nvme_decide_disposition: a path error is
+// FAILOVER, not an I/O error). Commands already executing finish
+// normally; Command Aborted due to SQ Deletion is kept for a queue the
+// host itself took away.
+const statusRefused = nvme.StatusInternalPathError
+
+// cdw0FlagsRejected are the bits of SQE byte 1 (CDW0 bits 15:8) that make
+// a command Invalid Field: FUSE (bits 9:8, NVMe base spec §4.2 Figure
+// "Command Dword 0") and the reserved bits 13:10. PSDT (15:14) is the
+// transport's to check.
+const cdw0FlagsRejected = 0x3F
 
 // Execute runs one command. The transport calls it from the queue's
 // goroutine, in the order the commands arrived, with r.SQE, r.Dir,
@@ -84,15 +104,32 @@ func (q *Queue) Execute(r *Request) (done bool) {
 	if q.qid == 0 || fabrics {
 		q.stats.adminCmds.Add(1)
 	}
-	if q.destroyed || q.t.closed.Load() {
+	if q.destroyed {
+		// The queue was deleted (its connection ended).
 		return q.completeInline(r, nvme.StatusAbortSQDeleted)
+	}
+	if q.t.closed.Load() {
+		return q.completeInline(r, statusRefused)
 	}
 	c := q.ctrl.Load()
 	if c != nil {
 		c.touch()
 	}
+	if r.SQE.Flags()&cdw0FlagsRejected != 0 {
+		// Fused operations are not supported (Identify FUSES = 0): a
+		// fused pair run as two plain commands would let the second half
+		// act although the first failed. Reserved bits are not ignored
+		// either. nvmet_req_init answers both the same way.
+		return q.completeInline(r, nvme.StatusInvalidField.WithDNR())
+	}
 	if fabrics {
 		return q.execFabrics(r, c)
+	}
+	if c != nil && c.gone.Load() {
+		// Torn down by the target (subsystem removed, keep-alive
+		// expiry): the host should go elsewhere, not give up. (Fabrics
+		// commands still answer: Property Get shows CSTS.CFS.)
+		return q.completeInline(r, statusRefused)
 	}
 	if c == nil || !c.ready.Load() {
 		// Nothing but fabrics commands before Connect; nothing but
@@ -130,6 +167,9 @@ func (q *Queue) Destroy() {
 func (q *Queue) finish(r *Request, st nvme.Status) {
 	rc := &r.core
 	if rc.ns != nil {
+		if rc.ns.meter != nil {
+			q.meterDone(rc, st == nvme.StatusSuccess)
+		}
 		rc.ns.ref.leave()
 	}
 	if st == nvme.StatusSuccess {
@@ -182,7 +222,8 @@ func (q *Queue) runOrSubmit(r *Request, inline bool) bool {
 func (q *Queue) submit(r *Request) bool {
 	p := q.t.pool
 	if !p.gate.enter() {
-		return q.completeInline(r, nvme.StatusAbortSQDeleted)
+		// The pool stops only in Target.Close.
+		return q.completeInline(r, statusRefused)
 	}
 	r.core.state = stateQueued
 	p.ch <- r

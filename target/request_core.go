@@ -1,5 +1,7 @@
 package target
 
+import "time"
+
 // reqState is where a Request is in the core (SPDK-style explicit states).
 type reqState uint8
 
@@ -61,4 +63,7 @@ type requestCore struct {
 	slba  uint64
 	nlb   uint64 // blocks; kindDiscard: number of ranges
 	vec   [1][]byte
+	// start is when a sampled metered command entered Execute (zero:
+	// not timed; meter.go).
+	start time.Time
 }

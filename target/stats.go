@@ -20,6 +20,10 @@ type Stats struct {
 	Errors        uint64 // commands completed with a non-success status
 
 	KeepAliveExpiries uint64 // controllers torn down by KATO expiry
+	// CapacityExceeded counts commands completed with Capacity Exceeded
+	// because the backing store was full or over quota (ENOSPC, EDQUOT);
+	// NamespaceStats has the count per namespace.
+	CapacityExceeded uint64
 }
 
 // statShards is the number of counter shards. Each queue adds to one shard

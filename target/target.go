@@ -23,8 +23,13 @@ type Target struct {
 	closed     atomic.Bool
 	genctr     atomic.Uint64 // discovery log generation counter
 	kaExpiries atomic.Uint64
-	queueSeq   atomic.Uint32 // assigns queues to counter shards
-	stats      counters
+	// noSpaceErrs counts Capacity Exceeded completions (nospace.go).
+	noSpaceErrs atomic.Uint64
+	// noSpaceLogged rate-limits the log of full-store errors that belong
+	// to no single namespace (flush of every namespace).
+	noSpaceLogged atomic.Int64
+	queueSeq      atomic.Uint32 // assigns queues to counter shards
+	stats         counters
 
 	mu         sync.Mutex // guards ports, subsystems and queues
 	ports      map[uint16]Port
@@ -105,6 +110,12 @@ func (t *Target) AddPort(p Port) error {
 		return fmt.Errorf("%w: port %d: InCapsuleDataSize %d", ErrBadPort, p.ID, c.InCapsuleDataSize)
 	case c.MaxSGLDescriptors < 0 || c.MaxSGLDescriptors > 255:
 		return fmt.Errorf("%w: port %d: MaxSGLDescriptors %d", ErrBadPort, p.ID, c.MaxSGLDescriptors)
+	case c.InCapsuleDataOffset < 0 || c.InCapsuleDataOffset > 0xFFFF:
+		return fmt.Errorf("%w: port %d: InCapsuleDataOffset %d", ErrBadPort, p.ID, c.InCapsuleDataOffset)
+	case c.ResponseCapsuleSize != 0 && (c.ResponseCapsuleSize < 16 || c.ResponseCapsuleSize%16 != 0 || c.ResponseCapsuleSize > 1<<20):
+		return fmt.Errorf("%w: port %d: ResponseCapsuleSize %d", ErrBadPort, p.ID, c.ResponseCapsuleSize)
+	case c.TrType != 0 && c.TrType != p.TrType:
+		return fmt.Errorf("%w: port %d: transport type %d in the port, %d in its capabilities", ErrBadPort, p.ID, p.TrType, c.TrType)
 	case len(p.TrAddr) > 256 || len(p.TrSvcID) > 32:
 		return fmt.Errorf("%w: port %d: address too long", ErrBadPort, p.ID)
 	}
@@ -239,6 +250,7 @@ func (t *Target) Stats() Stats {
 	var st Stats
 	t.stats.sum(&st)
 	st.KeepAliveExpiries = t.kaExpiries.Load()
+	st.CapacityExceeded = t.noSpaceErrs.Load()
 	t.mu.Lock()
 	st.Ports = len(t.ports)
 	st.Subsystems = len(t.subsystems)

@@ -33,6 +33,42 @@ type TransportCaps struct {
 	MaxQueueDepth int
 	// MaxSGLDescriptors is MSDBD (1 for a single keyed descriptor).
 	MaxSGLDescriptors int
+	// InCapsuleDataOffset is where in-capsule data starts after the SQE,
+	// in 16-byte units (Identify ICDOFF; 0 for RDMA and TCP), 0..65535.
+	InCapsuleDataOffset int
+	// ResponseCapsuleSize is the I/O response capsule in bytes (Identify
+	// IORCSZ counts 16-byte units); 0 means 16, a bare CQE, as RDMA and
+	// TCP send.
+	ResponseCapsuleSize int
+}
+
+// Identify Controller fields derived from a transport's capabilities
+// (NVMe-oF 1.1 §4.1, Figure 20 "I/O Command Capsule Supported Size" …).
+
+// sgls is Identify SGLS: SGLs supported; keyed SGL data blocks only when
+// the transport takes them (RDMA, not TCP); SGL offsets (in-capsule data
+// addressed by an offset descriptor) when it accepts in-capsule data.
+func (c *TransportCaps) sgls() uint32 {
+	v := uint32(nvme.SGLSSupported)
+	if c.KeyedSGL {
+		v |= nvme.SGLSKeyed
+	}
+	if c.InCapsuleDataSize > 0 {
+		v |= nvme.SGLSOffset
+	}
+	return v
+}
+
+// ioccsz is IOCCSZ: the command capsule (64-byte SQE plus in-capsule
+// data) in 16-byte units.
+func (c *TransportCaps) ioccsz() uint32 { return uint32(64+c.InCapsuleDataSize) / 16 }
+
+// iorcsz is IORCSZ: the response capsule in 16-byte units.
+func (c *TransportCaps) iorcsz() uint32 {
+	if c.ResponseCapsuleSize == 0 {
+		return 1
+	}
+	return uint32(c.ResponseCapsuleSize) / 16
 }
 
 // Port is a transport listener, listed in the discovery log.

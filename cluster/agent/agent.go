@@ -119,6 +119,7 @@ func Start(cfg Config) (a *Agent, err error) {
 	for _, p := range cfg.Target.Ports() {
 		a.self.Listeners = append(a.self.Listeners, catalog.Listener{
 			PortID: p.ID, TrType: p.TrType, AdrFam: p.AdrFam, TrAddr: p.TrAddr, TrSvcID: p.TrSvcID,
+			TSAS: reconcile.EncodeTSAS(p.TSAS),
 		})
 	}
 	a.Reconciler = reconcile.New(reconcile.Options{

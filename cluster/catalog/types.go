@@ -44,6 +44,11 @@ type Listener struct {
 	AdrFam  uint8  `json:"adrfam"`
 	TrAddr  string `json:"traddr"`
 	TrSvcID string `json:"trsvcid"`
+	// TSAS is the listener's transport specific address subtype for
+	// discovery entries, as its transport set it (target.Port.TSAS), in
+	// hex without trailing zero bytes; empty for listeners recorded
+	// before it was kept.
+	TSAS string `json:"tsas,omitempty"`
 }
 
 // Volume is a block volume: a sparse backing file on its owner node.

@@ -44,6 +44,7 @@ var (
 	tgtBytesRead   = tgtDesc("read_bytes_total", "Bytes returned by successful reads.")
 	tgtBytesWrite  = tgtDesc("written_bytes_total", "Bytes accepted by successful writes.")
 	tgtErrors      = tgtDesc("command_errors_total", "Commands completed with an error status.")
+	tgtNoSpace     = tgtDesc("capacity_exceeded_total", "Commands answered Capacity Exceeded because a backing store was full or over quota (ENOSPC, EDQUOT).")
 	tgtControllers = tgtDesc("controllers", "Live controllers, discovery controllers included.")
 	tgtNamespaces  = tgtDesc("namespaces", "Namespaces attached over all subsystems.")
 	tgtQueues      = tgtDesc("queues", "Transport queues.")
@@ -53,7 +54,7 @@ type targetCollector struct{ t *target.Target }
 
 func (c *targetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- ctrlDesc
-	for _, d := range []*prometheus.Desc{tgtCommands, tgtReads, tgtWrites, tgtBytesRead, tgtBytesWrite, tgtErrors, tgtControllers, tgtNamespaces, tgtQueues} {
+	for _, d := range []*prometheus.Desc{tgtCommands, tgtReads, tgtWrites, tgtBytesRead, tgtBytesWrite, tgtErrors, tgtNoSpace, tgtControllers, tgtNamespaces, tgtQueues} {
 		ch <- d
 	}
 }
@@ -72,6 +73,7 @@ func (c *targetCollector) Collect(ch chan<- prometheus.Metric) {
 	cnt(tgtBytesRead, st.BytesRead)
 	cnt(tgtBytesWrite, st.BytesWritten)
 	cnt(tgtErrors, st.Errors)
+	cnt(tgtNoSpace, st.CapacityExceeded)
 	gau(tgtControllers, st.Controllers)
 	gau(tgtNamespaces, st.Namespaces)
 	gau(tgtQueues, st.Queues)

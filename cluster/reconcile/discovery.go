@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"sort"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/rdmablk/rdmablk/cluster/catalog"
 	"github.com/rdmablk/rdmablk/nvme"
+	"github.com/rdmablk/rdmablk/target"
 )
 
 // Discovery is a target.DiscoverySource listing the subsystems other
@@ -40,19 +42,49 @@ func (d *Discovery) DiscoveryEntries(host string) []nvme.DiscoveryLogEntry {
 				continue
 			}
 			for _, l := range st.Nodes[s.Node].Listeners {
-				e := nvme.DiscoveryLogEntry{
-					TrType: l.TrType, AdrFam: l.AdrFam, SubType: nvme.SubTypeNVM,
-					TReq: nvme.TReqSecureNotSpecified, PortID: l.PortID, CNTLID: nvme.DynamicCNTLID,
-					ASQSZ: 32, TrSvcID: l.TrSvcID, SubNQN: s.NQN, TrAddr: l.TrAddr,
-				}
-				if l.TrType == nvme.TrTypeRDMA {
-					e.TSAS = nvme.RDMATSAS(nvme.RDMAQPTypeConnected, nvme.RDMAPrTypeRoCEv2, nvme.RDMACMSRDMACM, 0)
-				}
-				es = append(es, e)
+				p := ListenerPort(l)
+				es = append(es, p.DiscoveryEntry(s.NQN))
 			}
 		}
 	})
 	return es
+}
+
+// ListenerPort is the target.Port another node's catalogue listener
+// stands for, so that its discovery entries come from the same formatter
+// (target.Port.DiscoveryEntry) as the local ones. Listeners recorded
+// before the catalogue kept their TSAS get the one every rdmablkd RDMA
+// listener had then (reliable connected QP, RoCE v2, RDMA CM).
+func ListenerPort(l catalog.Listener) target.Port {
+	p := target.Port{ID: l.PortID, TrType: l.TrType, AdrFam: l.AdrFam, TrAddr: l.TrAddr, TrSvcID: l.TrSvcID}
+	if t, ok := DecodeTSAS(l.TSAS); ok && l.TSAS != "" {
+		p.TSAS = t
+	} else if l.TrType == nvme.TrTypeRDMA {
+		p.TSAS = nvme.RDMATSAS(nvme.RDMAQPTypeConnected, nvme.RDMAPrTypeRoCEv2, nvme.RDMACMSRDMACM, 0)
+	}
+	return p
+}
+
+// EncodeTSAS is the catalogue form of a TSAS: hex, trailing zero bytes
+// dropped.
+func EncodeTSAS(t [256]byte) string {
+	n := len(t)
+	for n > 0 && t[n-1] == 0 {
+		n--
+	}
+	return hex.EncodeToString(t[:n])
+}
+
+// DecodeTSAS reverses EncodeTSAS; false for malformed input.
+func DecodeTSAS(s string) ([256]byte, bool) {
+	var t [256]byte
+	if hex.DecodedLen(len(s)) > len(t) {
+		return t, false
+	}
+	if _, err := hex.Decode(t[:], []byte(s)); err != nil {
+		return [256]byte{}, false
+	}
+	return t, true
 }
 
 // remoteFingerprint hashes what DiscoveryEntries depends on, so a pass can

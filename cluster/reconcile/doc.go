@@ -39,10 +39,16 @@
 //
 // # Hot path
 //
-// Each backend is wrapped in a volume backend that counts I/O into
-// metrics.VolumeMeter and lets a resize swap the file backend under a live
-// namespace through an atomic pointer: one atomic load and the meter's
-// atomic adds per I/O, no locks, no allocations (BenchmarkVolumeRead).
+// The target gets a volume handle (volume.go), not a wrapper in the data
+// path: it unwraps (target.Unwrapper) to the file backend when that
+// backend resizes in place, so the target's io_uring and fixed-buffer
+// paths serve cluster volumes as they serve static ones, and a resize
+// grows that same backend. The target meters each command into the
+// handle (target.IOMeter → metrics.VolumeMeter): atomic adds per I/O, a
+// latency sample for one I/O in 64, no clock read otherwise, no
+// allocation (BenchmarkVolumeMeterIO). A backend that cannot resize in
+// place is not unwrapped: the target then calls through the handle, which
+// swaps a re-opened backend in under the live namespace.
 //
 // # Goroutines
 //

@@ -299,7 +299,9 @@ func (r *Reconciler) ensureVolume(v catalog.Volume, resized map[string]bool) err
 		r.log.Info("volume opened", "volume", v.Name, "path", p, "bytes", v.Size)
 		return nil
 	}
-	ov.vb.swap(b)
+	if err := ov.vb.swap(b); err != nil {
+		return fmt.Errorf("volume %s: grow to %d bytes: %w", v.Name, v.Size, err)
+	}
 	r.log.Info("volume resized", "volume", v.Name, "from", ov.size, "to", v.Size)
 	ov.size = v.Size
 	resized[v.Name] = true

@@ -18,6 +18,10 @@
 //   - CPU seconds per GB moved by the target (rdmablkd, from
 //     /proc/<pid>/stat) and the initiator (`rdmablk bench`, from its
 //     rusage), and fio's own for comparison.
+//   - A cluster volume against a static volume on the same file, served by
+//     one single-node cluster rdmablkd (the cluster one created through
+//     the control API): 4 KiB random read and write QD32, alternating;
+//     goal ≥ 0.95× (issue 12). -skip-cluster leaves it out.
 //   - Memory: RSS of an idle rdmablkd, and the RSS added per connected I/O
 //     queue pair at depth 128 (no I/O on them, so the untouched data buffer
 //     pool is not resident and is excluded; its registered size is listed).

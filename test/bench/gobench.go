@@ -28,6 +28,7 @@ var softVsTCP = [2]goBench{
 var microBenches = []goBench{
 	{"./target", "BenchmarkExecuteRead4KNull", "target core: 4 KiB read, null backend (per I/O)"},
 	{"./target", "BenchmarkExecuteWrite4KNull", "target core: 4 KiB write, null backend (per I/O)"},
+	{"./target", "BenchmarkExecuteRead4KNullMetered", "target core: 4 KiB read, null backend, namespace metered as a cluster volume is (per I/O)"},
 	{"./target/rdma", "BenchmarkRead4KNull", "target RDMA transport + core + raw host, 4 KiB read, null, in-process fabric (per I/O)"},
 	{"./initiator", "BenchmarkRead4K/default", "initiator + target end to end, 4 KiB read QD32, in-process fabric (per I/O)"},
 	{"./verbs/soft", "BenchmarkWrite4K/Fabric", "soft provider: RDMA WRITE 4 KiB, in-process fabric (per WR)"},

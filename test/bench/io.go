@@ -134,11 +134,17 @@ subsystems:
       - nsid: 1
         volume: bench
 `, addr, data, o.size>>20, benchNQN)
-	cfgPath := filepath.Join(work, "rdmablkd.yaml")
+	return startDaemonConfig(ctx, o, work, "rdmablkd", addr, cfg)
+}
+
+// startDaemonConfig starts rdmablkd with config cfg (files named name.*
+// in work) and waits until its listener addr accepts.
+func startDaemonConfig(ctx context.Context, o *options, work, name, addr, cfg string) (*daemon, error) {
+	cfgPath := filepath.Join(work, name+".yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(work, "rdmablkd.log")
+	logPath := filepath.Join(work, name+".log")
 	lf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -237,8 +243,13 @@ type fioDir struct {
 // runOurs runs `rdmablk bench` against the daemon and charges the daemon's
 // CPU time during the run to the target.
 func runOurs(ctx context.Context, o *options, d *daemon, j ioJob) (ioRun, error) {
+	return runOursNQN(ctx, o, d, j, benchNQN)
+}
+
+// runOursNQN is runOurs against subsystem nqn.
+func runOursNQN(ctx context.Context, o *options, d *daemon, j ioJob, nqn string) (ioRun, error) {
 	args := []string{
-		"bench", "--traddr", d.addr, "--nqn", benchNQN, "--provider", "soft",
+		"bench", "--traddr", d.addr, "--nqn", nqn, "--provider", "soft",
 		"--pattern", j.pattern, "--rw", j.rw, "--bs", strconv.Itoa(j.bs), "--qd", strconv.Itoa(j.qd),
 		"--jobs", "1", "--runtime", o.runtime.String(), "--size", strconv.FormatInt(o.size, 10),
 		"--json", "--quiet",

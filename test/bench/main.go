@@ -13,17 +13,19 @@ import (
 
 // options are the harness's flags.
 type options struct {
-	runtime  time.Duration
-	repeats  int
-	size     int64
-	dir      string
-	out      string
-	skipFio  bool
-	skipGo   bool
-	keep     bool
-	root     string // module root
-	binDir   string // built binaries
-	benchDur string // go test -benchtime
+	runtime time.Duration
+	repeats int
+	size    int64
+	dir     string
+	out     string
+	skipFio bool
+	skipGo  bool
+	// skipCluster skips the cluster-volume vs static-volume rows.
+	skipCluster bool
+	keep        bool
+	root        string // module root
+	binDir      string // built binaries
+	benchDur    string // go test -benchtime
 }
 
 func main() {
@@ -37,6 +39,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "results directory (default: test/bench/results in the module)")
 	flag.BoolVar(&o.skipFio, "skip-io", false, "skip the fio / rdmablkd comparison (and CPU, memory)")
 	flag.BoolVar(&o.skipGo, "skip-go", false, "skip the Go benchmarks")
+	flag.BoolVar(&o.skipCluster, "skip-cluster", false, "skip the cluster volume vs static volume rows")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (data file, config, logs)")
 	flag.StringVar(&o.benchDur, "benchtime", "1s", "go test -benchtime for the Go benchmarks")
 	flag.BoolVar(&quick, "quick", false, "smoke run: 2 s runs, 256 MiB file, 0.3 s benchtime")
@@ -84,16 +87,23 @@ func run(o *options) error {
 	rep := &report{start: time.Now().UTC(), loadBefore: loadAvg(), opts: o}
 	rep.host = hostInfo()
 
-	if !o.skipFio {
-		if err := ensureFio(ctx); err != nil {
-			return err
-		}
+	if !o.skipFio || !o.skipCluster {
 		logf("building rdmablkd and rdmablk")
 		if err := buildBinaries(ctx, o); err != nil {
 			return err
 		}
+	}
+	if !o.skipFio {
+		if err := ensureFio(ctx); err != nil {
+			return err
+		}
 		if err := runIO(ctx, o, work, rep); err != nil {
 			return err
+		}
+	}
+	if !o.skipCluster {
+		if err := runCluster(ctx, o, work, rep); err != nil {
+			return fmt.Errorf("cluster volume: %w", err)
 		}
 	}
 	if !o.skipGo {

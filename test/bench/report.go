@@ -14,6 +14,7 @@ type report struct {
 	host                  string
 	loadBefore, loadAfter string
 	io                    []ioResult
+	cluster               []clusterResult
 	mem                   memResult
 	goRes                 map[string][]benchSample
 }
@@ -124,6 +125,22 @@ func (r *report) markdown() string {
 		pool := memDepth*(128<<10) + memDepth*(4096+4096) + 2*memDepth*16
 		p("| registered memory per I/O QP at depth %d (MDTS 128 KiB data buffers + page-aligned 4 KiB in-capsule receive buffers + CQEs; virtual, resident only when touched) | %d |\n\n", memDepth, pool>>10)
 		p("Per QP: per repeat, RSS growth while connecting %d more controllers with %d I/O queues each (earlier ones stay connected), divided by %d (their admin queues included); no I/O ran on them. The idle QP's resident memory is its Go structures, the touched receive buffers and the soft provider's per-connection state.\n\n", memCtrls, memQueues, memCtrls*memQueues)
+	}
+
+	if len(r.cluster) > 0 {
+		p("## (e) Cluster volume vs static volume (same file, same rdmablkd, `rdmablk bench` over the soft provider)\n\n")
+		p("| job | static IOPS | cluster IOPS | cluster / static | goal ≥ %.2f |\n|---|---|---|---|---|\n", goalCluster)
+		for _, x := range r.cluster {
+			st := statOf(pick(x.static, func(v ioRun) float64 { return v.iops }))
+			cl := statOf(pick(x.cluster, func(v ioRun) float64 { return v.iops }))
+			ratios := make([]float64, len(x.static))
+			for i := range x.static {
+				ratios[i] = x.cluster[i].iops / x.static[i].iops
+			}
+			rs := statOf(ratios)
+			p("| %s | %s | %s | %s | %s |\n", x.job.name, st.f("%.0f"), cl.f("%.0f"), rs.f("%.2f"), verdict(rs.med >= goalCluster))
+		}
+		p("\nOne single-node cluster daemon serves the file twice: as a static volume from its config and as a cluster volume created through the control API (reconciler, metering, resize handle). The two run back to back within each repeat, the first of the pair alternating (A B, B A, …); ratios are per repeat, then the median.\n\n")
 	}
 
 	if r.goRes != nil {
