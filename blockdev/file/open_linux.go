@@ -1,6 +1,7 @@
 package file
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -38,11 +39,17 @@ func Open(path string, opts Options) (*Backend, error) {
 	if opts.ReadOnly {
 		flags = syscall.O_CLOEXEC | syscall.O_RDONLY
 	}
-	create := 0
-	if !opts.ReadOnly && opts.Size > 0 {
-		create = syscall.O_CREAT
+	// Create the file exclusively first, so that a file Open created is
+	// removed again when it refuses the size.
+	created := false
+	fd, err := openFile(path, flags, 0)
+	if errors.Is(err, syscall.ENOENT) && !opts.ReadOnly && opts.Size > 0 {
+		fd, err = openFile(path, flags|syscall.O_CREAT|syscall.O_EXCL, 0o600)
+		created = err == nil
+		if errors.Is(err, syscall.EEXIST) { // created by someone else meanwhile
+			fd, err = openFile(path, flags, 0)
+		}
 	}
-	fd, err := openFile(path, flags|create, 0o600)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -52,6 +59,9 @@ func Open(path string, opts Options) (*Backend, error) {
 			syscall.Close(b.dfd)
 		}
 		syscall.Close(fd)
+		if created {
+			_ = syscall.Unlink(path)
+		}
 		return nil, err
 	}
 	switch {
@@ -79,8 +89,8 @@ func (b *Backend) setup(opts Options, flags int) error {
 			if opts.ReadOnly {
 				return fmt.Errorf("%w: %s has %d bytes, want %d (read-only, cannot grow)", ErrTooSmall, b.path, size, opts.Size)
 			}
-			if err := syscall.Ftruncate(b.fd, opts.Size); err != nil {
-				return &fs.PathError{Op: "ftruncate", Path: b.path, Err: err}
+			if err := growFile(b.fd, b.path, opts.Size); err != nil {
+				return err
 			}
 		}
 		if opts.Size > 0 {

@@ -9,3 +9,6 @@ type Backend struct{ blockdev.Backend }
 
 // Open returns ErrUnsupportedFile on this platform.
 func Open(path string, opts Options) (*Backend, error) { return nil, ErrUnsupportedFile }
+
+// CheckSize returns ErrUnsupportedFile on this platform.
+func CheckSize(path string, size int64) error { return ErrUnsupportedFile }

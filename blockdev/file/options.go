@@ -68,6 +68,11 @@ var (
 	// ErrTooSmall: the file or device is smaller than Options.Size and
 	// cannot be grown, or holds less than one block.
 	ErrTooSmall = errors.New("file: too small")
+	// ErrTooLarge: the requested size is more than the filesystem can ever
+	// hold: beyond its total capacity (statfs) or its maximum file size
+	// (EFBIG). Returned by Open when it would grow a file, and by
+	// CheckSize.
+	ErrTooLarge = errors.New("file: size beyond what the filesystem can hold")
 	// ErrDirectUnsupported: DirectOn was asked for and the filesystem
 	// refuses O_DIRECT.
 	ErrDirectUnsupported = errors.New("file: O_DIRECT not supported here")
