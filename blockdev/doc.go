@@ -46,6 +46,7 @@
 //	                 Write Fault (0x80) for writes, zeroes and discards
 //	ErrReadOnly   -> Generic, Namespace is Write Protected (0x20)
 //	ErrClosed     -> Generic, Namespace Not Ready (0x82)
+//	ErrNoSpace    -> Generic, Capacity Exceeded (0x81)
 //	anything else -> Generic, Internal Error (0x06)
 //
 // Range checks are done before any data moves and are overflow safe:

@@ -8,6 +8,12 @@
 // BLKSSZGET. The backend's capacity is Options.Size when given, else the
 // file's or device's size, rounded down to whole blocks.
 //
+// Sizes the filesystem can never hold are refused: Open, before it grows
+// a file, compares the size with the filesystem's total capacity
+// (fstatfs) and maps EFBIG/EINVAL from ftruncate (beyond the maximum file
+// size) to ErrTooLarge, removing a file it created itself. CheckSize makes
+// the same checks without creating anything, for configuration code.
+//
 // # Two descriptors: direct and buffered
 //
 // Unless Options.Direct is DirectOff, the file is opened twice: once with
@@ -69,7 +75,9 @@
 // Range, length and closed checks return the blockdev sentinels. OS errors
 // are wrapped together with the errno (errors.Is works for both): EIO,
 // EBADMSG and EUCLEAN become blockdev.ErrMedium, EROFS becomes
-// blockdev.ErrReadOnly, and a read that hits end of file early (the file
+// blockdev.ErrReadOnly, ENOSPC and EDQUOT (from writes on either path,
+// fallocate, written zeroes, fdatasync) become blockdev.ErrNoSpace, and a
+// read that hits end of file early (the file
 // was truncated behind our back) is blockdev.ErrMedium with
 // io.ErrUnexpectedEOF.
 //
