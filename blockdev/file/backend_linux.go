@@ -22,7 +22,16 @@ type Backend struct {
 	blocks   uint64
 	readOnly bool
 	blockDev bool
-	ring     *asyncRing // io_uring fast path; nil without io_uring or O_DIRECT
+	ring     *sharedRing // io_uring fast path, shared with other backends; nil without io_uring or O_DIRECT
+	group    *RingGroup  // ring's group
+
+	// Guarded by ring.mu.
+	maxInflight int  // Options.RingEntries: fast-path I/Os in flight at most
+	inflight    int  // fast-path I/Os submitted and not yet reaped
+	plugs       int  // outstanding Plug calls: Submit* only queue
+	detached    bool // closed: off the ring
+
+	fixedHeld map[blockdev.FixedRegion]int // registrations this backend holds (guarded by ring.fixed.mu)
 
 	// What the kernel or filesystem refused, learned at run time so that a
 	// refused call is not retried on every request.
@@ -137,7 +146,7 @@ func (b *Backend) Close() error {
 	}
 	b.closed = true
 	if b.ring != nil {
-		b.ring.close() // nothing in flight: each I/O holds b.mu for reading
+		b.stopRing() // nothing in flight: each I/O holds b.mu for reading
 	}
 	var err error
 	if !b.readOnly {

@@ -64,12 +64,7 @@ func Open(path string, opts Options) (*Backend, error) {
 		}
 		return nil, err
 	}
-	switch {
-	case opts.RingEntries == 0:
-		b.startRing(DefaultRingEntries)
-	case opts.RingEntries > 0:
-		b.startRing(opts.RingEntries)
-	}
+	b.startRing(opts)
 	return b, nil
 }
 

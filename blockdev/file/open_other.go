@@ -12,3 +12,18 @@ func Open(path string, opts Options) (*Backend, error) { return nil, ErrUnsuppor
 
 // CheckSize returns ErrUnsupportedFile on this platform.
 func CheckSize(path string, size int64) error { return ErrUnsupportedFile }
+
+// RingGroup is only implemented on Linux.
+type RingGroup struct{}
+
+// NewRingGroup returns ErrUnsupportedFile on this platform.
+func NewRingGroup(GroupOptions) (*RingGroup, error) { return nil, ErrUnsupportedFile }
+
+// DefaultRingGroup returns ErrUnsupportedFile on this platform.
+func DefaultRingGroup() (*RingGroup, error) { return nil, ErrUnsupportedFile }
+
+// Rings returns 0.
+func (*RingGroup) Rings() int { return 0 }
+
+// Close does nothing.
+func (*RingGroup) Close() error { return nil }
