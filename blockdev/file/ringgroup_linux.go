@@ -194,14 +194,7 @@ func (a *sharedRing) reap() {
 			s.b.inflight--
 			a.mu.Unlock()
 			if !s.b.finishAsync(&s, c.Res) {
-				// Redo through the blocking path off the reaper, so that
-				// one volume's slow error path does not hold up the
-				// completions of the others on this ring.
-				go func() {
-					err := s.b.redoAsync(&s)
-					s.c.IODone(err)
-					s.b.mu.RUnlock()
-				}()
+				redoOffReaper(s)
 				continue
 			}
 			s.c.IODone(nil)
@@ -216,6 +209,18 @@ func (a *sharedRing) reap() {
 			return
 		}
 	}
+}
+
+// redoOffReaper finishes an I/O the ring did not complete through the
+// blocking path, on a goroutine of its own, so that one volume's slow
+// error path does not hold up the completions of the others on the ring.
+// (A function of its own so that only this rare path allocates.)
+func redoOffReaper(s asyncSlot) {
+	go func() {
+		err := s.b.redoAsync(&s)
+		s.c.IODone(err)
+		s.b.mu.RUnlock()
+	}()
 }
 
 // stop ends the reaper and releases the ring; nothing may be in flight.

@@ -380,3 +380,25 @@ func TestManyVolumes(t *testing.T) {
 }
 
 var _ blockdev.FixedBuffers = (*Backend)(nil)
+
+// TestAsyncNoAllocs: a fast-path read on a shared ring, submission and
+// completion (the reaper included), allocates nothing.
+func TestAsyncNoAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	b := openAsync(t, Options{BlockSize: 4096})
+	buf := AlignedBuffer(4096, 4096)
+	done := make(chanDone, 1)
+	allocs := testing.AllocsPerRun(200, func() {
+		if !b.SubmitRead(buf, 3, done) {
+			t.Fatal("refused")
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per fast-path read", allocs)
+	}
+}
