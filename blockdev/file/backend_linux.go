@@ -19,7 +19,7 @@ type Backend struct {
 	align    uintptr // direct-I/O alignment of offsets, addresses and lengths (power of two); 0 without dfd
 	bs       int
 	shift    uint // log2(bs)
-	blocks   uint64
+	blocks   atomic.Uint64 // capacity; written by Open and Resize (with mu held for writing)
 	readOnly bool
 	blockDev bool
 	ring     *sharedRing // io_uring fast path, shared with other backends; nil without io_uring or O_DIRECT
@@ -103,7 +103,7 @@ func (b *Backend) Stats() Stats {
 func (b *Backend) BlockSize() int { return b.bs }
 
 // Blocks returns the capacity in logical blocks.
-func (b *Backend) Blocks() uint64 { return b.blocks }
+func (b *Backend) Blocks() uint64 { return b.blocks.Load() }
 
 // DirectAlign returns the alignment in bytes that offsets, buffer
 // addresses and buffer lengths need for an I/O to take the O_DIRECT path,

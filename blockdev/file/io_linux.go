@@ -30,7 +30,7 @@ func (b *Backend) prepare(bufs [][]byte, lba uint64) (off int64, total uint64, e
 	if total&uint64(b.bs-1) != 0 {
 		return 0, 0, blockdev.ErrUnaligned
 	}
-	if !blockdev.RangeOK(lba, total>>b.shift, b.blocks) {
+	if !blockdev.RangeOK(lba, total>>b.shift, b.blocks.Load()) {
 		return 0, 0, blockdev.ErrOutOfRange
 	}
 	// Open guarantees blocks<<shift fits an int64.

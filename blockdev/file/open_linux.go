@@ -118,8 +118,8 @@ func (b *Backend) setup(opts Options, flags int) error {
 	}
 	b.bs = bs
 	b.shift = uint(bits.TrailingZeros(uint(bs)))
-	b.blocks = uint64(size) >> b.shift // size <= MaxInt64, so blocks<<shift fits an int64
-	if b.blocks == 0 {
+	b.blocks.Store(uint64(size) >> b.shift) // size <= MaxInt64, so blocks<<shift fits an int64
+	if b.blocks.Load() == 0 {
 		return fmt.Errorf("%w: %s holds %d bytes, less than one %d-byte block", ErrTooSmall, b.path, size, bs)
 	}
 	if opts.Direct == DirectOff {

@@ -115,12 +115,17 @@ func truncateErr(path string, size int64, err error) error {
 // growFile grows the open regular file fd (at path) to size bytes after
 // checking that its filesystem can hold them.
 func growFile(fd int, path string, size int64) error {
+	if err := growCheck(fd, path, size); err != nil {
+		return err
+	}
+	return truncateErr(path, size, ftruncate(fd, size))
+}
+
+// growCheck refuses a size beyond the total capacity of fd's filesystem.
+func growCheck(fd int, path string, size int64) error {
 	var sfs syscall.Statfs_t
 	if err := syscall.Fstatfs(fd, &sfs); err != nil {
 		return &fs.PathError{Op: "fstatfs", Path: path, Err: err}
 	}
-	if err := fitsFilesystem(path, &sfs, size); err != nil {
-		return err
-	}
-	return truncateErr(path, size, ftruncate(fd, size))
+	return fitsFilesystem(path, &sfs, size)
 }
