@@ -18,7 +18,7 @@ type Backend struct {
 	dfd      int     // O_DIRECT descriptor, -1 when direct I/O is off
 	align    uintptr // direct-I/O alignment of offsets, addresses and lengths (power of two); 0 without dfd
 	bs       int
-	shift    uint // log2(bs)
+	shift    uint          // log2(bs)
 	blocks   atomic.Uint64 // capacity; written by Open and Resize (with mu held for writing)
 	readOnly bool
 	blockDev bool
