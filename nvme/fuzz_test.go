@@ -114,13 +114,27 @@ func FuzzParseCMReject(f *testing.F) {
 // FuzzParseIdentifyController checks that marshal∘parse reaches a fixed point after one
 // normalisation (strings trimmed, non-ASCII replaced, reserved bytes
 // zeroed): parse(marshal(parse(b))) == parse(b) modulo that normalisation.
+// The page is built from a short input (see patchInput): the first byte
+// picks the base page (zeroes, a sample controller, all 0xFF), the rest
+// patches it.
 func FuzzParseIdentifyController(f *testing.F) {
 	c := sampleController()
-	f.Add(mustMarshal(f, IdentifySize, c.Marshal))
-	f.Add(make([]byte, IdentifySize))
-	f.Add(filled(IdentifySize, 0xFF))
-	f.Add(make([]byte, 10))
-	f.Fuzz(func(t *testing.T, b []byte) {
+	sample := mustMarshal(f, IdentifySize, c.Marshal)
+	bases := [][]byte{nil, sample, filled(IdentifySize, 0xFF)}
+	f.Add([]byte{0})
+	f.Add([]byte{1})
+	f.Add([]byte{2})
+	f.Add([]byte{1, 0x00, 0x03, 4, 'n', 'q', 'n', 0xFF}) // SUBNQN (768) patched with a non-ASCII byte
+	f.Add([]byte{0, 4, 0, 3, 0xC3, 0xA9, ' '})           // non-ASCII SN
+	f.Fuzz(func(t *testing.T, in []byte) {
+		in = fuzzCap(in)
+		if _, err := ParseIdentifyController(in); !errors.Is(err, ErrShort) {
+			t.Fatalf("%d-byte page: %v, want ErrShort", len(in), err)
+		}
+		if len(in) == 0 {
+			return
+		}
+		b := patchInput(in[1:], bases[int(in[0])%len(bases)], IdentifySize+int(in[0]>>4))
 		c1, err := ParseIdentifyController(b)
 		if err != nil {
 			return
@@ -175,26 +189,41 @@ func FuzzParseIdentifyNamespace(f *testing.F) {
 	})
 }
 
+// FuzzParseNSDescriptors decodes the input itself and, so that long lists
+// come from short inputs (see tileInput), a page of input[1:] repeated
+// input[0]+1 times (up to a little more than IdentifySize, to cover the
+// parser's cut).
 func FuzzParseNSDescriptors(f *testing.F) {
 	d := []NSDescriptor{{NIDTEUI64, make([]byte, 8)}, {NIDTUUID, make([]byte, 16)}, {NIDTCSI, []byte{0}}}
-	f.Add(mustMarshal(f, IdentifySize, func(b []byte) error { return MarshalNSDescriptors(b, d) }))
-	f.Add([]byte{0x80, 3, 0, 0, 1, 2, 3, 1, 8, 0, 0})
-	f.Add([]byte{1, 200, 0, 0})
-	f.Add(filled(5000, 0x01))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		d, err := ParseNSDescriptors(b)
-		if err != nil {
-			return
-		}
-		out := make([]byte, IdentifySize)
-		if err := MarshalNSDescriptors(out, d); err != nil {
-			t.Fatalf("re-marshal: %v", err)
-		}
-		d2, err := ParseNSDescriptors(out)
-		if err != nil || !reflect.DeepEqual(d, d2) {
-			t.Fatalf("round trip (%v)", err)
+	page := mustMarshal(f, IdentifySize, func(b []byte) error { return MarshalNSDescriptors(b, d) })
+	f.Add(append([]byte{0}, page[:4+8+4+16+4+1+4]...))
+	f.Add([]byte{0, 0x80, 3, 0, 0, 1, 2, 3, 1, 8, 0, 0})
+	f.Add([]byte{0, 1, 200, 0, 0})
+	f.Add([]byte{255, 0x01})                                                                  // 0x01 bytes past the page: NIDL 1 for an EUI-64
+	f.Add([]byte{200, 0x80, 16, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}) // a long list of vendor IDs
+	f.Fuzz(func(t *testing.T, in []byte) {
+		in = fuzzCap(in)
+		checkNSDescriptors(t, in)
+		if len(in) > 1 {
+			checkNSDescriptors(t, tileInput(in[1:], int(in[0])+1, IdentifySize+64))
 		}
 	})
+}
+
+// checkNSDescriptors: a list that parses re-marshals to the same list.
+func checkNSDescriptors(t *testing.T, b []byte) {
+	d, err := ParseNSDescriptors(b)
+	if err != nil {
+		return
+	}
+	out := make([]byte, IdentifySize)
+	if err := MarshalNSDescriptors(out, d); err != nil {
+		t.Fatalf("re-marshal: %v", err)
+	}
+	d2, err := ParseNSDescriptors(out)
+	if err != nil || !reflect.DeepEqual(d, d2) {
+		t.Fatalf("round trip (%v)", err)
+	}
 }
 
 func FuzzParseNSList(f *testing.F) {
@@ -221,14 +250,37 @@ func FuzzParseNSList(f *testing.F) {
 	})
 }
 
+// FuzzParseDiscoveryLog builds the log from a short input (see
+// patchInput): the first byte gives the number of records the page has
+// room for (bits 0-1), whether they start as sample entries or zeroes
+// (bit 2) and how many extra bytes follow them (bits 4-7, 100 each: a
+// partial record); the rest patches header and records (NUMREC included).
 func FuzzParseDiscoveryLog(f *testing.F) {
 	e := sampleEntries()
-	f.Add(mustMarshal(f, DiscoveryLogSize(len(e)), func(b []byte) error { return MarshalDiscoveryLog(b, 3, e) }))
-	f.Add(make([]byte, 1024))
-	hdr := make([]byte, 2048)
-	put64(hdr, 8, 1<<63)
-	f.Add(hdr)
-	f.Fuzz(func(t *testing.T, b []byte) {
+	f.Add([]byte{0x04 | 2})                                 // two sample entries
+	f.Add([]byte{0})                                        // empty log
+	f.Add([]byte{0x03, 8, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0x80}) // NUMREC 1<<63, three zero records
+	f.Add([]byte{0x14 | 1, 8, 0, 1, 5})                     // NUMREC 5, one record and a partial one
+	f.Add([]byte{0x04 | 1, 0, 5, 4, 'n', 'q', 'n', 0xFF})   // a record's SUBNQN patched with a non-ASCII byte
+	f.Add([]byte{0x04 | 1, 16, 0, 1, 1})                    // RECFMT 1
+	f.Fuzz(func(t *testing.T, in []byte) {
+		in = fuzzCap(in)
+		if _, _, err := ParseDiscoveryLog(in); !errors.Is(err, ErrShort) {
+			t.Fatalf("%d-byte log: %v, want ErrShort", len(in), err)
+		}
+		if len(in) == 0 {
+			return
+		}
+		k := int(in[0] & 3)
+		size := DiscoveryLogSize(k) + int(in[0]>>4)*100
+		var base []byte
+		if in[0]&4 != 0 {
+			base = make([]byte, size)
+			if err := MarshalDiscoveryLog(base, 3, e[:min(k, len(e))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := patchInput(in[1:], base, size)
 		h, entries, err := ParseDiscoveryLog(b)
 		if uint64(len(entries)) > h.NumRec || len(entries) > max(len(b)-1024, 0)/1024 {
 			t.Fatalf("%d entries, NUMREC %d, %d bytes", len(entries), h.NumRec, len(b))
