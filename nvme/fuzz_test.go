@@ -20,16 +20,28 @@ func mustMarshal(f *testing.F, size int, m func([]byte) error) []byte {
 	return b
 }
 
+// FuzzParseConnectData builds the 1 KiB Connect data from a short input
+// (see patchInput): the first byte picks the base (zeroes, a sample, all
+// 'a') and extra length (bits 4-7), the rest patches it.
 func FuzzParseConnectData(f *testing.F) {
 	d := ConnectData{HostID: [16]byte{1}, CNTLID: 0xFFFF, SubNQN: DiscoveryNQN, HostNQN: HostNQNFromUUID([16]byte{2})}
-	f.Add(mustMarshal(f, ConnectDataSize, d.Marshal))
-	f.Add(make([]byte, ConnectDataSize))
-	f.Add(filled(ConnectDataSize, 'a'))
-	f.Add([]byte{1, 2, 3})
-	f.Fuzz(func(t *testing.T, b []byte) {
+	bases := [][]byte{nil, mustMarshal(f, ConnectDataSize, d.Marshal), filled(ConnectDataSize, 'a')}
+	f.Add([]byte{0})
+	f.Add([]byte{1})
+	f.Add([]byte{2})
+	f.Add([]byte{1, 0, 1, 3, 'n', 'q', 0xC3}) // SUBNQN (256) patched with a non-ASCII byte
+	f.Fuzz(func(t *testing.T, in []byte) {
+		in = fuzzCap(in)
+		if _, err := ParseConnectData(in); err == nil {
+			t.Fatalf("%d-byte Connect data parsed", len(in))
+		}
+		if len(in) == 0 {
+			return
+		}
+		b := patchInput(in[1:], bases[int(in[0]&15)%len(bases)], ConnectDataSize+int(in[0]>>4))
 		d, err := ParseConnectData(b)
 		if err != nil {
-			if len(b) >= ConnectDataSize && !errors.Is(err, ErrBadNQN) {
+			if !errors.Is(err, ErrBadNQN) {
 				t.Fatalf("unexpected error %v", err)
 			}
 			return
@@ -460,50 +472,74 @@ func FuzzStatusString(f *testing.F) {
 	})
 }
 
+// FuzzParseLogPages decodes the error log entry, SMART, firmware slot and
+// commands supported and effects pages from a page built from a short
+// input (see patchInput): the first byte picks the page size and base
+// (bits 0-2) and extra length (bits 3-7); the rest patches it.
 func FuzzParseLogPages(f *testing.F) {
 	e := ErrorLogEntry{ErrorCount: 1, Status: StatusInvalidField}
-	f.Add(mustMarshal(f, ErrorLogEntrySize, e.Marshal))
 	s := SMARTLog{Temperature: 300, PowerOnHours: 5}
-	f.Add(mustMarshal(f, SMARTLogSize, s.Marshal))
-	f.Add(filled(CommandsEffectsLogSize, 0xFF))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if e, err := ParseErrorLogEntry(b); err == nil {
-			out := make([]byte, ErrorLogEntrySize)
-			if err := e.Marshal(out); err != nil {
-				t.Fatal(err)
-			}
-			if e2, _ := ParseErrorLogEntry(out); e2 != e {
-				t.Fatal("error log round trip")
-			}
+	bases := [][]byte{
+		mustMarshal(f, ErrorLogEntrySize, e.Marshal),
+		mustMarshal(f, SMARTLogSize, s.Marshal),
+		filled(CommandsEffectsLogSize, 0xFF),
+		make([]byte, FirmwareSlotLogSize),
+		make([]byte, CommandsEffectsLogSize),
+		make([]byte, ErrorLogEntrySize),
+	}
+	for i := range bases {
+		f.Add([]byte{byte(i)})
+	}
+	f.Add([]byte{3, 0, 0, 1, 0x07}) // firmware AFI: slot 7
+	f.Fuzz(func(t *testing.T, in []byte) {
+		in = fuzzCap(in)
+		checkLogPages(t, in)
+		if len(in) == 0 {
+			return
 		}
-		if l, err := ParseSMARTLog(b); err == nil {
-			out := make([]byte, SMARTLogSize)
-			if err := l.Marshal(out); err != nil {
-				t.Fatal(err)
-			}
-			if l2, _ := ParseSMARTLog(out); l2 != l {
-				t.Fatal("SMART round trip")
-			}
-		}
-		if l, err := ParseFirmwareSlotLog(b); err == nil {
-			out := make([]byte, FirmwareSlotLogSize)
-			if err := l.Marshal(out); err != nil {
-				t.Fatal(err)
-			}
-			l2, _ := ParseFirmwareSlotLog(out)
-			out2 := make([]byte, FirmwareSlotLogSize)
-			_ = l2.Marshal(out2)
-			if !bytes.Equal(out, out2) || l2.AFI != l.AFI {
-				t.Fatal("firmware slot not idempotent")
-			}
-		}
-		if l, err := ParseCommandsEffectsLog(b); err == nil {
-			out := make([]byte, CommandsEffectsLogSize)
-			if err := l.Marshal(out); err != nil || !bytes.Equal(out[:2048], b[:2048]) {
-				t.Fatal("effects round trip")
-			}
-		}
+		base := bases[int(in[0]&7)%len(bases)]
+		checkLogPages(t, patchInput(in[1:], base, len(base)+int(in[0]>>3)))
 	})
+}
+
+// checkLogPages: each page that parses from b re-marshals to what it was.
+func checkLogPages(t *testing.T, b []byte) {
+	if e, err := ParseErrorLogEntry(b); err == nil {
+		out := make([]byte, ErrorLogEntrySize)
+		if err := e.Marshal(out); err != nil {
+			t.Fatal(err)
+		}
+		if e2, _ := ParseErrorLogEntry(out); e2 != e {
+			t.Fatal("error log round trip")
+		}
+	}
+	if l, err := ParseSMARTLog(b); err == nil {
+		out := make([]byte, SMARTLogSize)
+		if err := l.Marshal(out); err != nil {
+			t.Fatal(err)
+		}
+		if l2, _ := ParseSMARTLog(out); l2 != l {
+			t.Fatal("SMART round trip")
+		}
+	}
+	if l, err := ParseFirmwareSlotLog(b); err == nil {
+		out := make([]byte, FirmwareSlotLogSize)
+		if err := l.Marshal(out); err != nil {
+			t.Fatal(err)
+		}
+		l2, _ := ParseFirmwareSlotLog(out)
+		out2 := make([]byte, FirmwareSlotLogSize)
+		_ = l2.Marshal(out2)
+		if !bytes.Equal(out, out2) || l2.AFI != l.AFI {
+			t.Fatal("firmware slot not idempotent")
+		}
+	}
+	if l, err := ParseCommandsEffectsLog(b); err == nil {
+		out := make([]byte, CommandsEffectsLogSize)
+		if err := l.Marshal(out); err != nil || !bytes.Equal(out[:2048], b[:2048]) {
+			t.Fatal("effects round trip")
+		}
+	}
 }
 
 func FuzzValidNQN(f *testing.F) {
