@@ -8,6 +8,14 @@
 // BLKSSZGET. The backend's capacity is Options.Size when given, else the
 // file's or device's size, rounded down to whole blocks.
 //
+// Resize (blockdev.Resizer) changes the capacity in place: a regular file
+// is cut to the served size and grown sparse (new blocks read zeroes) or
+// cut, checked against the filesystem like Open and made durable; a block
+// device serves up to its size. Descriptors, ring and fixed-buffer
+// registrations stay, so the fast path survives. Resize takes the
+// backend's lock for writing: it waits for calls in progress (in-flight
+// async I/O included) and holds new ones back until it is done.
+//
 // Sizes the filesystem can never hold are refused: Open, before it grows
 // a file, compares the size with the filesystem's total capacity
 // (fstatfs) and maps EFBIG/EINVAL from ftruncate (beyond the maximum file
