@@ -14,9 +14,12 @@ type Backend struct {
 	closed bool
 
 	path     string
-	fd       int     // buffered descriptor
-	dfd      int     // O_DIRECT descriptor, -1 when direct I/O is off
-	align    uintptr // direct-I/O alignment of offsets, addresses and lengths (power of two); 0 without dfd
+	fd       int          // control descriptor (fdatasync, fallocate, ftruncate, ioctl): dfd when direct I/O is on, else the buffered one
+	dfd      int          // O_DIRECT descriptor, -1 when direct I/O is off
+	flags    int          // open flags without O_DIRECT (for reopening buffered)
+	buf      atomic.Int32 // buffered descriptor, -1 until the first misaligned I/O opens it (bufferedFD)
+	bufMu    sync.Mutex   // serialises opening buf
+	align    uintptr      // direct-I/O alignment of offsets, addresses and lengths (power of two); 0 without dfd
 	bs       int
 	shift    uint          // log2(bs)
 	blocks   atomic.Uint64 // capacity; written by Open and Resize (with mu held for writing)
@@ -154,13 +157,13 @@ func (b *Backend) Close() error {
 			err = b.osErr("fdatasync", -1, e)
 		}
 	}
-	if b.dfd >= 0 {
-		if e := toErrno(syscall.Close(b.dfd)); e != 0 && err == nil {
+	for _, fd := range []int{b.dfd, int(b.buf.Load())} {
+		if fd < 0 {
+			continue
+		}
+		if e := toErrno(syscall.Close(fd)); e != 0 && err == nil {
 			err = b.osErr("close", -1, e)
 		}
-	}
-	if e := toErrno(syscall.Close(b.fd)); e != 0 && err == nil {
-		err = b.osErr("close", -1, e)
 	}
 	return err
 }

@@ -24,10 +24,15 @@
 //
 // # Two descriptors: direct and buffered
 //
-// Unless Options.Direct is DirectOff, the file is opened twice: once with
-// O_DIRECT and once through the page cache. Each ReadAt/WriteAt goes to the
-// direct descriptor when the byte offset and every buffer's address and
-// length are multiples of DirectAlign(); otherwise it goes buffered.
+// Unless Options.Direct is DirectOff, the file is opened with O_DIRECT,
+// and that descriptor also serves fdatasync, fallocate, ftruncate and the
+// block device ioctls. A second descriptor through the page cache is
+// opened only when the first misaligned I/O needs it, by reopening the
+// O_DIRECT one's file (/proc/self/fd, so a rename or unlink of the path
+// since Open does not matter): a volume that only sees aligned I/O holds
+// one descriptor. Each ReadAt/WriteAt goes to the direct descriptor when
+// the byte offset and every buffer's address and length are multiples of
+// DirectAlign(); otherwise it goes buffered.
 // Alignment is checked here, not left to the kernel: some kernels and
 // filesystems accept misaligned memory with O_DIRECT (this project's build
 // host does), which would hide alignment bugs. If the kernel still refuses
@@ -87,9 +92,10 @@
 // Threads and descriptors therefore follow the number of rings, not of
 // volumes: each ring has one descriptor and one reaper goroutine, which
 // blocks in io_uring_enter and so pins one OS thread; each backend holds
-// the two descriptors of its file (buffered and O_DIRECT). Measured: 5,000
-// file volumes on one process took 7 OS threads and 2 descriptors per
-// volume (TestManyVolumes).
+// its file's O_DIRECT descriptor (and a buffered one after a misaligned
+// I/O). Measured: 5,000 file volumes on one process took 7 OS threads and
+// one descriptor per volume (TestManyVolumes); before shared rings, a
+// thread and three descriptors per volume.
 //
 // Per backend, Options.RingEntries bounds the I/Os in flight; a full ring
 // or a backend at its bound makes Submit* return false (the caller uses

@@ -54,6 +54,7 @@ func Open(path string, opts Options) (*Backend, error) {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	b := &Backend{path: path, fd: fd, dfd: -1, readOnly: opts.ReadOnly}
+	b.buf.Store(-1)
 	if err := b.setup(opts, flags); err != nil {
 		if b.dfd >= 0 {
 			syscall.Close(b.dfd)
@@ -64,8 +65,40 @@ func Open(path string, opts Options) (*Backend, error) {
 		}
 		return nil, err
 	}
+	if b.dfd >= 0 {
+		// One descriptor per file while only aligned I/O comes: the
+		// O_DIRECT one serves every control call too (fdatasync,
+		// fallocate, ftruncate, ioctl); the buffered one is reopened from
+		// it at the first misaligned I/O (bufferedFD).
+		syscall.Close(fd)
+		b.fd = b.dfd
+	} else {
+		b.buf.Store(int32(fd))
+	}
+	b.flags = flags
 	b.startRing(opts)
 	return b, nil
+}
+
+// bufferedFD returns the descriptor that goes through the page cache,
+// opening it at first use: it reopens the file the O_DIRECT descriptor
+// holds (/proc/self/fd), so a rename or unlink of the path since Open
+// does not matter. The caller holds b.mu for reading.
+func (b *Backend) bufferedFD() (int, error) {
+	if fd := b.buf.Load(); fd >= 0 {
+		return int(fd), nil
+	}
+	b.bufMu.Lock()
+	defer b.bufMu.Unlock()
+	if fd := b.buf.Load(); fd >= 0 {
+		return int(fd), nil
+	}
+	fd, err := openFile(fmt.Sprintf("/proc/self/fd/%d", b.dfd), b.flags, 0)
+	if err != nil {
+		return -1, fmt.Errorf("file %s: reopen without O_DIRECT for a misaligned I/O: %w", b.path, err)
+	}
+	b.buf.Store(int32(fd))
+	return fd, nil
 }
 
 // setup sizes the backend and opens the direct descriptor. On error the
