@@ -27,3 +27,6 @@ func (*RingGroup) Rings() int { return 0 }
 
 // Close does nothing.
 func (*RingGroup) Close() error { return nil }
+
+// ConfigureDefaultRingGroup does nothing on this platform.
+func ConfigureDefaultRingGroup(GroupOptions) error { return nil }

@@ -71,13 +71,47 @@ func NewRingGroup(opts GroupOptions) (*RingGroup, error) {
 	return g, nil
 }
 
-var defaultGroup = sync.OnceValues(func() (*RingGroup, error) { return NewRingGroup(GroupOptions{}) })
+var (
+	defaultMu      sync.Mutex // guards the four below
+	defaultOpts    GroupOptions
+	defaultGroupP  *RingGroup
+	defaultGroupEr error
+	defaultMade    bool
+)
+
+// ErrGroupConfigured: ConfigureDefaultRingGroup was called after the
+// default group was created.
+var ErrGroupConfigured = errors.New("file: default ring group already created")
+
+// ConfigureDefaultRingGroup sets the options of the default group (the
+// daemon's configuration: rings per process, entries per ring). It must
+// be called before the first Open that uses it; later it fails with
+// ErrGroupConfigured.
+func ConfigureDefaultRingGroup(opts GroupOptions) error {
+	defaultMu.Lock()
+	defer defaultMu.Unlock()
+	if defaultMade {
+		return ErrGroupConfigured
+	}
+	defaultOpts = opts
+	return nil
+}
 
 // DefaultRingGroup returns the process-wide group that backends opened
-// without Options.Rings share: GOMAXPROCS rings (at the time of the first
-// call) of DefaultGroupRingEntries. It is created at first use and never
-// closed. The error is that of the first creation (no io_uring).
-func DefaultRingGroup() (*RingGroup, error) { return defaultGroup() }
+// without Options.Rings share: by default GOMAXPROCS rings (at the time
+// of the first call) of DefaultGroupRingEntries (see
+// ConfigureDefaultRingGroup). It is created at first use and never
+// closed. The error is that of the first creation (no io_uring); it is
+// not retried.
+func DefaultRingGroup() (*RingGroup, error) {
+	defaultMu.Lock()
+	defer defaultMu.Unlock()
+	if !defaultMade {
+		defaultMade = true
+		defaultGroupP, defaultGroupEr = NewRingGroup(defaultOpts)
+	}
+	return defaultGroupP, defaultGroupEr
+}
 
 // Rings returns the number of rings in the group.
 func (g *RingGroup) Rings() int { return len(g.rings) }

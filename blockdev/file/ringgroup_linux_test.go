@@ -448,3 +448,14 @@ func TestBufferedReopen(t *testing.T) {
 		t.Fatalf("Close released %d descriptors, want 2", fd0-fd1)
 	}
 }
+
+// TestConfigureDefaultRingGroup: the default group's options can be set
+// only before it exists.
+func TestConfigureDefaultRingGroup(t *testing.T) {
+	if _, err := DefaultRingGroup(); err != nil {
+		t.Skip(err)
+	}
+	if err := ConfigureDefaultRingGroup(GroupOptions{Rings: 1}); !errors.Is(err, ErrGroupConfigured) {
+		t.Fatalf("ConfigureDefaultRingGroup after creation = %v", err)
+	}
+}
