@@ -174,18 +174,28 @@ func FuzzParseIdentifyController(f *testing.F) {
 	})
 }
 
+// FuzzParseIdentifyNamespace builds the page from a short input (see
+// patchInput): the first byte picks the base page (zeroes, a sample
+// namespace, all 0xFF), the rest patches it.
 func FuzzParseIdentifyNamespace(f *testing.F) {
 	n := sampleNamespace()
-	f.Add(mustMarshal(f, IdentifySize, n.Marshal))
-	f.Add(make([]byte, IdentifySize))
-	f.Add(filled(IdentifySize, 0xFF))
-	f.Fuzz(func(t *testing.T, b []byte) {
+	bases := [][]byte{nil, mustMarshal(f, IdentifySize, n.Marshal), filled(IdentifySize, 0xFF)}
+	f.Add([]byte{0})
+	f.Add([]byte{1})
+	f.Add([]byte{2})
+	f.Add([]byte{1, 26, 0, 1, 0x0F}) // FLBAS: format 15
+	f.Fuzz(func(t *testing.T, in []byte) {
+		in = fuzzCap(in)
+		if _, err := ParseIdentifyNamespace(in); err == nil {
+			t.Fatalf("%d-byte page parsed", len(in))
+		}
+		if len(in) == 0 {
+			return
+		}
+		b := patchInput(in[1:], bases[int(in[0])%len(bases)], IdentifySize+int(in[0]>>4))
 		n1, err := ParseIdentifyNamespace(b)
 		if err != nil {
-			if len(b) >= IdentifySize {
-				t.Fatal(err)
-			}
-			return
+			t.Fatal(err)
 		}
 		if bs := n1.BlockSize(); bs != 0 && (bs < 512 || bs > 1<<30 || bs&(bs-1) != 0) {
 			t.Fatalf("BlockSize %d", bs)
@@ -238,35 +248,41 @@ func checkNSDescriptors(t *testing.T, b []byte) {
 	}
 }
 
+// FuzzParseNSList decodes the input itself and, so that long lists come
+// from short inputs (see tileInput), a page of input[1:] repeated
+// (input[0]+1)*8 times, up to a little more than a full list.
 func FuzzParseNSList(f *testing.F) {
-	b := make([]byte, IdentifySize)
-	MarshalNSList(b, []uint32{1, 2, 3})
-	f.Add(b)
-	f.Add(filled(IdentifySize+100, 0xFF))
+	f.Add([]byte{0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0})
+	f.Add([]byte{255, 0xFF}) // a full list of 0xFFFFFFFF and more bytes
 	f.Add([]byte{1, 0, 0})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		ids := ParseNSList(b)
-		if len(ids) > NSListMax || len(ids) > len(b)/4 {
-			t.Fatalf("%d entries from %d bytes", len(ids), len(b))
-		}
-		for _, id := range ids {
-			if id == 0 {
-				t.Fatal("zero NSID returned")
-			}
-		}
-		out := make([]byte, IdentifySize)
-		MarshalNSList(out, ids)
-		if got := ParseNSList(out); !reflect.DeepEqual(got, ids) {
-			t.Fatal("round trip")
+	f.Add([]byte{127, 1, 0, 0, 0, 0, 0, 0, 0}) // NSID 1, then zero: the list ends
+	f.Fuzz(func(t *testing.T, in []byte) {
+		in = fuzzCap(in)
+		checkNSList(t, in)
+		if len(in) > 1 {
+			checkNSList(t, tileInput(in[1:], (int(in[0])+1)*8, IdentifySize+100))
 		}
 	})
 }
 
-// FuzzParseDiscoveryLog builds the log from a short input (see
-// patchInput): the first byte gives the number of records the page has
-// room for (bits 0-1), whether they start as sample entries or zeroes
-// (bit 2) and how many extra bytes follow them (bits 4-7, 100 each: a
-// partial record); the rest patches header and records (NUMREC included).
+// checkNSList: the list is bounded, holds no zero NSID and round-trips.
+func checkNSList(t *testing.T, b []byte) {
+	ids := ParseNSList(b)
+	if len(ids) > NSListMax || len(ids) > len(b)/4 {
+		t.Fatalf("%d entries from %d bytes", len(ids), len(b))
+	}
+	for _, id := range ids {
+		if id == 0 {
+			t.Fatal("zero NSID returned")
+		}
+	}
+	out := make([]byte, IdentifySize)
+	MarshalNSList(out, ids)
+	if got := ParseNSList(out); !reflect.DeepEqual(got, ids) {
+		t.Fatal("round trip")
+	}
+}
+
 func FuzzParseDiscoveryLog(f *testing.F) {
 	e := sampleEntries()
 	f.Add([]byte{0x04 | 2})                                 // two sample entries
