@@ -10,7 +10,7 @@ import (
 
 // Backend serves a regular file or block device. Create it with Open.
 type Backend struct {
-	mu     sync.RWMutex // read-held by every call for its duration, write-held by Close; guards closed and the descriptors' validity
+	mu     sync.RWMutex // read-held by every call (and every in-flight async I/O) for its duration, write-held by Close and Resize; guards closed and the descriptors' validity
 	closed bool
 
 	path     string
