@@ -30,6 +30,11 @@
 // calls already in progress (file) or makes them fail with ErrClosed (mem,
 // null); every call that starts after Close returns ErrClosed.
 //
+// Optional capabilities (Async, AsyncBatcher, FixedBuffers, Resizer,
+// NonBlocking) are found by type assertion on the Backend; a wrapper must
+// expose its inner backend's (blockdevtest's Caps.Capabilities checks it).
+// file, mem and null implement Resizer in place, keeping the others.
+//
 // Backends that implement NonBlocking and report true never wait on I/O
 // and may be called inline on a queue poller; all others may block in any
 // method and must be called off the poller.
@@ -46,6 +51,7 @@
 //	                 Write Fault (0x80) for writes, zeroes and discards
 //	ErrReadOnly   -> Generic, Namespace is Write Protected (0x20)
 //	ErrClosed     -> Generic, Namespace Not Ready (0x82)
+//	ErrNoSpace    -> Generic, Capacity Exceeded (0x81)
 //	anything else -> Generic, Internal Error (0x06)
 //
 // Range checks are done before any data moves and are overflow safe:

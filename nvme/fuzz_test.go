@@ -20,16 +20,28 @@ func mustMarshal(f *testing.F, size int, m func([]byte) error) []byte {
 	return b
 }
 
+// FuzzParseConnectData builds the 1 KiB Connect data from a short input
+// (see patchInput): the first byte picks the base (zeroes, a sample, all
+// 'a') and extra length (bits 4-7), the rest patches it.
 func FuzzParseConnectData(f *testing.F) {
 	d := ConnectData{HostID: [16]byte{1}, CNTLID: 0xFFFF, SubNQN: DiscoveryNQN, HostNQN: HostNQNFromUUID([16]byte{2})}
-	f.Add(mustMarshal(f, ConnectDataSize, d.Marshal))
-	f.Add(make([]byte, ConnectDataSize))
-	f.Add(filled(ConnectDataSize, 'a'))
-	f.Add([]byte{1, 2, 3})
-	f.Fuzz(func(t *testing.T, b []byte) {
+	bases := [][]byte{nil, mustMarshal(f, ConnectDataSize, d.Marshal), filled(ConnectDataSize, 'a')}
+	f.Add([]byte{0})
+	f.Add([]byte{1})
+	f.Add([]byte{2})
+	f.Add([]byte{1, 0, 1, 3, 'n', 'q', 0xC3}) // SUBNQN (256) patched with a non-ASCII byte
+	f.Fuzz(func(t *testing.T, in []byte) {
+		in = fuzzCap(in)
+		if _, err := ParseConnectData(in); err == nil {
+			t.Fatalf("%d-byte Connect data parsed", len(in))
+		}
+		if len(in) == 0 {
+			return
+		}
+		b := patchInput(in[1:], bases[int(in[0]&15)%len(bases)], ConnectDataSize+int(in[0]>>4))
 		d, err := ParseConnectData(b)
 		if err != nil {
-			if len(b) >= ConnectDataSize && !errors.Is(err, ErrBadNQN) {
+			if !errors.Is(err, ErrBadNQN) {
 				t.Fatalf("unexpected error %v", err)
 			}
 			return
@@ -114,13 +126,27 @@ func FuzzParseCMReject(f *testing.F) {
 // FuzzParseIdentifyController checks that marshal∘parse reaches a fixed point after one
 // normalisation (strings trimmed, non-ASCII replaced, reserved bytes
 // zeroed): parse(marshal(parse(b))) == parse(b) modulo that normalisation.
+// The page is built from a short input (see patchInput): the first byte
+// picks the base page (zeroes, a sample controller, all 0xFF), the rest
+// patches it.
 func FuzzParseIdentifyController(f *testing.F) {
 	c := sampleController()
-	f.Add(mustMarshal(f, IdentifySize, c.Marshal))
-	f.Add(make([]byte, IdentifySize))
-	f.Add(filled(IdentifySize, 0xFF))
-	f.Add(make([]byte, 10))
-	f.Fuzz(func(t *testing.T, b []byte) {
+	sample := mustMarshal(f, IdentifySize, c.Marshal)
+	bases := [][]byte{nil, sample, filled(IdentifySize, 0xFF)}
+	f.Add([]byte{0})
+	f.Add([]byte{1})
+	f.Add([]byte{2})
+	f.Add([]byte{1, 0x00, 0x03, 4, 'n', 'q', 'n', 0xFF}) // SUBNQN (768) patched with a non-ASCII byte
+	f.Add([]byte{0, 4, 0, 3, 0xC3, 0xA9, ' '})           // non-ASCII SN
+	f.Fuzz(func(t *testing.T, in []byte) {
+		in = fuzzCap(in)
+		if _, err := ParseIdentifyController(in); !errors.Is(err, ErrShort) {
+			t.Fatalf("%d-byte page: %v, want ErrShort", len(in), err)
+		}
+		if len(in) == 0 {
+			return
+		}
+		b := patchInput(in[1:], bases[int(in[0])%len(bases)], IdentifySize+int(in[0]>>4))
 		c1, err := ParseIdentifyController(b)
 		if err != nil {
 			return
@@ -148,18 +174,28 @@ func FuzzParseIdentifyController(f *testing.F) {
 	})
 }
 
+// FuzzParseIdentifyNamespace builds the page from a short input (see
+// patchInput): the first byte picks the base page (zeroes, a sample
+// namespace, all 0xFF), the rest patches it.
 func FuzzParseIdentifyNamespace(f *testing.F) {
 	n := sampleNamespace()
-	f.Add(mustMarshal(f, IdentifySize, n.Marshal))
-	f.Add(make([]byte, IdentifySize))
-	f.Add(filled(IdentifySize, 0xFF))
-	f.Fuzz(func(t *testing.T, b []byte) {
+	bases := [][]byte{nil, mustMarshal(f, IdentifySize, n.Marshal), filled(IdentifySize, 0xFF)}
+	f.Add([]byte{0})
+	f.Add([]byte{1})
+	f.Add([]byte{2})
+	f.Add([]byte{1, 26, 0, 1, 0x0F}) // FLBAS: format 15
+	f.Fuzz(func(t *testing.T, in []byte) {
+		in = fuzzCap(in)
+		if _, err := ParseIdentifyNamespace(in); err == nil {
+			t.Fatalf("%d-byte page parsed", len(in))
+		}
+		if len(in) == 0 {
+			return
+		}
+		b := patchInput(in[1:], bases[int(in[0])%len(bases)], IdentifySize+int(in[0]>>4))
 		n1, err := ParseIdentifyNamespace(b)
 		if err != nil {
-			if len(b) >= IdentifySize {
-				t.Fatal(err)
-			}
-			return
+			t.Fatal(err)
 		}
 		if bs := n1.BlockSize(); bs != 0 && (bs < 512 || bs > 1<<30 || bs&(bs-1) != 0) {
 			t.Fatalf("BlockSize %d", bs)
@@ -175,60 +211,104 @@ func FuzzParseIdentifyNamespace(f *testing.F) {
 	})
 }
 
+// FuzzParseNSDescriptors decodes the input itself and, so that long lists
+// come from short inputs (see tileInput), a page of input[1:] repeated
+// input[0]+1 times (up to a little more than IdentifySize, to cover the
+// parser's cut).
 func FuzzParseNSDescriptors(f *testing.F) {
 	d := []NSDescriptor{{NIDTEUI64, make([]byte, 8)}, {NIDTUUID, make([]byte, 16)}, {NIDTCSI, []byte{0}}}
-	f.Add(mustMarshal(f, IdentifySize, func(b []byte) error { return MarshalNSDescriptors(b, d) }))
-	f.Add([]byte{0x80, 3, 0, 0, 1, 2, 3, 1, 8, 0, 0})
-	f.Add([]byte{1, 200, 0, 0})
-	f.Add(filled(5000, 0x01))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		d, err := ParseNSDescriptors(b)
-		if err != nil {
-			return
-		}
-		out := make([]byte, IdentifySize)
-		if err := MarshalNSDescriptors(out, d); err != nil {
-			t.Fatalf("re-marshal: %v", err)
-		}
-		d2, err := ParseNSDescriptors(out)
-		if err != nil || !reflect.DeepEqual(d, d2) {
-			t.Fatalf("round trip (%v)", err)
+	page := mustMarshal(f, IdentifySize, func(b []byte) error { return MarshalNSDescriptors(b, d) })
+	f.Add(append([]byte{0}, page[:4+8+4+16+4+1+4]...))
+	f.Add([]byte{0, 0x80, 3, 0, 0, 1, 2, 3, 1, 8, 0, 0})
+	f.Add([]byte{0, 1, 200, 0, 0})
+	f.Add([]byte{255, 0x01})                                                                  // 0x01 bytes past the page: NIDL 1 for an EUI-64
+	f.Add([]byte{200, 0x80, 16, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}) // a long list of vendor IDs
+	f.Fuzz(func(t *testing.T, in []byte) {
+		in = fuzzCap(in)
+		checkNSDescriptors(t, in)
+		if len(in) > 1 {
+			checkNSDescriptors(t, tileInput(in[1:], int(in[0])+1, IdentifySize+64))
 		}
 	})
 }
 
+// checkNSDescriptors: a list that parses re-marshals to the same list.
+func checkNSDescriptors(t *testing.T, b []byte) {
+	d, err := ParseNSDescriptors(b)
+	if err != nil {
+		return
+	}
+	out := make([]byte, IdentifySize)
+	if err := MarshalNSDescriptors(out, d); err != nil {
+		t.Fatalf("re-marshal: %v", err)
+	}
+	d2, err := ParseNSDescriptors(out)
+	if err != nil || !reflect.DeepEqual(d, d2) {
+		t.Fatalf("round trip (%v)", err)
+	}
+}
+
+// FuzzParseNSList decodes the input itself and, so that long lists come
+// from short inputs (see tileInput), a page of input[1:] repeated
+// (input[0]+1)*8 times, up to a little more than a full list.
 func FuzzParseNSList(f *testing.F) {
-	b := make([]byte, IdentifySize)
-	MarshalNSList(b, []uint32{1, 2, 3})
-	f.Add(b)
-	f.Add(filled(IdentifySize+100, 0xFF))
+	f.Add([]byte{0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0})
+	f.Add([]byte{255, 0xFF}) // a full list of 0xFFFFFFFF and more bytes
 	f.Add([]byte{1, 0, 0})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		ids := ParseNSList(b)
-		if len(ids) > NSListMax || len(ids) > len(b)/4 {
-			t.Fatalf("%d entries from %d bytes", len(ids), len(b))
-		}
-		for _, id := range ids {
-			if id == 0 {
-				t.Fatal("zero NSID returned")
-			}
-		}
-		out := make([]byte, IdentifySize)
-		MarshalNSList(out, ids)
-		if got := ParseNSList(out); !reflect.DeepEqual(got, ids) {
-			t.Fatal("round trip")
+	f.Add([]byte{127, 1, 0, 0, 0, 0, 0, 0, 0}) // NSID 1, then zero: the list ends
+	f.Fuzz(func(t *testing.T, in []byte) {
+		in = fuzzCap(in)
+		checkNSList(t, in)
+		if len(in) > 1 {
+			checkNSList(t, tileInput(in[1:], (int(in[0])+1)*8, IdentifySize+100))
 		}
 	})
+}
+
+// checkNSList: the list is bounded, holds no zero NSID and round-trips.
+func checkNSList(t *testing.T, b []byte) {
+	ids := ParseNSList(b)
+	if len(ids) > NSListMax || len(ids) > len(b)/4 {
+		t.Fatalf("%d entries from %d bytes", len(ids), len(b))
+	}
+	for _, id := range ids {
+		if id == 0 {
+			t.Fatal("zero NSID returned")
+		}
+	}
+	out := make([]byte, IdentifySize)
+	MarshalNSList(out, ids)
+	if got := ParseNSList(out); !reflect.DeepEqual(got, ids) {
+		t.Fatal("round trip")
+	}
 }
 
 func FuzzParseDiscoveryLog(f *testing.F) {
 	e := sampleEntries()
-	f.Add(mustMarshal(f, DiscoveryLogSize(len(e)), func(b []byte) error { return MarshalDiscoveryLog(b, 3, e) }))
-	f.Add(make([]byte, 1024))
-	hdr := make([]byte, 2048)
-	put64(hdr, 8, 1<<63)
-	f.Add(hdr)
-	f.Fuzz(func(t *testing.T, b []byte) {
+	f.Add([]byte{0x04 | 2})                                 // two sample entries
+	f.Add([]byte{0})                                        // empty log
+	f.Add([]byte{0x03, 8, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0x80}) // NUMREC 1<<63, three zero records
+	f.Add([]byte{0x14 | 1, 8, 0, 1, 5})                     // NUMREC 5, one record and a partial one
+	f.Add([]byte{0x04 | 1, 0, 5, 4, 'n', 'q', 'n', 0xFF})   // a record's SUBNQN patched with a non-ASCII byte
+	f.Add([]byte{0x04 | 1, 16, 0, 1, 1})                    // RECFMT 1
+	f.Fuzz(func(t *testing.T, in []byte) {
+		in = fuzzCap(in)
+		if _, _, err := ParseDiscoveryLog(in); !errors.Is(err, ErrShort) {
+			t.Fatalf("%d-byte log: %v, want ErrShort", len(in), err)
+		}
+		if len(in) == 0 {
+			return
+		}
+		k := int(in[0] & 3)
+		size := DiscoveryLogSize(k) + int(in[0]>>4)*100
+		var base []byte
+		if in[0]&4 != 0 {
+			base = make([]byte, size)
+			if err := MarshalDiscoveryLog(base, 3, e[:min(k, len(e))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := patchInput(in[1:], base, size)
 		h, entries, err := ParseDiscoveryLog(b)
 		if uint64(len(entries)) > h.NumRec || len(entries) > max(len(b)-1024, 0)/1024 {
 			t.Fatalf("%d entries, NUMREC %d, %d bytes", len(entries), h.NumRec, len(b))
@@ -408,50 +488,74 @@ func FuzzStatusString(f *testing.F) {
 	})
 }
 
+// FuzzParseLogPages decodes the error log entry, SMART, firmware slot and
+// commands supported and effects pages from a page built from a short
+// input (see patchInput): the first byte picks the page size and base
+// (bits 0-2) and extra length (bits 3-7); the rest patches it.
 func FuzzParseLogPages(f *testing.F) {
 	e := ErrorLogEntry{ErrorCount: 1, Status: StatusInvalidField}
-	f.Add(mustMarshal(f, ErrorLogEntrySize, e.Marshal))
 	s := SMARTLog{Temperature: 300, PowerOnHours: 5}
-	f.Add(mustMarshal(f, SMARTLogSize, s.Marshal))
-	f.Add(filled(CommandsEffectsLogSize, 0xFF))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if e, err := ParseErrorLogEntry(b); err == nil {
-			out := make([]byte, ErrorLogEntrySize)
-			if err := e.Marshal(out); err != nil {
-				t.Fatal(err)
-			}
-			if e2, _ := ParseErrorLogEntry(out); e2 != e {
-				t.Fatal("error log round trip")
-			}
+	bases := [][]byte{
+		mustMarshal(f, ErrorLogEntrySize, e.Marshal),
+		mustMarshal(f, SMARTLogSize, s.Marshal),
+		filled(CommandsEffectsLogSize, 0xFF),
+		make([]byte, FirmwareSlotLogSize),
+		make([]byte, CommandsEffectsLogSize),
+		make([]byte, ErrorLogEntrySize),
+	}
+	for i := range bases {
+		f.Add([]byte{byte(i)})
+	}
+	f.Add([]byte{3, 0, 0, 1, 0x07}) // firmware AFI: slot 7
+	f.Fuzz(func(t *testing.T, in []byte) {
+		in = fuzzCap(in)
+		checkLogPages(t, in)
+		if len(in) == 0 {
+			return
 		}
-		if l, err := ParseSMARTLog(b); err == nil {
-			out := make([]byte, SMARTLogSize)
-			if err := l.Marshal(out); err != nil {
-				t.Fatal(err)
-			}
-			if l2, _ := ParseSMARTLog(out); l2 != l {
-				t.Fatal("SMART round trip")
-			}
-		}
-		if l, err := ParseFirmwareSlotLog(b); err == nil {
-			out := make([]byte, FirmwareSlotLogSize)
-			if err := l.Marshal(out); err != nil {
-				t.Fatal(err)
-			}
-			l2, _ := ParseFirmwareSlotLog(out)
-			out2 := make([]byte, FirmwareSlotLogSize)
-			_ = l2.Marshal(out2)
-			if !bytes.Equal(out, out2) || l2.AFI != l.AFI {
-				t.Fatal("firmware slot not idempotent")
-			}
-		}
-		if l, err := ParseCommandsEffectsLog(b); err == nil {
-			out := make([]byte, CommandsEffectsLogSize)
-			if err := l.Marshal(out); err != nil || !bytes.Equal(out[:2048], b[:2048]) {
-				t.Fatal("effects round trip")
-			}
-		}
+		base := bases[int(in[0]&7)%len(bases)]
+		checkLogPages(t, patchInput(in[1:], base, len(base)+int(in[0]>>3)))
 	})
+}
+
+// checkLogPages: each page that parses from b re-marshals to what it was.
+func checkLogPages(t *testing.T, b []byte) {
+	if e, err := ParseErrorLogEntry(b); err == nil {
+		out := make([]byte, ErrorLogEntrySize)
+		if err := e.Marshal(out); err != nil {
+			t.Fatal(err)
+		}
+		if e2, _ := ParseErrorLogEntry(out); e2 != e {
+			t.Fatal("error log round trip")
+		}
+	}
+	if l, err := ParseSMARTLog(b); err == nil {
+		out := make([]byte, SMARTLogSize)
+		if err := l.Marshal(out); err != nil {
+			t.Fatal(err)
+		}
+		if l2, _ := ParseSMARTLog(out); l2 != l {
+			t.Fatal("SMART round trip")
+		}
+	}
+	if l, err := ParseFirmwareSlotLog(b); err == nil {
+		out := make([]byte, FirmwareSlotLogSize)
+		if err := l.Marshal(out); err != nil {
+			t.Fatal(err)
+		}
+		l2, _ := ParseFirmwareSlotLog(out)
+		out2 := make([]byte, FirmwareSlotLogSize)
+		_ = l2.Marshal(out2)
+		if !bytes.Equal(out, out2) || l2.AFI != l.AFI {
+			t.Fatal("firmware slot not idempotent")
+		}
+	}
+	if l, err := ParseCommandsEffectsLog(b); err == nil {
+		out := make([]byte, CommandsEffectsLogSize)
+		if err := l.Marshal(out); err != nil || !bytes.Equal(out[:2048], b[:2048]) {
+			t.Fatal("effects round trip")
+		}
+	}
 }
 
 func FuzzValidNQN(f *testing.F) {

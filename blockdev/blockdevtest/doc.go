@@ -16,7 +16,12 @@
 // neighbouring blocks alone; concurrent writers on disjoint ranges; every
 // method, a second Close included, returns ErrClosed after Close; and,
 // with Caps.Reopen, that flushed, FUA and pre-Close writes and zeroes
-// survive a reopen.
+// survive a reopen; the optional capabilities listed in Caps are exposed;
+// and, for a blockdev.Resizer, that shrinking and growing in place keep
+// the data below the smaller size, read zeroes past the old end (also
+// where data was before a shrink), move the range checks, and leave the
+// capabilities — and the async and fixed-buffer I/O the backend took
+// before — working after.
 //
 // The suite's buffers are 4096-byte aligned (see AlignedBuffer) so that
 // backends with a direct-I/O path exercise it; the partial-block vectors it

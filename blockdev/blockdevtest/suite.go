@@ -30,6 +30,10 @@ type Caps struct {
 	// (block devices). The suite then only checks that Discard leaves
 	// neighbouring blocks alone.
 	DiscardUndefined bool
+	// Capabilities the backend must expose (by type assertion, as the
+	// target finds them). A wrapper run through the suite lists its inner
+	// backend's, so hiding one fails.
+	Capabilities Capability
 }
 
 // geometry is one device shape the suite runs on.
@@ -63,6 +67,9 @@ func Run(t *testing.T, open OpenFunc, caps Caps) {
 		{"ConcurrentDisjointWriters", testConcurrent},
 		{"Close", testClose},
 		{"Reopen", testReopen},
+		{"Capabilities", testCapabilities},
+		{"Resize", testResize},
+		{"ResizeClosed", testResizeClosed},
 	}
 	for _, g := range geometries {
 		t.Run(fmt.Sprintf("bs%d", g.blockSize), func(t *testing.T) {

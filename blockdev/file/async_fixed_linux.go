@@ -11,23 +11,26 @@ import (
 	"github.com/rdmablk/rdmablk/blockdev/uring"
 )
 
-// FixedTableEntries is the size of the ring's sparse fixed-buffer table:
-// the 1 GiB pieces of all regions registered at once (one per connected
-// queue and namespace in the target).
-const FixedTableEntries = 256
-
 // Test hooks for the kernel calls (fault injection: ENOMEM, EPERM).
 var (
 	registerSparse = (*uring.Ring).RegisterSparse
 	updateBuffer   = (*uring.Ring).UpdateBuffer
 )
 
-// fixedTable is the fixed-buffer side of an asyncRing (blockdev.FixedBuffers).
-// mu serialises RegisterFixed / UnregisterFixed (the table's indices and
-// the kernel calls); regions is also read by submitters under the ring's
-// mutex, so it is only written with both held.
+// fixedTable is the fixed-buffer side of a shared ring
+// (blockdev.FixedBuffers), used by all the ring's backends. A region
+// registered by several backends on the ring (the same base and size: one
+// transport queue's memory serving several namespaces) occupies its table
+// entries once and is pinned once; it is reference counted and leaves the
+// table when its last holder unregisters it or closes.
+//
+// mu serialises RegisterFixed / UnregisterFixed (the table's indices, the
+// kernel calls, refs and every backend's fixedHeld); regions is also read
+// by submitters under the ring's mutex, so it is only written with both
+// held.
 type fixedTable struct {
 	mu      sync.Mutex
+	size    int    // entries in the kernel table
 	tried   bool   // RegisterSparse attempted
 	broken  error  // the kernel refused the table: no fixed buffers on this ring
 	used    []bool // per table index
@@ -41,6 +44,7 @@ type fixedRegion struct {
 	base, size uintptr
 	first, n   uint16
 	gen        uint32 // 0: free slot
+	refs       int    // RegisterFixed calls not yet undone (guarded by the table's mu)
 }
 
 func fixedHandle(slot int, gen uint32) blockdev.FixedRegion {
@@ -50,10 +54,11 @@ func fixedHandle(slot int, gen uint32) blockdev.FixedRegion {
 var _ blockdev.FixedBuffers = (*Backend)(nil)
 
 // RegisterFixed implements blockdev.FixedBuffers: region is installed in
-// the ring's fixed-buffer table (one entry per GiB). The first call
-// creates the sparse table. Errors wrap blockdev.ErrFixedUnavailable
-// (and the errno: ENOMEM for RLIMIT_MEMLOCK, EPERM, EINVAL on kernels
-// without sparse tables).
+// the shared ring's fixed-buffer table (one entry per GiB), or, when a
+// backend on the same ring registered the very same region, shares its
+// entries. The first call on a ring creates the sparse table. Errors wrap
+// blockdev.ErrFixedUnavailable (and the errno: ENOMEM for RLIMIT_MEMLOCK,
+// EPERM, EINVAL on kernels without sparse tables).
 func (b *Backend) RegisterFixed(region []byte) (blockdev.FixedRegion, error) {
 	a := b.ring
 	if a == nil {
@@ -70,21 +75,43 @@ func (b *Backend) RegisterFixed(region []byte) (blockdev.FixedRegion, error) {
 	t := &a.fixed
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	h, err := t.register(a, region)
+	if err != nil {
+		return 0, err
+	}
+	if b.fixedHeld == nil {
+		b.fixedHeld = make(map[blockdev.FixedRegion]int)
+	}
+	b.fixedHeld[h]++
+	b.stats.fixedRegions.Add(1)
+	return h, nil
+}
+
+// register installs region (or takes another reference to an identical
+// registration). Caller holds t.mu.
+func (t *fixedTable) register(a *sharedRing, region []byte) (blockdev.FixedRegion, error) {
 	if !t.tried {
 		t.tried = true
-		if err := registerSparse(a.ring, FixedTableEntries); err != nil {
+		if err := registerSparse(a.ring, t.size); err != nil {
 			t.broken = err
 		} else {
-			t.used = make([]bool, FixedTableEntries)
+			t.used = make([]bool, t.size)
 		}
 	}
 	if t.broken != nil {
 		return 0, fmt.Errorf("%w: %w", blockdev.ErrFixedUnavailable, t.broken)
 	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(region)))
+	for i := range t.regions {
+		if r := &t.regions[i]; r.gen != 0 && r.base == base && r.size == uintptr(len(region)) {
+			r.refs++
+			return fixedHandle(i, r.gen), nil
+		}
+	}
 	n := (len(region) + uring.MaxFixedBuffer - 1) / uring.MaxFixedBuffer
 	first := freeRun(t.used, n)
 	if first < 0 {
-		return 0, fmt.Errorf("%w: table of %d entries full", blockdev.ErrFixedUnavailable, FixedTableEntries)
+		return 0, fmt.Errorf("%w: table of %d entries full", blockdev.ErrFixedUnavailable, t.size)
 	}
 	for i := range n {
 		piece := region[i*uring.MaxFixedBuffer : min(len(region), (i+1)*uring.MaxFixedBuffer)]
@@ -103,13 +130,7 @@ func (b *Backend) RegisterFixed(region []byte) (blockdev.FixedRegion, error) {
 	if t.gen == 0 {
 		t.gen = 1
 	}
-	r := fixedRegion{
-		base:  uintptr(unsafe.Pointer(unsafe.SliceData(region))),
-		size:  uintptr(len(region)),
-		first: uint16(first),
-		n:     uint16(n),
-		gen:   t.gen,
-	}
+	r := fixedRegion{base: base, size: uintptr(len(region)), first: uint16(first), n: uint16(n), gen: t.gen, refs: 1}
 	a.mu.Lock()
 	slot := -1
 	for i := range t.regions {
@@ -124,13 +145,14 @@ func (b *Backend) RegisterFixed(region []byte) (blockdev.FixedRegion, error) {
 	}
 	t.regions[slot] = r
 	a.mu.Unlock()
-	b.stats.fixedRegions.Add(1)
 	return fixedHandle(slot, r.gen), nil
 }
 
-// UnregisterFixed implements blockdev.FixedBuffers: new submissions stop
-// using reg at once; the table entries are emptied (the kernel keeps the
-// pages pinned until I/Os in flight against them complete).
+// UnregisterFixed implements blockdev.FixedBuffers: the backend's
+// reference to reg is dropped; when it was the last on the ring, new
+// submissions stop using the region at once and its table entries are
+// emptied (the kernel keeps the pages pinned until I/Os in flight against
+// them complete). A handle this backend does not hold is ignored.
 func (b *Backend) UnregisterFixed(reg blockdev.FixedRegion) {
 	a := b.ring
 	if a == nil {
@@ -139,27 +161,55 @@ func (b *Backend) UnregisterFixed(reg blockdev.FixedRegion) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.closed {
-		return // the ring and its table are gone
+		return // Close dropped every registration
 	}
 	t := &a.fixed
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	a.mu.Lock()
-	r, ok := t.lookup(reg)
-	if ok {
-		t.regions[uint32(reg)] = fixedRegion{}
+	if b.fixedHeld[reg] == 0 {
+		return
 	}
-	a.mu.Unlock()
+	if b.fixedHeld[reg]--; b.fixedHeld[reg] == 0 {
+		delete(b.fixedHeld, reg)
+	}
+	t.release(a, reg)
+	b.stats.fixedRegions.Add(^uint64(0))
+}
+
+// releaseFixed drops every registration b holds (Close).
+func (b *Backend) releaseFixed() {
+	a := b.ring
+	t := &a.fixed
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for reg, n := range b.fixedHeld {
+		for range n {
+			t.release(a, reg)
+			b.stats.fixedRegions.Add(^uint64(0))
+		}
+	}
+	b.fixedHeld = nil
+}
+
+// release drops one reference to reg. Caller holds t.mu.
+func (t *fixedTable) release(a *sharedRing, reg blockdev.FixedRegion) {
+	r, ok := t.lookup(reg)
 	if !ok {
 		return
 	}
+	slot := uint32(reg)
+	if t.regions[slot].refs--; t.regions[slot].refs > 0 {
+		return
+	}
+	a.mu.Lock()
+	t.regions[slot] = fixedRegion{}
+	a.mu.Unlock()
 	for i := range int(r.n) {
 		// Emptying an entry only fails for an index outside the table,
 		// which a registered region never has.
 		_ = updateBuffer(a.ring, int(r.first)+i, nil)
 		t.used[int(r.first)+i] = false
 	}
-	b.stats.fixedRegions.Add(^uint64(0))
 }
 
 // lookup returns the live region reg names. Caller holds the ring's mutex

@@ -16,8 +16,9 @@ import (
 // drops, the stale handle falls back to plain ops, and the table entries
 // are reused.
 func TestFixedReadWrite(t *testing.T) {
-	b := openAsync(t, Options{BlockSize: 4096})
-	region := AlignedBuffer(16*4096, 4096)
+	const tableSize = 16
+	b := openAsync(t, Options{BlockSize: 4096, Rings: privateGroup(t, GroupOptions{Rings: 1, FixedEntries: tableSize})})
+	region := AlignedBuffer(2*tableSize*4096, 4096)
 	reg, err := b.RegisterFixed(region)
 	if err != nil {
 		t.Skipf("no fixed buffers here: %v", err)
@@ -74,17 +75,31 @@ func TestFixedReadWrite(t *testing.T) {
 		t.Fatalf("stats %+v after Unregister: want 4 async, 2 fixed", st)
 	}
 	// The table's entries come back: register and drop it many times.
-	for range 2 * FixedTableEntries {
+	for range 2 * tableSize {
 		r, err := b.RegisterFixed(region)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b.UnregisterFixed(r)
 	}
+	// The same memory registered again shares its entry.
+	r1, err1 := b.RegisterFixed(region[:4096])
+	r2, err2 := b.RegisterFixed(region[:4096])
+	if err1 != nil || err2 != nil || r1 != r2 {
+		t.Fatalf("same region twice: %v %v, %v %v", r1, err1, r2, err2)
+	}
+	if st := b.Stats(); st.FixedRegions != 2 {
+		t.Fatalf("FixedRegions %d, want 2", st.FixedRegions)
+	}
+	b.UnregisterFixed(r1)
+	b.UnregisterFixed(r2)
 	// A full table refuses with ErrFixedUnavailable.
 	var regs []blockdev.FixedRegion
-	for {
-		r, err := b.RegisterFixed(region[:4096])
+	for i := 0; ; i++ {
+		if i == len(region)/4096 {
+			t.Fatalf("table never full: %d regions", i)
+		}
+		r, err := b.RegisterFixed(region[i*4096 : (i+1)*4096])
 		if err != nil {
 			if !errors.Is(err, blockdev.ErrFixedUnavailable) {
 				t.Fatal(err)
@@ -93,8 +108,8 @@ func TestFixedReadWrite(t *testing.T) {
 		}
 		regs = append(regs, r)
 	}
-	if len(regs) != FixedTableEntries {
-		t.Fatalf("%d registrations fit, want %d", len(regs), FixedTableEntries)
+	if len(regs) != tableSize {
+		t.Fatalf("%d registrations fit, want %d", len(regs), tableSize)
 	}
 	for _, r := range regs {
 		b.UnregisterFixed(r)
@@ -113,7 +128,7 @@ func TestFixedReadWrite(t *testing.T) {
 // and I/O keeps working through plain ops; a refused table disables fixed
 // buffers on the ring for good.
 func TestFixedRefused(t *testing.T) {
-	b := openAsync(t, Options{BlockSize: 4096})
+	b := openAsync(t, Options{BlockSize: 4096, Rings: privateGroup(t, GroupOptions{Rings: 1})})
 	defer func(f func(*uring.Ring, int, []byte) error) { updateBuffer = f }(updateBuffer)
 	updateBuffer = func(*uring.Ring, int, []byte) error { return syscall.ENOMEM }
 	region := AlignedBuffer(4096, 4096)
@@ -132,7 +147,7 @@ func TestFixedRefused(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 
-	b2 := openAsync(t, Options{BlockSize: 4096})
+	b2 := openAsync(t, Options{BlockSize: 4096, Rings: privateGroup(t, GroupOptions{Rings: 1})})
 	defer func(f func(*uring.Ring, int) error) { registerSparse = f }(registerSparse)
 	calls := 0
 	registerSparse = func(*uring.Ring, int) error { calls++; return syscall.EPERM }

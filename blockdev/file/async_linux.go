@@ -1,72 +1,66 @@
 package file
 
 import (
-	"runtime"
-	"sync"
 	"unsafe"
 
 	"github.com/rdmablk/rdmablk/blockdev"
 	"github.com/rdmablk/rdmablk/blockdev/uring"
 )
 
-// DefaultRingEntries is the default Options.RingEntries: I/Os the
-// io_uring fast path keeps in flight; more fall back to ReadAt/WriteAt.
+// DefaultRingEntries is the default Options.RingEntries: I/Os one backend
+// keeps in flight on the io_uring fast path; more fall back to
+// ReadAt/WriteAt.
 const DefaultRingEntries = 512
 
-// stopTag is the user data of the NOP that stops the reaper.
-const stopTag = ^uint64(0)
+// The fast path of a Backend (blockdev.Async) runs on a ring it shares
+// with other backends (ringgroup_linux.go). Every in-flight I/O holds b.mu
+// for reading from submission until its IODone has returned, so Close
+// (which takes b.mu for writing) waits for all of them, and no IODone runs
+// after Close returned. The per-backend fields below (inflight, plugs,
+// detached) are guarded by the ring's mutex.
 
-// asyncRing is the io_uring fast path of a Backend (blockdev.Async): a
-// ring on the O_DIRECT descriptor, a slot per possible in-flight I/O, and
-// one reaper goroutine that completes them.
-//
-// Every in-flight I/O holds b.mu for reading from submission until its
-// IODone has returned, so Close (which takes b.mu for writing) waits for
-// all of them, and no IODone runs after Close returned.
-type asyncRing struct {
-	b    *Backend
-	ring *uring.Ring
-
-	mu      sync.Mutex // guards the ring's submission side, slots, free, closing, plugs
-	slots   []asyncSlot
-	free    []uint32
-	closing bool
-	plugs   int // outstanding Plug calls: Submit* only queue
-
-	fixed fixedTable // blockdev.FixedBuffers (async_fixed_linux.go)
-
-	done chan struct{} // closed when the reaper exited
-}
-
-// asyncSlot is one in-flight I/O.
-type asyncSlot struct {
-	c     blockdev.Completion
-	buf   []byte
-	off   int64
-	write bool
-	fixed bool // submitted as READ_FIXED / WRITE_FIXED
-	flags blockdev.WriteFlags
-}
-
-// startRing sets up the fast path; without io_uring (old kernel, seccomp)
-// it leaves b.ring nil and the backend works through ReadAt/WriteAt only.
-func (b *Backend) startRing(entries int) {
-	if b.dfd < 0 {
+// startRing attaches the backend to a shared ring; without io_uring (old
+// kernel, seccomp) or O_DIRECT it leaves b.ring nil and the backend works
+// through ReadAt/WriteAt only.
+func (b *Backend) startRing(opts Options) {
+	if b.dfd < 0 || opts.RingEntries < 0 {
 		return
 	}
-	r, err := uring.New(entries)
-	if err != nil {
+	g := opts.Rings
+	if g == nil {
+		var err error
+		if g, err = DefaultRingGroup(); err != nil {
+			return
+		}
+	}
+	r := g.attach()
+	if r == nil {
 		return
 	}
-	a := &asyncRing{b: b, ring: r, done: make(chan struct{})}
-	n := r.Entries()
-	a.slots = make([]asyncSlot, n)
-	a.free = make([]uint32, n)
-	for i := range a.free {
-		a.free[i] = uint32(n - 1 - i)
+	b.group, b.ring = g, r
+	b.maxInflight = opts.RingEntries
+	if b.maxInflight == 0 {
+		b.maxInflight = DefaultRingEntries
 	}
-	b.ring = a
-	go a.reap()
+}
+
+// stopRing detaches a closing backend from its ring: its plug no longer
+// holds back the ring, its fixed-buffer registrations are dropped. The
+// caller holds b.mu for writing, so nothing of b is in flight.
+func (b *Backend) stopRing() {
+	a := b.ring
+	a.mu.Lock()
+	b.detached = true
+	if b.plugs > 0 {
+		b.plugs = 0
+		a.plugged--
+		if a.plugged == 0 {
+			_, _ = a.ring.Submit()
+		}
+	}
+	a.mu.Unlock()
+	b.releaseFixed()
+	b.group.detach()
 }
 
 // SubmitRead implements blockdev.Async: an O_DIRECT read through io_uring
@@ -118,7 +112,7 @@ func (b *Backend) submit(buf []byte, lba uint64, write bool, flags blockdev.Writ
 		raceWriteBufs(v[:])
 	}
 	a.mu.Lock()
-	if a.closing || len(a.free) == 0 {
+	if a.stopped || b.detached || len(a.free) == 0 || b.inflight >= b.maxInflight {
 		a.mu.Unlock()
 		b.mu.RUnlock()
 		return false
@@ -142,10 +136,13 @@ func (b *Backend) submit(buf []byte, lba uint64, write bool, flags blockdev.Writ
 		return false
 	}
 	a.free = a.free[:len(a.free)-1]
-	a.slots[i] = asyncSlot{c: done, buf: buf, off: off, write: write, fixed: fixed, flags: flags}
-	if a.plugs == 0 {
-		// An error here leaves the entry in the SQ; the reaper resubmits
-		// it after its next completion, and the next submission retries.
+	a.slots[i] = asyncSlot{b: b, c: done, buf: buf, off: off, write: write, fixed: fixed, flags: flags}
+	b.inflight++
+	if b.plugs == 0 {
+		// This also hands the kernel what plugged backends on the ring
+		// queued: their I/O starts early, which a plug allows. An error
+		// leaves the entry in the SQ; the reaper resubmits it after its
+		// next completion, and the next submission retries.
 		_, _ = a.ring.Submit()
 	}
 	a.mu.Unlock()
@@ -153,11 +150,17 @@ func (b *Backend) submit(buf []byte, lba uint64, write bool, flags blockdev.Writ
 }
 
 // Plug implements blockdev.AsyncBatcher: until the matching Unplug,
-// SubmitRead/SubmitWrite only queue their I/O in the ring.
+// SubmitRead/SubmitWrite only queue their I/O in the ring. (Another
+// backend's submission on the same ring may start them earlier.)
 func (b *Backend) Plug() {
 	if a := b.ring; a != nil {
 		a.mu.Lock()
-		a.plugs++
+		if !b.detached {
+			if b.plugs == 0 {
+				a.plugged++
+			}
+			b.plugs++
+		}
 		a.mu.Unlock()
 	}
 }
@@ -167,93 +170,43 @@ func (b *Backend) Plug() {
 func (b *Backend) Unplug() {
 	if a := b.ring; a != nil {
 		a.mu.Lock()
-		if a.plugs > 0 {
-			a.plugs--
-		}
-		if a.plugs == 0 {
-			_, _ = a.ring.Submit()
-		}
-		a.mu.Unlock()
-	}
-}
-
-// reap is the completion goroutine: it waits for completions, finishes
-// each I/O and calls its IODone. It exits on the stop NOP from close.
-func (a *asyncRing) reap() {
-	defer close(a.done)
-	cqes := make([]uring.CQE, 64)
-	for {
-		if err := a.ring.Wait(); err != nil {
-			// Not expected (EBADF, EFAULT); keep the I/O path alive.
-			runtime.Gosched()
-			continue
-		}
-		n := a.ring.Reap(cqes)
-		stop := false
-		for _, c := range cqes[:n] {
-			if c.UserData == stopTag {
-				stop = true
-				continue
+		if b.plugs > 0 {
+			b.plugs--
+			if b.plugs == 0 {
+				a.plugged--
+				_, _ = a.ring.Submit()
 			}
-			a.mu.Lock()
-			s := a.slots[c.UserData]
-			a.slots[c.UserData] = asyncSlot{}
-			a.free = append(a.free, uint32(c.UserData))
-			a.mu.Unlock()
-			err := a.b.finishAsync(&s, c.Res)
-			s.c.IODone(err)
-			a.b.mu.RUnlock()
-		}
-		a.mu.Lock()
-		if a.plugs == 0 {
-			_, _ = a.ring.Submit() // entries a failed io_uring_enter left behind
 		}
 		a.mu.Unlock()
-		if stop {
-			return
-		}
 	}
 }
 
-// finishAsync turns a completion into the I/O's result. A complete
-// transfer is done; anything else (short transfer, EINVAL from a stricter
-// O_DIRECT alignment, EAGAIN, EOPNOTSUPP for RWF_DSYNC, a real I/O error)
-// is redone through the blocking path, which owns the fallbacks and the
-// error mapping. That runs on the reaper; it is rare.
-func (b *Backend) finishAsync(s *asyncSlot, res int32) error {
-	if res >= 0 && int(res) == len(s.buf) {
-		b.stats.direct.Add(1)
-		b.stats.async.Add(1)
-		if s.fixed {
-			b.stats.fixedIOs.Add(1)
-		}
-		if s.write && s.flags&blockdev.WriteFUA != 0 {
-			b.stats.fuaNative.Add(1)
-		}
-		return nil
+// finishAsync counts a complete transfer and reports true; anything else
+// (short transfer, EINVAL from a stricter O_DIRECT alignment, EAGAIN,
+// EOPNOTSUPP for RWF_DSYNC, a real I/O error such as ENOSPC) reports
+// false: the I/O is to be redone with redoAsync.
+func (b *Backend) finishAsync(s *asyncSlot, res int32) bool {
+	if res < 0 || int(res) != len(s.buf) {
+		return false
 	}
+	b.stats.direct.Add(1)
+	b.stats.async.Add(1)
+	if s.fixed {
+		b.stats.fixedIOs.Add(1)
+	}
+	if s.write && s.flags&blockdev.WriteFUA != 0 {
+		b.stats.fuaNative.Add(1)
+	}
+	return true
+}
+
+// redoAsync carries out an I/O the ring did not complete through the
+// blocking path, which owns the fallbacks and the error mapping. The
+// caller holds b.mu for reading (taken at submission). It is rare.
+func (b *Backend) redoAsync(s *asyncSlot) error {
 	v := [1][]byte{s.buf}
 	if s.write {
 		return b.writeLocked(v[:], s.off, s.flags)
 	}
 	return b.xfer(v[:], s.off, kindRead)
-}
-
-// close stops the reaper and releases the ring. The caller holds b.mu for
-// writing, so nothing is in flight.
-func (a *asyncRing) close() {
-	a.mu.Lock()
-	a.closing = true
-	a.plugs = 0
-	err := a.ring.Prepare(&uring.SQE{Opcode: uring.OpNop, UserData: stopTag})
-	if err == nil {
-		_, err = a.ring.Submit()
-	}
-	a.mu.Unlock()
-	if err == nil {
-		<-a.done
-		_ = a.ring.Close()
-	}
-	// Otherwise the reaper stays parked on a ring with nothing in flight;
-	// leaking it is safer than unmapping under it.
 }

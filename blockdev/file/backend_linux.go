@@ -10,19 +10,31 @@ import (
 
 // Backend serves a regular file or block device. Create it with Open.
 type Backend struct {
-	mu     sync.RWMutex // read-held by every call for its duration, write-held by Close; guards closed and the descriptors' validity
+	mu     sync.RWMutex // read-held by every call (and every in-flight async I/O) for its duration, write-held by Close and Resize; guards closed and the descriptors' validity
 	closed bool
 
 	path     string
-	fd       int     // buffered descriptor
-	dfd      int     // O_DIRECT descriptor, -1 when direct I/O is off
-	align    uintptr // direct-I/O alignment of offsets, addresses and lengths (power of two); 0 without dfd
+	fd       int          // control descriptor (fdatasync, fallocate, ftruncate, ioctl): dfd when direct I/O is on, else the buffered one
+	dfd      int          // O_DIRECT descriptor, -1 when direct I/O is off
+	flags    int          // open flags without O_DIRECT (for reopening buffered)
+	buf      atomic.Int32 // buffered descriptor, -1 until the first misaligned I/O opens it (bufferedFD)
+	bufMu    sync.Mutex   // serialises opening buf
+	align    uintptr      // direct-I/O alignment of offsets, addresses and lengths (power of two); 0 without dfd
 	bs       int
-	shift    uint // log2(bs)
-	blocks   uint64
+	shift    uint          // log2(bs)
+	blocks   atomic.Uint64 // capacity; written by Open and Resize (with mu held for writing)
 	readOnly bool
 	blockDev bool
-	ring     *asyncRing // io_uring fast path; nil without io_uring or O_DIRECT
+	ring     *sharedRing // io_uring fast path, shared with other backends; nil without io_uring or O_DIRECT
+	group    *RingGroup  // ring's group
+
+	// Guarded by ring.mu.
+	maxInflight int  // Options.RingEntries: fast-path I/Os in flight at most
+	inflight    int  // fast-path I/Os submitted and not yet reaped
+	plugs       int  // outstanding Plug calls: Submit* only queue
+	detached    bool // closed: off the ring
+
+	fixedHeld map[blockdev.FixedRegion]int // registrations this backend holds (guarded by ring.fixed.mu)
 
 	// What the kernel or filesystem refused, learned at run time so that a
 	// refused call is not retried on every request.
@@ -94,7 +106,7 @@ func (b *Backend) Stats() Stats {
 func (b *Backend) BlockSize() int { return b.bs }
 
 // Blocks returns the capacity in logical blocks.
-func (b *Backend) Blocks() uint64 { return b.blocks }
+func (b *Backend) Blocks() uint64 { return b.blocks.Load() }
 
 // DirectAlign returns the alignment in bytes that offsets, buffer
 // addresses and buffer lengths need for an I/O to take the O_DIRECT path,
@@ -137,7 +149,7 @@ func (b *Backend) Close() error {
 	}
 	b.closed = true
 	if b.ring != nil {
-		b.ring.close() // nothing in flight: each I/O holds b.mu for reading
+		b.stopRing() // nothing in flight: each I/O holds b.mu for reading
 	}
 	var err error
 	if !b.readOnly {
@@ -145,13 +157,13 @@ func (b *Backend) Close() error {
 			err = b.osErr("fdatasync", -1, e)
 		}
 	}
-	if b.dfd >= 0 {
-		if e := toErrno(syscall.Close(b.dfd)); e != 0 && err == nil {
+	for _, fd := range []int{b.dfd, int(b.buf.Load())} {
+		if fd < 0 {
+			continue
+		}
+		if e := toErrno(syscall.Close(fd)); e != 0 && err == nil {
 			err = b.osErr("close", -1, e)
 		}
-	}
-	if e := toErrno(syscall.Close(b.fd)); e != 0 && err == nil {
-		err = b.osErr("close", -1, e)
 	}
 	return err
 }

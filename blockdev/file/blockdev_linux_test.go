@@ -43,7 +43,7 @@ func TestContractBlockDevice(t *testing.T) {
 		}
 		return b
 	}
-	blockdevtest.Run(t, open, blockdevtest.Caps{Persistent: true, Reopen: reopen, DiscardUndefined: true})
+	blockdevtest.Run(t, open, blockdevtest.Caps{Persistent: true, Reopen: reopen, DiscardUndefined: true, Capabilities: fileCaps})
 	if last != nil {
 		t.Logf("last backend: align %d, %+v", last.DirectAlign(), last.Stats())
 	}

@@ -83,12 +83,18 @@ func (o *opener) stats() Stats {
 		s.FUANative += x.FUANative
 		s.FUAEmulated += x.FUAEmulated
 		s.ZeroWrites += x.ZeroWrites
+		s.AsyncIOs += x.AsyncIOs
+		s.FixedIOs += x.FixedIOs
 	}
 	return s
 }
 
+// fileCaps are the capabilities every file backend exposes (the methods
+// refuse at run time when there is no fast path).
+const fileCaps = blockdevtest.CapAsync | blockdevtest.CapAsyncBatcher | blockdevtest.CapFixedBuffers | blockdevtest.CapResizer
+
 func runContract(t *testing.T, o *opener) Stats {
-	blockdevtest.Run(t, o.open, blockdevtest.Caps{Persistent: true, Reopen: o.reopen})
+	blockdevtest.Run(t, o.open, blockdevtest.Caps{Persistent: true, Reopen: o.reopen, Capabilities: fileCaps})
 	s := o.stats()
 	t.Logf("%+v", s)
 	return s
@@ -104,6 +110,9 @@ func TestContractDirectOn(t *testing.T) {
 	}
 	if s.FUANative == 0 {
 		t.Errorf("no FUA write used RWF_DSYNC: %+v", s)
+	}
+	if s.AsyncIOs == 0 || s.FixedIOs == 0 {
+		t.Errorf("the Resize test took no async or no fixed I/O: %+v", s)
 	}
 }
 

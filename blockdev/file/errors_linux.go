@@ -20,6 +20,8 @@ func (b *Backend) osErr(op string, off int64, e syscall.Errno) error {
 		return fmt.Errorf("file %s: %s%s: %w: %w", b.path, op, where, blockdev.ErrMedium, e)
 	case syscall.EROFS:
 		return fmt.Errorf("file %s: %s%s: %w: %w", b.path, op, where, blockdev.ErrReadOnly, e)
+	case syscall.ENOSPC, syscall.EDQUOT:
+		return fmt.Errorf("file %s: %s%s: %w: %w", b.path, op, where, blockdev.ErrNoSpace, e)
 	}
 	return fmt.Errorf("file %s: %s%s: %w", b.path, op, where, e)
 }

@@ -266,7 +266,7 @@ func TestDirectPathSelection(t *testing.T) {
 // EINVAL is then returned rather than retried.
 func TestDirectRefusedByKernel(t *testing.T) {
 	b := directBackend(t, 512)
-	b.blocks = 1 << 55 // white box: breaks Open's invariant that offsets fit an int64
+	b.blocks.Store(1 << 55) // white box: breaks Open's invariant that offsets fit an int64
 	p := AlignedBuffer(4096, 4096)
 	for name, err := range map[string]error{
 		"read":  b.ReadAt([][]byte{p}, 1<<54),

@@ -30,7 +30,7 @@ func (b *Backend) prepare(bufs [][]byte, lba uint64) (off int64, total uint64, e
 	if total&uint64(b.bs-1) != 0 {
 		return 0, 0, blockdev.ErrUnaligned
 	}
-	if !blockdev.RangeOK(lba, total>>b.shift, b.blocks) {
+	if !blockdev.RangeOK(lba, total>>b.shift, b.blocks.Load()) {
 		return 0, 0, blockdev.ErrOutOfRange
 	}
 	// Open guarantees blocks<<shift fits an int64.
@@ -127,11 +127,14 @@ func (b *Backend) directOK(bufs [][]byte, off int64) bool {
 // short transfer leaves a misaligned remainder. The caller holds b.mu for
 // reading. It allocates nothing unless it fails.
 func (b *Backend) xfer(bufs [][]byte, off int64, kind ioKind) error {
-	fd, direct := b.fd, b.directOK(bufs, off)
+	fd, direct := b.dfd, b.directOK(bufs, off)
 	if direct {
-		fd = b.dfd
 		b.stats.direct.Add(1)
 	} else {
+		var err error
+		if fd, err = b.bufferedFD(); err != nil {
+			return err
+		}
 		b.stats.buffered.Add(1)
 	}
 	lost := false // RWF_DSYNC was refused part way: tell the caller to sync
@@ -180,7 +183,10 @@ func (b *Backend) xfer(bufs [][]byte, off int64, kind ioKind) error {
 			continue
 		case e == syscall.EINVAL && fd == b.dfd:
 			// The kernel wants a stricter alignment than we assumed.
-			fd = b.fd
+			var err error
+			if fd, err = b.bufferedFD(); err != nil {
+				return err
+			}
 			b.stats.directRefused.Add(1)
 			continue
 		case (e == syscall.ENOSYS || e == syscall.EOPNOTSUPP) && kind == kindWriteSync:
@@ -204,7 +210,10 @@ func (b *Backend) xfer(bufs [][]byte, off int64, kind ioKind) error {
 			}
 		}
 		if fd == b.dfd && uintptr(done)&(b.align-1) != 0 {
-			fd = b.fd
+			var err error
+			if fd, err = b.bufferedFD(); err != nil {
+				return err
+			}
 			b.stats.directRefused.Add(1)
 		}
 	}

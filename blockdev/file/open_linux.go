@@ -1,6 +1,7 @@
 package file
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -38,29 +39,66 @@ func Open(path string, opts Options) (*Backend, error) {
 	if opts.ReadOnly {
 		flags = syscall.O_CLOEXEC | syscall.O_RDONLY
 	}
-	create := 0
-	if !opts.ReadOnly && opts.Size > 0 {
-		create = syscall.O_CREAT
+	// Create the file exclusively first, so that a file Open created is
+	// removed again when it refuses the size.
+	created := false
+	fd, err := openFile(path, flags, 0)
+	if errors.Is(err, syscall.ENOENT) && !opts.ReadOnly && opts.Size > 0 {
+		fd, err = openFile(path, flags|syscall.O_CREAT|syscall.O_EXCL, 0o600)
+		created = err == nil
+		if errors.Is(err, syscall.EEXIST) { // created by someone else meanwhile
+			fd, err = openFile(path, flags, 0)
+		}
 	}
-	fd, err := openFile(path, flags|create, 0o600)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	b := &Backend{path: path, fd: fd, dfd: -1, readOnly: opts.ReadOnly}
+	b.buf.Store(-1)
 	if err := b.setup(opts, flags); err != nil {
 		if b.dfd >= 0 {
 			syscall.Close(b.dfd)
 		}
 		syscall.Close(fd)
+		if created {
+			_ = syscall.Unlink(path)
+		}
 		return nil, err
 	}
-	switch {
-	case opts.RingEntries == 0:
-		b.startRing(DefaultRingEntries)
-	case opts.RingEntries > 0:
-		b.startRing(opts.RingEntries)
+	if b.dfd >= 0 {
+		// One descriptor per file while only aligned I/O comes: the
+		// O_DIRECT one serves every control call too (fdatasync,
+		// fallocate, ftruncate, ioctl); the buffered one is reopened from
+		// it at the first misaligned I/O (bufferedFD).
+		syscall.Close(fd)
+		b.fd = b.dfd
+	} else {
+		b.buf.Store(int32(fd))
 	}
+	b.flags = flags
+	b.startRing(opts)
 	return b, nil
+}
+
+// bufferedFD returns the descriptor that goes through the page cache,
+// opening it at first use: it reopens the file the O_DIRECT descriptor
+// holds (/proc/self/fd), so a rename or unlink of the path since Open
+// does not matter. The caller holds b.mu for reading.
+func (b *Backend) bufferedFD() (int, error) {
+	if fd := b.buf.Load(); fd >= 0 {
+		return int(fd), nil
+	}
+	b.bufMu.Lock()
+	defer b.bufMu.Unlock()
+	if fd := b.buf.Load(); fd >= 0 {
+		return int(fd), nil
+	}
+	fd, err := openFile(fmt.Sprintf("/proc/self/fd/%d", b.dfd), b.flags, 0)
+	if err != nil {
+		return -1, fmt.Errorf("file %s: reopen without O_DIRECT for a misaligned I/O: %w", b.path, err)
+	}
+	b.buf.Store(int32(fd))
+	return fd, nil
 }
 
 // setup sizes the backend and opens the direct descriptor. On error the
@@ -79,8 +117,8 @@ func (b *Backend) setup(opts Options, flags int) error {
 			if opts.ReadOnly {
 				return fmt.Errorf("%w: %s has %d bytes, want %d (read-only, cannot grow)", ErrTooSmall, b.path, size, opts.Size)
 			}
-			if err := syscall.Ftruncate(b.fd, opts.Size); err != nil {
-				return &fs.PathError{Op: "ftruncate", Path: b.path, Err: err}
+			if err := growFile(b.fd, b.path, opts.Size); err != nil {
+				return err
 			}
 		}
 		if opts.Size > 0 {
@@ -113,8 +151,8 @@ func (b *Backend) setup(opts Options, flags int) error {
 	}
 	b.bs = bs
 	b.shift = uint(bits.TrailingZeros(uint(bs)))
-	b.blocks = uint64(size) >> b.shift // size <= MaxInt64, so blocks<<shift fits an int64
-	if b.blocks == 0 {
+	b.blocks.Store(uint64(size) >> b.shift) // size <= MaxInt64, so blocks<<shift fits an int64
+	if b.blocks.Load() == 0 {
 		return fmt.Errorf("%w: %s holds %d bytes, less than one %d-byte block", ErrTooSmall, b.path, size, bs)
 	}
 	if opts.Direct == DirectOff {

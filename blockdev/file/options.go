@@ -50,12 +50,15 @@ type Options struct {
 	ReadOnly bool
 	// Direct selects O_DIRECT use; the zero value is DirectAuto.
 	Direct DirectMode
-	// RingEntries sizes the io_uring fast path (blockdev.Async): how many
-	// I/Os it keeps in flight (rounded up to a power of two by the
-	// kernel). 0 → DefaultRingEntries; negative → no io_uring (Submit*
-	// always return false). The fast path needs O_DIRECT and a kernel with
+	// RingEntries bounds the io_uring fast path (blockdev.Async): how many
+	// I/Os this backend keeps in flight on its shared ring at most.
+	// 0 → DefaultRingEntries; negative → no io_uring (Submit* always
+	// return false). The fast path needs O_DIRECT and a kernel with
 	// io_uring (5.6+); without them it is off.
 	RingEntries int
+	// Rings is the ring group whose io_uring instances the fast path
+	// shares with other backends; nil → DefaultRingGroup(). Linux only.
+	Rings *RingGroup
 }
 
 // Errors returned by Open.
@@ -68,7 +71,25 @@ var (
 	// ErrTooSmall: the file or device is smaller than Options.Size and
 	// cannot be grown, or holds less than one block.
 	ErrTooSmall = errors.New("file: too small")
+	// ErrTooLarge: the requested size is more than the filesystem can ever
+	// hold: beyond its total capacity (statfs) or its maximum file size
+	// (EFBIG). Returned by Open when it would grow a file, and by
+	// CheckSize.
+	ErrTooLarge = errors.New("file: size beyond what the filesystem can hold")
 	// ErrDirectUnsupported: DirectOn was asked for and the filesystem
 	// refuses O_DIRECT.
 	ErrDirectUnsupported = errors.New("file: O_DIRECT not supported here")
 )
+
+// GroupOptions configure NewRingGroup. Zero values take the defaults.
+type GroupOptions struct {
+	// Rings is the number of io_uring instances; volumes are spread over
+	// them round robin at Open. 0 → GOMAXPROCS.
+	Rings int
+	// Entries is each ring's submission queue size (rounded up to a
+	// power of two by the kernel). 0 → DefaultGroupRingEntries.
+	Entries int
+	// FixedEntries is the size of each ring's fixed-buffer table.
+	// 0 → FixedTableEntries.
+	FixedEntries int
+}

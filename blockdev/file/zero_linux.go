@@ -21,7 +21,7 @@ func (b *Backend) checkRange(lba, n uint64) (off, length int64, err error) {
 	if b.closed {
 		return 0, 0, blockdev.ErrClosed
 	}
-	if !blockdev.RangeOK(lba, n, b.blocks) {
+	if !blockdev.RangeOK(lba, n, b.blocks.Load()) {
 		return 0, 0, blockdev.ErrOutOfRange
 	}
 	if b.readOnly {

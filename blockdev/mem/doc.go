@@ -5,7 +5,10 @@
 // an untouched volume costs a few words whatever its capacity: a 1 TiB
 // volume that was never written uses no chunk memory. Reads of unwritten
 // chunks return zeroes. WriteZeroes and Discard free every chunk they cover
-// completely and clear the partly covered ones.
+// completely and clear the partly covered ones. Resize (blockdev.Resizer)
+// frees the chunks past a shrunk end and clears the tail of the last one,
+// so blocks read zeroes when the volume grows again; growing allocates
+// nothing.
 //
 // Ownership: ReadAt copies into the caller's buffers and WriteAt copies out
 // of them; neither keeps a reference after returning. The backend owns its

@@ -3,6 +3,7 @@ package mem
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rdmablk/rdmablk/blockdev"
 )
@@ -18,7 +19,7 @@ type chunk struct {
 
 // Backend is an in-memory block device. Create it with New.
 type Backend struct {
-	blocks         uint64
+	blocks         atomic.Uint64 // written by New and Resize (with mu held for writing)
 	blockSize      int
 	chunkSize      int    // bytes per chunk, a multiple of blockSize
 	blocksPerChunk uint64 // chunkSize / blockSize
@@ -31,6 +32,7 @@ type Backend struct {
 var (
 	_ blockdev.Backend     = (*Backend)(nil)
 	_ blockdev.NonBlocking = (*Backend)(nil)
+	_ blockdev.Resizer     = (*Backend)(nil)
 )
 
 // New returns an empty (all zero) volume of blocks logical blocks of
@@ -42,20 +44,21 @@ func New(blocks uint64, blockSize int) *Backend {
 		panic(fmt.Sprintf("mem: invalid block size %d", blockSize))
 	}
 	cs := max(chunkBytes, blockSize)
-	return &Backend{
-		blocks:         blocks,
+	b := &Backend{
 		blockSize:      blockSize,
 		chunkSize:      cs,
 		blocksPerChunk: uint64(cs / blockSize),
 		chunks:         make(map[uint64]*chunk),
 	}
+	b.blocks.Store(blocks)
+	return b
 }
 
 // BlockSize returns the logical block size in bytes.
 func (b *Backend) BlockSize() int { return b.blockSize }
 
 // Blocks returns the capacity in logical blocks.
-func (b *Backend) Blocks() uint64 { return b.blocks }
+func (b *Backend) Blocks() uint64 { return b.blocks.Load() }
 
 // NonBlocking reports true: methods only copy memory.
 func (b *Backend) NonBlocking() bool { return true }
@@ -109,7 +112,7 @@ func (b *Backend) checkIO(bufs [][]byte, lba uint64) error {
 	if total%bs != 0 {
 		return blockdev.ErrUnaligned
 	}
-	if !blockdev.RangeOK(lba, total/bs, b.blocks) {
+	if !blockdev.RangeOK(lba, total/bs, b.blocks.Load()) {
 		return blockdev.ErrOutOfRange
 	}
 	return nil
@@ -195,7 +198,7 @@ func (b *Backend) zero(lba, n uint64) error {
 	if closed {
 		return blockdev.ErrClosed
 	}
-	if !blockdev.RangeOK(lba, n, b.blocks) {
+	if !blockdev.RangeOK(lba, n, b.blocks.Load()) {
 		return blockdev.ErrOutOfRange
 	}
 	for n > 0 {
@@ -238,5 +241,32 @@ func (b *Backend) Close() error {
 	}
 	b.closed = true
 	b.chunks = nil
+	return nil
+}
+
+// Resize implements blockdev.Resizer. Shrinking frees the chunks past the
+// new end and zeroes the tail of the last one, so that growing again
+// reads zeroes there; growing allocates nothing. It returns
+// blockdev.ErrClosed after Close.
+func (b *Backend) Resize(blocks uint64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return blockdev.ErrClosed
+	}
+	if blocks < b.blocks.Load() {
+		last, first := blocks/b.blocksPerChunk, blocks%b.blocksPerChunk
+		for idx, c := range b.chunks {
+			switch {
+			case idx > last || (idx == last && first == 0):
+				delete(b.chunks, idx)
+			case idx == last:
+				c.mu.Lock()
+				clear(c.data[first*uint64(b.blockSize):])
+				c.mu.Unlock()
+			}
+		}
+	}
+	b.blocks.Store(blocks)
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 func TestContract(t *testing.T) {
 	blockdevtest.Run(t, func(t *testing.T, blocks uint64, bs int) blockdev.Backend {
 		return mem.New(blocks, bs)
-	}, blockdevtest.Caps{Persistent: true})
+	}, blockdevtest.Caps{Persistent: true, Capabilities: blockdevtest.CapResizer | blockdevtest.CapNonBlocking})
 }
 
 func TestSparse(t *testing.T) {

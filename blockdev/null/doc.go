@@ -8,4 +8,5 @@
 // concurrent use, never block and allocate nothing (NonBlocking reports
 // true). Range, length and closed checks are the same as every other
 // backend's, so the target's error paths can be exercised against it.
+// Resize (blockdev.Resizer) only changes the capacity.
 package null

@@ -9,7 +9,7 @@ import (
 
 // Backend is a null block device. Create it with New.
 type Backend struct {
-	blocks    uint64
+	blocks    atomic.Uint64
 	blockSize int
 	closed    atomic.Bool
 }
@@ -17,6 +17,7 @@ type Backend struct {
 var (
 	_ blockdev.Backend     = (*Backend)(nil)
 	_ blockdev.NonBlocking = (*Backend)(nil)
+	_ blockdev.Resizer     = (*Backend)(nil)
 )
 
 // New returns a null device of blocks logical blocks of blockSize bytes.
@@ -27,14 +28,16 @@ func New(blocks uint64, blockSize int) *Backend {
 	if !blockdev.ValidBlockSize(blockSize) {
 		panic(fmt.Sprintf("null: invalid block size %d", blockSize))
 	}
-	return &Backend{blocks: blocks, blockSize: blockSize}
+	b := &Backend{blockSize: blockSize}
+	b.blocks.Store(blocks)
+	return b
 }
 
 // BlockSize returns the logical block size in bytes.
 func (b *Backend) BlockSize() int { return b.blockSize }
 
 // Blocks returns the capacity in logical blocks.
-func (b *Backend) Blocks() uint64 { return b.blocks }
+func (b *Backend) Blocks() uint64 { return b.blocks.Load() }
 
 // NonBlocking reports true: no method ever waits.
 func (b *Backend) NonBlocking() bool { return true }
@@ -52,7 +55,7 @@ func (b *Backend) check(bufs [][]byte, lba uint64) error {
 	if total%bs != 0 {
 		return blockdev.ErrUnaligned
 	}
-	if !blockdev.RangeOK(lba, total/bs, b.blocks) {
+	if !blockdev.RangeOK(lba, total/bs, b.blocks.Load()) {
 		return blockdev.ErrOutOfRange
 	}
 	return nil
@@ -92,7 +95,7 @@ func (b *Backend) checkRange(lba, n uint64) error {
 	if b.closed.Load() {
 		return blockdev.ErrClosed
 	}
-	if !blockdev.RangeOK(lba, n, b.blocks) {
+	if !blockdev.RangeOK(lba, n, b.blocks.Load()) {
 		return blockdev.ErrOutOfRange
 	}
 	return nil
@@ -104,5 +107,15 @@ func (b *Backend) Close() error {
 	if b.closed.Swap(true) {
 		return blockdev.ErrClosed
 	}
+	return nil
+}
+
+// Resize implements blockdev.Resizer: the device now has blocks blocks.
+// It returns blockdev.ErrClosed after Close.
+func (b *Backend) Resize(blocks uint64) error {
+	if b.closed.Load() {
+		return blockdev.ErrClosed
+	}
+	b.blocks.Store(blocks)
 	return nil
 }

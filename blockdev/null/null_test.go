@@ -11,7 +11,7 @@ import (
 func TestContract(t *testing.T) {
 	blockdevtest.Run(t, func(t *testing.T, blocks uint64, bs int) blockdev.Backend {
 		return null.New(blocks, bs)
-	}, blockdevtest.Caps{Persistent: false})
+	}, blockdevtest.Caps{Persistent: false, Capabilities: blockdevtest.CapResizer | blockdevtest.CapNonBlocking})
 }
 
 func TestReadClearsAndWriteDrops(t *testing.T) {

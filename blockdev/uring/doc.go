@@ -16,7 +16,13 @@
 //
 // A Ring is used by two parties: submitters (any goroutine, serialised by
 // the caller: Prepare and Submit are not safe for concurrent use) and one
-// reaper (Wait and Reap, from one goroutine at a time). The SQ belongs to
+// reaper (Wait and Reap, from one goroutine at a time). Wait blocks in
+// io_uring_enter, which pins an OS thread for as long as it waits: a ring
+// costs one descriptor and, with its reaper, one thread, so users share a
+// few rings among many files (blockdev/file's RingGroup: one ring per
+// core, any number of volumes) rather than making one per file. Nothing
+// in a Ring is tied to a file: each SQE names its own descriptor, and its
+// user data is the caller's to route the completion. The SQ belongs to
 // the submitter side, the CQ to the reaper side; the kernel synchronises
 // with each through the ring's head and tail words, which are read and
 // written with atomic loads and stores.
@@ -30,7 +36,9 @@
 // filled and emptied entry by entry with UpdateBuffer while I/O runs; an
 // entry's memory must stay mapped until it is emptied (or replaced) and
 // every I/O that named it has completed (the kernel keeps it pinned until
-// then, so emptying with I/O in flight is safe).
+// then, so emptying with I/O in flight is safe). The table belongs to the
+// ring, so on a ring shared by several files it is shared too: sharing and
+// reference counting of entries is the caller's business.
 //
 // The package is Linux-only; elsewhere New returns ErrUnsupported.
 package uring

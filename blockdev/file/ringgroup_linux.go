@@ -1,0 +1,275 @@
+package file
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rdmablk/rdmablk/blockdev"
+	"github.com/rdmablk/rdmablk/blockdev/uring"
+)
+
+// Ring group defaults.
+const (
+	// DefaultGroupRingEntries is the submission queue size of each shared
+	// ring: how many I/Os all the volumes on one ring keep in flight
+	// together (beyond it Submit* return false and the blocking path
+	// takes the I/O).
+	DefaultGroupRingEntries = 4096
+	// FixedTableEntries is the default size of each shared ring's sparse
+	// fixed-buffer table: the 1 GiB pieces of all regions registered on
+	// that ring at once, by all its volumes (identical regions share
+	// entries).
+	FixedTableEntries = 1024
+)
+
+// stopTag is the user data of the NOP that stops a reaper.
+const stopTag = ^uint64(0)
+
+// RingGroup is a set of io_uring instances shared by many file backends
+// (Options.Rings), each with one reaper goroutine. Threads and
+// descriptors it uses depend on the number of rings, not of volumes.
+// A process normally uses the default group (Options.Rings nil).
+type RingGroup struct {
+	rings []*sharedRing
+	next  atomic.Uint32 // round-robin cursor for Open
+
+	mu     sync.Mutex // guards users, closed
+	users  int        // backends attached and not closed
+	closed bool
+}
+
+// NewRingGroup sets up a ring group. It fails with an error wrapping
+// uring.ErrUnsupported where the kernel refuses io_uring.
+func NewRingGroup(opts GroupOptions) (*RingGroup, error) {
+	n := opts.Rings
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	entries := opts.Entries
+	if entries <= 0 {
+		entries = DefaultGroupRingEntries
+	}
+	fixed := opts.FixedEntries
+	if fixed <= 0 {
+		fixed = FixedTableEntries
+	}
+	if fixed > 1<<14 { // IORING_MAX_REG_BUFFERS
+		return nil, fmt.Errorf("%w: %d fixed-buffer entries, at most %d", ErrInvalidOptions, fixed, 1<<14)
+	}
+	g := &RingGroup{}
+	for range n {
+		r, err := uring.New(entries)
+		if err != nil {
+			g.stop()
+			return nil, err
+		}
+		g.rings = append(g.rings, newSharedRing(r, fixed))
+	}
+	return g, nil
+}
+
+var (
+	defaultMu      sync.Mutex // guards the four below
+	defaultOpts    GroupOptions
+	defaultGroupP  *RingGroup
+	defaultGroupEr error
+	defaultMade    bool
+)
+
+// ErrGroupConfigured: ConfigureDefaultRingGroup was called after the
+// default group was created.
+var ErrGroupConfigured = errors.New("file: default ring group already created")
+
+// ConfigureDefaultRingGroup sets the options of the default group (the
+// daemon's configuration: rings per process, entries per ring). It must
+// be called before the first Open that uses it; later it fails with
+// ErrGroupConfigured.
+func ConfigureDefaultRingGroup(opts GroupOptions) error {
+	defaultMu.Lock()
+	defer defaultMu.Unlock()
+	if defaultMade {
+		return ErrGroupConfigured
+	}
+	defaultOpts = opts
+	return nil
+}
+
+// DefaultRingGroup returns the process-wide group that backends opened
+// without Options.Rings share: by default GOMAXPROCS rings (at the time
+// of the first call) of DefaultGroupRingEntries (see
+// ConfigureDefaultRingGroup). It is created at first use and never
+// closed. The error is that of the first creation (no io_uring); it is
+// not retried.
+func DefaultRingGroup() (*RingGroup, error) {
+	defaultMu.Lock()
+	defer defaultMu.Unlock()
+	if !defaultMade {
+		defaultMade = true
+		defaultGroupP, defaultGroupEr = NewRingGroup(defaultOpts)
+	}
+	return defaultGroupP, defaultGroupEr
+}
+
+// Rings returns the number of rings in the group.
+func (g *RingGroup) Rings() int { return len(g.rings) }
+
+// attach picks a ring for a new backend, or nil when the group is closed.
+func (g *RingGroup) attach() *sharedRing {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed || len(g.rings) == 0 {
+		return nil
+	}
+	g.users++
+	return g.rings[int(g.next.Add(1)-1)%len(g.rings)]
+}
+
+func (g *RingGroup) detach() {
+	g.mu.Lock()
+	g.users--
+	g.mu.Unlock()
+}
+
+// ErrGroupBusy: RingGroup.Close was called while backends still use it.
+var ErrGroupBusy = errors.New("file: ring group still has open backends")
+
+// Close stops the group's reapers and releases its rings. Every backend
+// opened on it must have been closed first (ErrGroupBusy otherwise).
+// Closing the default group is refused the same way while it is in use;
+// it is meant to live as long as the process.
+func (g *RingGroup) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil
+	}
+	if g.users > 0 {
+		return fmt.Errorf("%w (%d)", ErrGroupBusy, g.users)
+	}
+	g.closed = true
+	g.stop()
+	return nil
+}
+
+func (g *RingGroup) stop() {
+	for _, r := range g.rings {
+		r.stop()
+	}
+}
+
+// sharedRing is one io_uring instance of a group: a slot per possible
+// in-flight I/O (whichever backend submitted it), a fixed-buffer table
+// shared by its backends, and one reaper goroutine that routes every
+// completion to the backend that submitted it.
+type sharedRing struct {
+	ring *uring.Ring
+
+	mu      sync.Mutex // guards the ring's submission side, slots, free, plugged, stopping
+	slots   []asyncSlot
+	free    []uint32
+	plugged int // backends on this ring with an outstanding Plug: the reaper leaves the SQ to their Unplug
+	stopped bool
+
+	fixed fixedTable // fixed buffers (async_fixed_linux.go)
+
+	done chan struct{} // closed when the reaper exited
+}
+
+// asyncSlot is one in-flight I/O.
+type asyncSlot struct {
+	b     *Backend
+	c     blockdev.Completion
+	buf   []byte
+	off   int64
+	write bool
+	fixed bool // submitted as READ_FIXED / WRITE_FIXED
+	flags blockdev.WriteFlags
+}
+
+func newSharedRing(r *uring.Ring, fixedEntries int) *sharedRing {
+	a := &sharedRing{ring: r, done: make(chan struct{})}
+	a.fixed.size = fixedEntries
+	n := r.Entries()
+	a.slots = make([]asyncSlot, n)
+	a.free = make([]uint32, n)
+	for i := range a.free {
+		a.free[i] = uint32(n - 1 - i)
+	}
+	go a.reap()
+	return a
+}
+
+// reap is the ring's completion goroutine: it waits for completions and
+// finishes each I/O on the backend that submitted it. It exits on the
+// stop NOP.
+func (a *sharedRing) reap() {
+	defer close(a.done)
+	cqes := make([]uring.CQE, 128)
+	for {
+		if err := a.ring.Wait(); err != nil {
+			// Not expected (EBADF, EFAULT); keep the I/O path alive.
+			runtime.Gosched()
+			continue
+		}
+		n := a.ring.Reap(cqes)
+		stop := false
+		for _, c := range cqes[:n] {
+			if c.UserData == stopTag {
+				stop = true
+				continue
+			}
+			a.mu.Lock()
+			s := a.slots[c.UserData]
+			a.slots[c.UserData] = asyncSlot{}
+			a.free = append(a.free, uint32(c.UserData))
+			s.b.inflight--
+			a.mu.Unlock()
+			if !s.b.finishAsync(&s, c.Res) {
+				redoOffReaper(s)
+				continue
+			}
+			s.c.IODone(nil)
+			s.b.mu.RUnlock()
+		}
+		a.mu.Lock()
+		if a.plugged == 0 {
+			_, _ = a.ring.Submit() // entries a failed io_uring_enter left behind
+		}
+		a.mu.Unlock()
+		if stop {
+			return
+		}
+	}
+}
+
+// redoOffReaper finishes an I/O the ring did not complete through the
+// blocking path, on a goroutine of its own, so that one volume's slow
+// error path does not hold up the completions of the others on the ring.
+// (A function of its own so that only this rare path allocates.)
+func redoOffReaper(s asyncSlot) {
+	go func() {
+		err := s.b.redoAsync(&s)
+		s.c.IODone(err)
+		s.b.mu.RUnlock()
+	}()
+}
+
+// stop ends the reaper and releases the ring; nothing may be in flight.
+func (a *sharedRing) stop() {
+	a.mu.Lock()
+	a.stopped = true
+	err := a.ring.Prepare(&uring.SQE{Opcode: uring.OpNop, UserData: stopTag})
+	if err == nil {
+		_, err = a.ring.Submit()
+	}
+	a.mu.Unlock()
+	if err == nil {
+		<-a.done
+		_ = a.ring.Close()
+	}
+	// Otherwise the reaper stays parked on a ring with nothing in flight;
+	// leaking it is safer than unmapping under it.
+}
