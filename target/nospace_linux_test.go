@@ -1,6 +1,7 @@
 package target
 
 import (
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -9,18 +10,24 @@ import (
 	"github.com/rdmablk/rdmablk/nvme"
 )
 
-// TestNoSpaceOnSmallTmpfs: a file volume larger than the filesystem that
-// holds it (a 1 MiB tmpfs under a 4 MiB sparse file) answers Capacity
-// Exceeded + DNR once the filesystem is full — not Internal Error — and
-// the blocks written before stay readable. Needs CAP_SYS_ADMIN to mount.
+// TestNoSpaceOnSmallTmpfs: a sparse file volume whose filesystem fills up
+// (a 4 MiB volume on a 5 MiB tmpfs where another file takes 4 MiB) answers
+// Capacity Exceeded + DNR once the filesystem is full — not Internal Error —
+// and the blocks written before stay readable. (A volume larger than its
+// whole filesystem is refused at open: file.CheckSize.) Needs CAP_SYS_ADMIN
+// to mount.
 func TestNoSpaceOnSmallTmpfs(t *testing.T) {
 	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=5m"); err != nil {
 		t.Skipf("cannot mount a small tmpfs here (%v)", err)
 	}
 	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
 	fb, err := file.Open(filepath.Join(dir, "vol.img"), file.Options{Size: 4 << 20, BlockSize: 4096})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Another tenant of the filesystem takes 4 of its 5 MiB.
+	if err := os.WriteFile(filepath.Join(dir, "filler"), make([]byte, 4<<20), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s := newIOSetup(t, Options{}, NamespaceConfig{NSID: 1, Backend: fb})
