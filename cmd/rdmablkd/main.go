@@ -19,11 +19,15 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/rdmablk/rdmablk/internal/daemon"
+	"github.com/rdmablk/rdmablk/internal/version"
 )
 
 func main() {
 	if err := newRoot().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "rdmablkd:", err)
+		// One line per problem, each naming the program.
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintln(os.Stderr, "rdmablkd:", line)
+		}
 		os.Exit(1)
 	}
 }
@@ -37,6 +41,7 @@ func newRoot() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:           "rdmablkd",
 		Short:         "NVMe-oF/RDMA storage target daemon",
+		Version:       version.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
@@ -46,14 +51,7 @@ func newRoot() *cobra.Command {
 					return err
 				}
 			}
-			if len(listen) > 0 {
-				ls := make([]map[string]any, len(listen))
-				for i, a := range listen {
-					ls[i] = map[string]any{"addr": a}
-				}
-				v.Set("listeners", ls)
-			}
-			cfg, err := daemon.Load(v)
+			cfg, err := daemon.Load(v, listen)
 			if err != nil {
 				return err
 			}
@@ -79,11 +77,13 @@ func newRoot() *cobra.Command {
 	f.String("provider", "", "verbs provider: auto, soft or ibverbs")
 	f.String("profile", "", "soft provider capability profile: default or pvrdma")
 	f.String("log-level", "", "debug, info, warn or error")
+	f.String("metrics-listen", "", `address of the /metrics endpoint ("" in the config: off)`)
 	f.BoolVar(&printConfig, "print-config", false, "print the effective configuration and exit")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile of the daemon's run to this file")
 	for flag, key := range map[string]string{
 		"data-dir": "data_dir", "provider": "transport.provider",
 		"profile": "transport.profile", "log-level": "log.level",
+		"metrics-listen": "metrics.listen",
 	} {
 		if err := v.BindPFlag(key, f.Lookup(flag)); err != nil {
 			panic(err)
@@ -110,13 +110,20 @@ func newLogger(c daemon.LogConfig) (*slog.Logger, error) {
 func run(cfg *daemon.Config, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	daemon.RaiseFileLimit(log)
 	d, err := daemon.Start(cfg, log)
 	if err != nil {
 		return err
 	}
-	log.Info("rdmablkd ready", "addrs", d.Addrs())
+	log.Info("rdmablkd ready", "addrs", d.Addrs(), "version", version.Get().String())
+	if err := daemon.Notify("READY=1\nSTATUS=serving " + strings.Join(d.Addrs(), " ")); err != nil {
+		log.Warn("systemd readiness", "err", err)
+	}
 	<-ctx.Done()
 	log.Info("shutting down: draining in-flight I/O")
+	if err := daemon.Notify("STOPPING=1\nSTATUS=draining in-flight I/O"); err != nil {
+		log.Warn("systemd stopping", "err", err)
+	}
 	if err := d.Close(); err != nil {
 		log.Error("shutdown", "err", err)
 		return err

@@ -8,7 +8,7 @@ import (
 )
 
 func TestEmbeddedDefaultIsValid(t *testing.T) {
-	c, err := Load(NewViper())
+	c, err := Load(NewViper(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestFileAndEnvOverride(t *testing.T) {
 	if err := MergeFile(v, f); err != nil {
 		t.Fatal(err)
 	}
-	c, err := Load(v)
+	c, err := Load(v, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 }
 
 func TestSendWithInvalidateKey(t *testing.T) {
-	c, err := Load(NewViper())
+	c, err := Load(NewViper(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestSendWithInvalidateKey(t *testing.T) {
 	if err := MergeFile(v, f); err != nil {
 		t.Fatal(err)
 	}
-	if c, err = Load(v); err != nil {
+	if c, err = Load(v, nil); err != nil {
 		t.Fatal(err)
 	}
 	if s := c.Transport.SendWithInvalidate; s == nil || *s {
