@@ -25,20 +25,20 @@ import (
 
 // globals are the connection flags shared by every command.
 type globals struct {
-	traddr   string
-	trsvcid  string
-	nqn      string
-	hostnqn  string
-	hostid   string
+	traddr  string
+	trsvcid string
+	nqn     string
+	hostnqn string
+	hostid  string
 	// transport is -t/--transport: only "rdma" today.
 	transport string
 	provider  string
-	profile  string
-	timeout  time.Duration
-	queues   int
-	depth    int
-	json     bool
-	netns    string
+	profile   string
+	timeout   time.Duration
+	queues    int
+	depth     int
+	json      bool
+	netns     string
 
 	// ident is the resolved host identity (identity), zero until then.
 	ident hostIdentity
