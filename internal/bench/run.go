@@ -54,12 +54,12 @@ type Result struct {
 	// smaller of Config.QueueDepth and the queues' negotiated depth.
 	QueueDepth int
 	Elapsed    time.Duration
-	IOs     uint64
-	Reads   uint64
-	Writes  uint64
-	Bytes   uint64
-	Errors  uint64
-	Latency Histogram
+	IOs        uint64
+	Reads      uint64
+	Writes     uint64
+	Bytes      uint64
+	Errors     uint64
+	Latency    Histogram
 	// FirstError is the first failed I/O's error, if any.
 	FirstError error
 }
