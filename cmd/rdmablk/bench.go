@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
@@ -26,6 +25,7 @@ func newBench(g *globals) *cobra.Command {
 			"one I/O queue and keeps --qd I/Os outstanding. Writes destroy data.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			w := cmd.OutOrStdout()
 			var err error
 			if cfg.BlockSize, err = parseInt(bs); err != nil {
 				return fmt.Errorf("--bs: %w", err)
@@ -71,9 +71,7 @@ func newBench(g *globals) *cobra.Command {
 					cfg.QueueDepth, res.QueueDepth)
 			}
 			if g.json {
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{
+				return writeJSON(w, map[string]any{
 					"pattern": cfg.Pattern, "rw": cfg.RW, "rwmix_read": cfg.ReadPercent, "bs": cfg.BlockSize,
 					"qd": res.QueueDepth, "qd_requested": cfg.QueueDepth, "jobs": cfg.Jobs,
 					"reads": res.Reads, "writes": res.Writes, "lat_mean_us": us(res.Latency.Mean()),
@@ -83,12 +81,12 @@ func newBench(g *globals) *cobra.Command {
 					"errors": res.Errors,
 				})
 			}
-			fmt.Printf("%s %s: bs=%d qd=%d jobs=%d runtime=%.1fs\n", cfg.Pattern, cfg.RW, cfg.BlockSize,
+			fmt.Fprintf(w, "%s %s: bs=%d qd=%d jobs=%d runtime=%.1fs\n", cfg.Pattern, cfg.RW, cfg.BlockSize,
 				res.QueueDepth, cfg.Jobs, res.Elapsed.Seconds())
-			fmt.Printf("  IOPS     : %.0f (reads %d, writes %d)\n", res.IOPS(), res.Reads, res.Writes)
-			fmt.Printf("  bandwidth: %.1f MB/s\n", res.MBps())
+			fmt.Fprintf(w, "  IOPS     : %.0f (reads %d, writes %d)\n", res.IOPS(), res.Reads, res.Writes)
+			fmt.Fprintf(w, "  bandwidth: %.1f MB/s\n", res.MBps())
 			l := bench.FormatLatency
-			fmt.Printf("  latency  : mean %s  p50 %s  p99 %s  p99.9 %s  max %s\n", l(res.Latency.Mean()),
+			fmt.Fprintf(w, "  latency  : mean %s  p50 %s  p99 %s  p99.9 %s  max %s\n", l(res.Latency.Mean()),
 				l(res.Latency.Quantile(0.5)), l(res.Latency.Quantile(0.99)), l(res.Latency.Quantile(0.999)), l(res.Latency.Max()))
 			if res.Errors > 0 {
 				return fmt.Errorf("%d I/O errors, first: %v", res.Errors, res.FirstError)

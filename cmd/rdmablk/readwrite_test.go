@@ -77,3 +77,17 @@ func TestWritePartialBlock(t *testing.T) {
 		}
 	}
 }
+
+// runCLIOut is runCLI returning what the command wrote to stdout.
+func runCLIOut(t *testing.T, addr string, args ...string) string {
+	t.Helper()
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetArgs(append([]string{"-a", addr, "--provider", "soft",
+		"--hostnqn", "nqn.2026-11.io.rdmablk:test-host", "--hostid", "01234567-89ab-4cde-8f01-23456789abcd"}, args...))
+	root.SetOut(&out)
+	if err := root.Execute(); err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return out.String()
+}
