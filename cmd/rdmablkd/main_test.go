@@ -317,3 +317,37 @@ func TestReadyNotifyMetricsAndStop(t *testing.T) {
 		t.Errorf("file descriptor limit not logged:\n%s", se.String())
 	}
 }
+
+// TestFileLimitRaisedAndLogged: started with a soft RLIMIT_NOFILE below
+// the hard one, the daemon runs with soft = hard and logs both.
+func TestFileLimitRaisedAndLogged(t *testing.T) {
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("no prlimit")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(prlimit, "--nofile=256:4096", bin, "-l", "127.0.0.1:0", "--metrics-listen", "", "--log-level", "info")
+	cmd.Dir = dir
+	var se syncBuffer
+	cmd.Stderr = &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(se.String(), "rdmablkd ready") {
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready:\n%s", se.String())
+		}
+		time.Sleep(20 * time.Millisecond) // polling the log, not synchronising on time
+	}
+	if l := se.String(); !strings.Contains(l, `msg="file descriptor limit`) || !strings.Contains(l, "soft=4096 ") || !strings.Contains(l, "hard=4096") {
+		t.Errorf("log does not show the soft limit raised to the hard limit 4096:\n%s", se.String())
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, se.String())
+	}
+}

@@ -128,7 +128,10 @@ func (d *Daemon) start(cfg *Config) error {
 			return err
 		}
 		d.member = m
-		m.Metrics.Registry().MustRegister(buildInfo())
+		// The agent may register its own build info one day: keep theirs.
+		if err := m.Metrics.Registry().Register(buildInfo()); err != nil {
+			log.Debug("rdmablk_build_info not registered", "err", err)
+		}
 	} else if cfg.Metrics.Listen != "" {
 		d.metrics = startMetrics(cfg.Metrics.Listen, standaloneMetrics(d), log)
 	}
