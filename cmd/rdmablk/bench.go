@@ -67,7 +67,7 @@ func newBench(g *globals) *cobra.Command {
 				return err
 			}
 			if res.QueueDepth < cfg.QueueDepth {
-				stderrf("rdmablk: --qd %d is more than the I/O queue holds: ran at qd=%d (the depth negotiated with the target)\n",
+				fmt.Fprintf(cmd.ErrOrStderr(), "rdmablk: --qd %d is more than the I/O queue holds: ran at qd=%d (the depth negotiated with the target)\n",
 					cfg.QueueDepth, res.QueueDepth)
 			}
 			if g.json {

@@ -158,7 +158,7 @@ func newWrite(g *globals) *cobra.Command {
 			if err := ns.Flush(); err != nil {
 				return fmt.Errorf("flush: %w", err)
 			}
-			stderrf("wrote %d bytes at offset %d (flushed)\n", total, off)
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d bytes at offset %d (flushed)\n", total, off)
 			return nil
 		},
 	}

@@ -15,6 +15,7 @@ func runCLI(t *testing.T, addr string, args ...string) error {
 	root.SetArgs(append([]string{"-a", addr, "--provider", "soft",
 		"--hostnqn", "nqn.2026-11.io.rdmablk:test-host", "--hostid", "01234567-89ab-4cde-8f01-23456789abcd"}, args...))
 	root.SetOut(&bytes.Buffer{})
+	root.SetErr(&bytes.Buffer{})
 	return root.Execute()
 }
 
@@ -86,6 +87,7 @@ func runCLIOut(t *testing.T, addr string, args ...string) string {
 	root.SetArgs(append([]string{"-a", addr, "--provider", "soft",
 		"--hostnqn", "nqn.2026-11.io.rdmablk:test-host", "--hostid", "01234567-89ab-4cde-8f01-23456789abcd"}, args...))
 	root.SetOut(&out)
+	root.SetErr(&bytes.Buffer{})
 	if err := root.Execute(); err != nil {
 		t.Fatalf("%v: %v", args, err)
 	}

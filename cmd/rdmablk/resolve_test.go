@@ -104,3 +104,46 @@ func TestTransportFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestIPv6Loopback: -a '[::1]' -s PORT reaches a target on [::1].
+func TestIPv6Loopback(t *testing.T) {
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skip("no IPv6 loopback:", err)
+	}
+	ln.Close()
+	log := slog.New(slog.DiscardHandler)
+	const nqn = "nqn.2026-11.io.rdmablk:v6"
+	tgt := target.New(target.Options{Logger: log})
+	if _, err := tgt.AddSubsystem(target.SubsystemConfig{NQN: nqn, Serial: "s6", AllowAnyHost: true,
+		Namespaces: []target.NamespaceConfig{{NSID: 1, Backend: mem.New(64, 512)}}}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := rdma.Listen(rdma.Config{Provider: soft.New(soft.Options{}), Target: tgt, Addr: "[::1]:0", PortID: 1, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close(); tgt.Close() })
+	_, port, _ := net.SplitHostPort(l.Addr())
+	out := runCLIOut(t, "[::1]", "-s", port, "identify", "--json")
+	if !strings.Contains(out, `"subnqn": "`+nqn+`"`) {
+		t.Fatalf("identify -a '[::1]' -s %s:\n%s", port, out)
+	}
+	out = runCLIOut(t, "[::1]", "-s", port, "discover", "--json")
+	if !strings.Contains(out, `"adrfam": "ipv6"`) || !strings.Contains(out, `"traddr": "::1"`) {
+		t.Errorf("discover -a '[::1]':\n%s", out)
+	}
+}
+
+func TestVersionFlag(t *testing.T) {
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetArgs([]string{"--version"})
+	root.SetOut(&out)
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.HasPrefix(s, "rdmablk version ") || !strings.Contains(s, " commit ") || !strings.Contains(s, " go1.") {
+		t.Fatalf("--version printed %q", s)
+	}
+}
