@@ -238,6 +238,10 @@ func TestListenersFromEnvironment(t *testing.T) {
 	if r.code != 0 || strings.Contains(r.stdout, "4501") || !strings.Contains(r.stdout, "addr: 127.0.0.1:4503") {
 		t.Fatalf("--listen did not win: status %d, config:\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	r = runDaemon(t, dir, []string{"RDMABLKD_METRICS_LISTEN="}, "--print-config")
+	if r.code != 0 || !strings.Contains(r.stdout, "metrics:\n    listen: \"\"") {
+		t.Fatalf("RDMABLKD_METRICS_LISTEN= did not turn metrics off: status %d, config:\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }
 
 func TestVersion(t *testing.T) {

@@ -142,6 +142,7 @@ func NewViper() *viper.Viper {
 	v.SetEnvPrefix("RDMABLKD")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
 	v.AutomaticEnv()
+	v.AllowEmptyEnv(true) // RDMABLKD_METRICS_LISTEN= turns the endpoint off
 	bindEnv(v)
 	return v
 }
