@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestEmbeddedDefaultIsValid(t *testing.T) {
@@ -89,5 +90,21 @@ func TestSendWithInvalidateKey(t *testing.T) {
 	}
 	if s := c.Transport.SendWithInvalidate; s == nil || *s {
 		t.Fatalf("send_with_invalidate %v, want false", s)
+	}
+}
+
+// TestEnvSetsKeysTheDefaultLacks: a key the embedded default does not
+// mention (cluster.node_id) is still read from its variable, and a list
+// of strings takes commas.
+func TestEnvSetsKeysTheDefaultLacks(t *testing.T) {
+	t.Setenv("RDMABLKD_CLUSTER_NODE_ID", "n9")
+	t.Setenv("RDMABLKD_CLUSTER_JOIN", "127.0.0.1:7421,127.0.0.1:7422")
+	t.Setenv("RDMABLKD_CLUSTER_RAFT_ELECTION_TIMEOUT", "3s")
+	c, err := Load(NewViper(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Cluster.NodeID != "n9" || len(c.Cluster.Join) != 2 || c.Cluster.Raft.ElectionTimeout != 3*time.Second {
+		t.Fatalf("cluster config from the environment: %+v", c.Cluster)
 	}
 }
