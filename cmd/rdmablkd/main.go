@@ -4,6 +4,13 @@
 //	rdmablkd                     # embedded default: a sparse 1 GiB volume on 127.0.0.1:4420
 //	rdmablkd --config /etc/rdmablk/rdmablkd.yaml
 //	rdmablkd --print-config      # the effective configuration as YAML
+//	rdmablkd --version           # version, commit, Go version, build tags
+//
+// Every start-up error is one line per problem naming the setting
+// (rdmablkd: listeners[0].addr "…" (--listen): address already in use …),
+// exit status 1. Under systemd (Type=notify) it sends READY=1 once it
+// listens and STOPPING=1 when it starts draining; /metrics is served on
+// metrics.listen (127.0.0.1:9420 by default).
 package main
 
 import (
