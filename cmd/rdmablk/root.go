@@ -303,4 +303,3 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
-func stderrf(format string, a ...any) { fmt.Fprintf(os.Stderr, format, a...) }
