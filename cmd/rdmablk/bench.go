@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -50,18 +51,19 @@ func newBench(g *globals) *cobra.Command {
 			defer c.Close()
 			var progress func(bench.Snapshot)
 			var last bench.Snapshot
-			live := !quiet && isTerminal(os.Stderr)
+			errw := cmd.ErrOrStderr()
+			live := !quiet && isTerminal(errw)
 			if live {
 				progress = func(s bench.Snapshot) {
 					dt := (s.Elapsed - last.Elapsed).Seconds()
-					fmt.Fprintf(os.Stderr, "\r[%5.1fs] %9.0f IOPS %9.1f MB/s  %d errors   ",
+					fmt.Fprintf(errw, "\r[%5.1fs] %9.0f IOPS %9.1f MB/s  %d errors   ",
 						s.Elapsed.Seconds(), float64(s.IOs-last.IOs)/dt, float64(s.Bytes-last.Bytes)/1e6/dt, s.Errors)
 					last = s
 				}
 			}
 			res, err := bench.Run(ctx, c, ns, cfg, time.Second, progress)
 			if live {
-				fmt.Fprintln(os.Stderr)
+				fmt.Fprintln(errw)
 			}
 			if err != nil {
 				return err
@@ -128,9 +130,13 @@ func checkBenchFlags(cfg bench.Config) error {
 	return nil
 }
 
-// isTerminal reports whether f is a terminal (live progress lines with
+// isTerminal reports whether w is a terminal (live progress lines with
 // carriage returns only make sense there, not in a log or a pipe).
-func isTerminal(f *os.File) bool {
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
 }
