@@ -70,3 +70,33 @@ func TestStartFailureClosesWhatItOpened(t *testing.T) {
 		})
 	}
 }
+
+// TestMetricsAddressInUseKeepsServing: the metrics endpoint is off the
+// data path, so a busy metrics address is logged and storage still starts.
+func TestMetricsAddressInUseKeepsServing(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	cfg, err := Load(NewViper(), []string{"127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir = t.TempDir()
+	cfg.Metrics.Listen = busy.Addr().String()
+	var logged strings.Builder
+	d, err := Start(cfg, slog.New(slog.NewTextHandler(&logged, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.MetricsAddr() != "" || len(d.Addrs()) != 1 {
+		t.Errorf("metrics at %q, listeners %v", d.MetricsAddr(), d.Addrs())
+	}
+	if err := d.Close(); err != nil { // before reading the log: nothing logs after Close
+		t.Fatal(err)
+	}
+	if !strings.Contains(logged.String(), "metrics endpoint not started") || !strings.Contains(logged.String(), "address already in use") {
+		t.Errorf("busy metrics address not logged:\n%s", logged.String())
+	}
+}
