@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -31,6 +32,9 @@ type Daemon struct {
 	backends  []blockdev.Backend
 	member    *agent.Agent   // nil unless cluster.enabled
 	metrics   *metricsServer // nil unless metrics.listen (standalone)
+	// created are the volume files this start created (removed again if
+	// the start fails: they hold nothing yet).
+	created []string
 }
 
 // Start opens the volumes, builds the target and starts listening. On
@@ -42,8 +46,14 @@ func Start(cfg *Config, log *slog.Logger) (*Daemon, error) {
 		if cerr := d.Close(); cerr != nil {
 			log.Warn("start-up failed; closing what was opened", "err", cerr)
 		}
+		for _, p := range d.created {
+			if rerr := os.Remove(p); rerr != nil {
+				log.Warn("start-up failed; removing a volume file it created", "path", p, "err", rerr)
+			}
+		}
 		return nil, err
 	}
+	d.created = nil
 	return d, nil
 }
 
@@ -78,9 +88,14 @@ func (d *Daemon) start(cfg *Config) error {
 
 	vols := map[string]blockdev.Backend{}
 	for i, vc := range cfg.Volumes {
+		path := volumePath(cfg.DataDir, vc.Path)
+		_, statErr := os.Stat(path)
 		b, err := openVolume(cfg.DataDir, vc)
 		if err != nil {
-			return fmt.Errorf("volumes[%d] %q: path %q: %w", i, vc.Name, volumePath(cfg.DataDir, vc.Path), err)
+			return fmt.Errorf("volumes[%d] %q: path %q: %w", i, vc.Name, path, err)
+		}
+		if errors.Is(statErr, fs.ErrNotExist) {
+			d.created = append(d.created, path)
 		}
 		d.backends = append(d.backends, b)
 		vols[vc.Name] = b

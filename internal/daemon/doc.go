@@ -11,7 +11,8 @@
 // key); Validate checks every value against the range the target and the
 // RDMA binding accept, naming the key and its flag. Start either returns a
 // running Daemon or an error naming the setting that failed, after closing
-// everything it had opened.
+// everything it had opened (backends flushed and closed) and removing the
+// volume files that this start created.
 //
 // Goroutines: the metrics endpoint runs one http.Server goroutine
 // (started by Start, stopped by Close); the target, listeners and cluster

@@ -52,6 +52,9 @@ func TestStartFailureClosesWhatItOpened(t *testing.T) {
 			cfg.Subsystems = []SubsysConfig{{NQN: "nqn.2026-11.io.rdmablk:t", AllowAnyHost: true,
 				Namespaces: []NSConfig{{NSID: 1, Volume: "a"}, {NSID: 2, Volume: "b"}}}}
 			tc.cfg(cfg)
+			if err := os.WriteFile(filepath.Join(dir, "a.img"), make([]byte, 1<<20), 0o600); err != nil {
+				t.Fatal(err)
+			}
 			before := openFDs(t)
 			d, err := Start(cfg, slog.New(slog.DiscardHandler))
 			if err == nil {
@@ -66,6 +69,14 @@ func TestStartFailureClosesWhatItOpened(t *testing.T) {
 			}
 			if after := openFDs(t); after != before {
 				t.Errorf("%d file descriptors open after the failed Start, %d before", after, before)
+			}
+			// a.img existed before this start and stays; b.img was created
+			// by it and is removed again.
+			if _, err := os.Stat(filepath.Join(dir, "a.img")); err != nil {
+				t.Errorf("a.img, which existed before, is gone: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "b.img")); !os.IsNotExist(err) {
+				t.Errorf("b.img, created by the failed start, is still there (%v)", err)
 			}
 		})
 	}
