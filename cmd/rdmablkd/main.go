@@ -123,7 +123,11 @@ func run(cfg *daemon.Config, log *slog.Logger) error {
 		return err
 	}
 	log.Info("rdmablkd ready", "addrs", d.Addrs(), "version", version.Get().String())
-	if err := daemon.Notify("READY=1\nSTATUS=serving " + strings.Join(d.Addrs(), " ")); err != nil {
+	status := "serving NVMe-oF/RDMA on " + strings.Join(d.Addrs(), " ")
+	if m := d.MetricsAddr(); m != "" {
+		status += "; metrics on http://" + m + "/metrics"
+	}
+	if err := daemon.Notify("READY=1\nSTATUS=" + status); err != nil {
 		log.Warn("systemd readiness", "err", err)
 	}
 	<-ctx.Done()

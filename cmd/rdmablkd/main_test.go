@@ -284,18 +284,15 @@ func TestReadyNotifyMetricsAndStop(t *testing.T) {
 		}
 		return string(buf[:n])
 	}
-	if m := recv(); !strings.HasPrefix(m, "READY=1\n") {
-		t.Fatalf("first notification %q, want READY=1", m)
+	ready := recv()
+	if !strings.HasPrefix(ready, "READY=1\n") {
+		t.Fatalf("first notification %q, want READY=1", ready)
 	}
-	// The ready notification comes after the metrics line was logged.
-	var addr string
-	for _, l := range strings.Split(se.String(), "\n") {
-		if _, a, ok := strings.Cut(l, "msg=metrics addr=http://"); ok {
-			addr = strings.TrimSuffix(a, "/metrics")
-		}
-	}
-	if addr == "" {
-		t.Fatalf("no metrics address logged:\n%s", se.String())
+	// STATUS= names the listeners and the metrics endpoint.
+	_, addr, ok := strings.Cut(ready, "; metrics on http://")
+	addr = strings.TrimSuffix(addr, "/metrics")
+	if !ok || !strings.Contains(ready, "STATUS=serving NVMe-oF/RDMA on 127.0.0.1:") {
+		t.Fatalf("READY notification %q lacks the listeners or the metrics address", ready)
 	}
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
