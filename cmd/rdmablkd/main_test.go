@@ -180,9 +180,10 @@ func checkRefused(t *testing.T, r runResult, want []string) {
 	}
 }
 
-// TestUnknownKeysRejected: typo'd keys in the file and in the
-// environment are refused, naming the file, line, key and nearest key;
-// --print-config does not echo them.
+// TestUnknownKeysRejected: typo'd keys and values that do not parse, in
+// the file and in the environment, are refused naming the file and line
+// or the variable, the key and the nearest key; --print-config does not
+// echo them.
 func TestUnknownKeysRejected(t *testing.T) {
 	cases := []struct {
 		name, file string
@@ -199,6 +200,10 @@ func TestUnknownKeysRejected(t *testing.T) {
 			want: []string{`c.yaml:4: unknown key "volumes[0].szie" (did you mean "volumes[0].size"?)`}},
 		{name: "Several", file: "listners: []\ncluster:\n  enabeld: true\n",
 			want: []string{`c.yaml:1: unknown key "listners"`, `c.yaml:3: unknown key "cluster.enabeld" (did you mean "cluster.enabled"?)`}},
+		{name: "ValueNotAnInteger", file: "transport:\n  max_queue_depth: abc\n",
+			want: []string{`c.yaml:2: transport.max_queue_depth: "abc" wants an integer`}},
+		{name: "DurationWithoutUnit", file: "cluster:\n  resync: 30\n",
+			want: []string{`c.yaml:2: cluster.resync: "30" wants a duration with a unit, such as 500ms, 30s or 5m`}},
 		{name: "EnvUnknown", env: []string{"RDMABLKD_LOG_LEVLE=debug"},
 			want: []string{"environment: unknown variable RDMABLKD_LOG_LEVLE (did you mean RDMABLKD_LOG_LEVEL?)"}},
 		{name: "EnvNotAnInteger", env: []string{"RDMABLKD_TARGET_WORKERS=many"},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,10 +54,77 @@ func CheckYAML(file string, data []byte, v any, tag string) error {
 		return nil
 	}
 	var errs []error
-	walk(doc.Content[0], reflect.TypeOf(v), tag, "", func(n *yaml.Node, path, key string, valid []string) {
-		errs = append(errs, &UnknownKeyError{File: file, Line: n.Line, Key: join(path, key), Suggest: prefixed(path, Nearest(key, valid))})
-	})
+	c := checker{tag: tag,
+		bad: func(n *yaml.Node, path, key string, valid []string) {
+			errs = append(errs, &UnknownKeyError{File: file, Line: n.Line, Key: join(path, key), Suggest: prefixed(path, Nearest(key, valid))})
+		},
+		badValue: func(n *yaml.Node, path, want string) {
+			errs = append(errs, &ValueError{File: file, Line: n.Line, Key: path, Value: n.Value, Want: want})
+		},
+	}
+	c.walk(doc.Content[0], reflect.TypeOf(v), "")
 	return errors.Join(errs...)
+}
+
+// ValueError is a value that does not parse as its setting's type.
+type ValueError struct {
+	File  string
+	Line  int
+	Key   string
+	Value string // the scalar as written ("" for a mapping or list)
+	Want  string // what the setting takes ("an integer", "true or false", …)
+}
+
+func (e *ValueError) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		if e.Line > 0 {
+			fmt.Fprintf(&b, ":%d", e.Line)
+		}
+		b.WriteString(": ")
+	}
+	fmt.Fprintf(&b, "%s: %q wants %s", e.Key, e.Value, e.Want)
+	return b.String()
+}
+
+// ParseScalar checks that the text s parses as a value of type t the way
+// a configuration decoder reads it, and says what t takes when it does
+// not ("" when it does). Durations need a unit ("30s"; a bare 0 is
+// allowed): a bare number would silently be nanoseconds. Strings and
+// other types accept anything.
+func ParseScalar(t reflect.Type, s string) (want string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == durationType {
+		if s == "0" {
+			return ""
+		}
+		if _, err := time.ParseDuration(s); err != nil {
+			return "a duration with a unit, such as 500ms, 30s or 5m"
+		}
+		return ""
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		if _, err := strconv.ParseBool(s); err != nil {
+			return "true or false"
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if _, err := strconv.ParseInt(s, 0, t.Bits()); err != nil {
+			return fmt.Sprintf("an integer (%d-bit)", t.Bits())
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if _, err := strconv.ParseUint(s, 0, t.Bits()); err != nil {
+			return fmt.Sprintf("a non-negative integer (%d-bit)", t.Bits())
+		}
+	case reflect.Float32, reflect.Float64:
+		if _, err := strconv.ParseFloat(s, t.Bits()); err != nil {
+			return "a number"
+		}
+	}
+	return ""
 }
 
 func join(path, key string) string {
@@ -75,9 +143,16 @@ func prefixed(path, key string) string {
 
 var durationType = reflect.TypeOf(time.Duration(0))
 
-// walk visits n as a value of type t, calling bad for each mapping key
-// that t has no field for.
-func walk(n *yaml.Node, t reflect.Type, tag, path string, bad func(n *yaml.Node, path, key string, valid []string)) {
+// checker walks a document next to a type.
+type checker struct {
+	tag      string
+	bad      func(n *yaml.Node, path, key string, valid []string)
+	badValue func(n *yaml.Node, path, want string)
+}
+
+// walk visits n as a value of type t at path, reporting keys t has no
+// field for and scalars that do not parse as t.
+func (c *checker) walk(n *yaml.Node, t reflect.Type, path string) {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -87,39 +162,66 @@ func walk(n *yaml.Node, t reflect.Type, tag, path string, bad func(n *yaml.Node,
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return // "key:" with no value: the default
+	}
 	switch t.Kind() {
 	case reflect.Struct:
-		if t == durationType || n.Kind != yaml.MappingNode {
+		if t == durationType {
+			c.scalar(n, t, path)
 			return
 		}
-		fields := Fields(t, tag)
+		if n.Kind != yaml.MappingNode {
+			c.badValue(n, path, "a mapping of settings")
+			return
+		}
+		fields := Fields(t, c.tag)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, val := n.Content[i], n.Content[i+1]
 			if k.Value == "<<" { // merge key: its mapping's keys are this struct's
-				walk(val, t, tag, path, bad)
+				c.walk(val, t, path)
 				continue
 			}
 			ft, ok := fields[k.Value]
 			if !ok {
-				bad(k, path, k.Value, keys(fields))
+				c.bad(k, path, k.Value, keys(fields))
 				continue
 			}
-			walk(val, ft, tag, join(path, k.Value), bad)
+			c.walk(val, ft, join(path, k.Value))
 		}
 	case reflect.Slice, reflect.Array:
+		if n.Kind == yaml.ScalarNode && t.Elem().Kind() == reflect.String {
+			return // "a,b": decoders split a string into a list of strings
+		}
 		if n.Kind != yaml.SequenceNode {
+			c.badValue(n, path, "a list")
 			return
 		}
 		for i, e := range n.Content {
-			walk(e, t.Elem(), tag, fmt.Sprintf("%s[%d]", path, i), bad)
+			c.walk(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
 		}
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
+			c.badValue(n, path, "a mapping")
 			return
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			walk(n.Content[i+1], t.Elem(), tag, join(path, n.Content[i].Value), bad)
+			c.walk(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value))
 		}
+	case reflect.Interface:
+	default:
+		c.scalar(n, t, path)
+	}
+}
+
+// scalar checks a leaf value.
+func (c *checker) scalar(n *yaml.Node, t reflect.Type, path string) {
+	if n.Kind != yaml.ScalarNode {
+		c.badValue(n, path, "a single value, not a mapping or list")
+		return
+	}
+	if want := ParseScalar(t, n.Value); want != "" {
+		c.badValue(n, path, want)
 	}
 }
 

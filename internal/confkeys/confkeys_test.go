@@ -18,6 +18,9 @@ type item struct {
 }
 
 type doc struct {
+	Count     int               `yaml:"count"`
+	On        *bool             `yaml:"on"`
+	Tags      []string          `yaml:"tags"`
 	Log       inner             `yaml:"log"`
 	Listeners []item            `yaml:"listeners"`
 	Timeout   time.Duration     `yaml:"timeout"`
@@ -39,6 +42,13 @@ func TestCheckYAML(t *testing.T) {
 		{"NothingClose", "zzzzzzzz: 1\n", []string{`f.yaml:1: unknown key "zzzzzzzz"`}},
 		{"DashTagIsNotAKey", "skip: 1\n", []string{`f.yaml:1: unknown key "skip"`}},
 		{"Several", "levle: 1\nlog: {formatt: x}\n", []string{`f.yaml:1: unknown key "levle"`, `f.yaml:2: unknown key "log.formatt" (did you mean "log.format"?)`}},
+		{"Values", "count: 3\non: true\ntimeout: 0\ntags: a,b\nlog:\n  level:\n", nil},
+		{"NotAnInteger", "count: many\n", []string{`f.yaml:1: count: "many" wants an integer (64-bit)`}},
+		{"NotABool", "on: yes please\n", []string{`f.yaml:1: on: "yes please" wants true or false`}},
+		{"BareDuration", "timeout: 30\n", []string{`f.yaml:1: timeout: "30" wants a duration with a unit, such as 500ms, 30s or 5m`}},
+		{"MappingForScalar", "count: {a: 1}\n", []string{`f.yaml:1: count: "" wants a single value, not a mapping or list`}},
+		{"ScalarForList", "listeners: x\n", []string{`f.yaml:1: listeners: "x" wants a list`}},
+		{"ScalarForStruct", "log: debug\n", []string{`f.yaml:1: log: "debug" wants a mapping of settings`}},
 		{"Unparsable", "a: [", nil},
 		{"Empty", "", nil},
 	}
@@ -49,8 +59,9 @@ func TestCheckYAML(t *testing.T) {
 			if err != nil {
 				got = strings.Split(err.Error(), "\n")
 				var uk *UnknownKeyError
-				if !errors.As(err, &uk) {
-					t.Errorf("error %v is no *UnknownKeyError", err)
+				var ve *ValueError
+				if !errors.As(err, &uk) && !errors.As(err, &ve) {
+					t.Errorf("error %v is no *UnknownKeyError or *ValueError", err)
 				}
 			}
 			if strings.Join(got, "|") != strings.Join(tc.want, "|") {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -123,28 +122,8 @@ func checkEnv(v *viper.Viper, environ []string, listenFlag bool) error {
 // parseAs checks that val parses as a value of type t, the way the
 // configuration decoder will read it.
 func parseAs(t reflect.Type, val string) error {
-	if t == reflect.TypeOf(time.Duration(0)) {
-		if _, err := time.ParseDuration(val); err != nil {
-			return errors.New("wants a duration such as 500ms, 2s or 1m")
-		}
-		return nil
-	}
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Bool:
-		if _, err := strconv.ParseBool(val); err != nil {
-			return errors.New("wants true or false")
-		}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		if _, err := strconv.ParseInt(val, 0, t.Bits()); err != nil {
-			return fmt.Errorf("wants an integer (%d-bit)", t.Bits())
-		}
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if _, err := strconv.ParseUint(val, 0, t.Bits()); err != nil {
-			return fmt.Errorf("wants a non-negative integer (%d-bit)", t.Bits())
-		}
+	if want := confkeys.ParseScalar(t, val); want != "" {
+		return errors.New("wants " + want)
 	}
 	return nil
 }
