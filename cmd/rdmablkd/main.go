@@ -79,7 +79,7 @@ func newRoot() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVarP(&cfgFile, "config", "c", "", "YAML config file merged over the embedded default")
-	f.StringArrayVarP(&listen, "listen", "l", nil, "listen address host:port (repeatable; replaces the configured listeners)")
+	f.StringArrayVarP(&listen, "listen", "l", nil, "listen address IP:port or [IPv6]:port (repeatable; replaces the configured listeners and RDMABLKD_LISTENERS)")
 	f.String("data-dir", "", "directory for volume files with relative paths")
 	f.String("provider", "", "verbs provider: auto, soft or ibverbs")
 	f.String("profile", "", "soft provider capability profile: default or pvrdma")
