@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,12 +12,12 @@ import (
 	"github.com/rdmablk/rdmablk/verbs/rdmadev"
 )
 
-// devicesReport is what `rdmablk devices` prints (also as JSON).
+// devicesReport is what `rdmablk devices` prints (as JSON: devicesOut).
 type devicesReport struct {
-	Devices   []rdmadev.Device `json:"devices"`
-	NetnsMode string           `json:"netnsMode"`
-	Providers []string         `json:"providers"`
-	Note      string           `json:"note,omitempty"`
+	Devices   []rdmadev.Device
+	NetnsMode string
+	Providers []string
+	Note      string
 }
 
 func newDevices(g *globals) *cobra.Command {
@@ -42,9 +41,7 @@ func newDevices(g *globals) *cobra.Command {
 				r.NetnsMode = "unknown (" + err.Error() + ")"
 			}
 			if g.json {
-				e := json.NewEncoder(cmd.OutOrStdout())
-				e.SetIndent("", "  ")
-				return e.Encode(r)
+				return writeJSON(cmd.OutOrStdout(), devicesOut(r))
 			}
 			printDevices(cmd.OutOrStdout(), r)
 			return nil

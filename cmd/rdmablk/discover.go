@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -19,6 +17,7 @@ func newDiscover(g *globals) *cobra.Command {
 		Short: "List the subsystems a discovery controller offers (log page 0x70)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			w := cmd.OutOrStdout()
 			ctx, cancel := context.WithTimeout(cmd.Context(), 2*g.timeout)
 			defer cancel()
 			var entries []nvme.DiscoveryLogEntry
@@ -30,18 +29,16 @@ func newDiscover(g *globals) *cobra.Command {
 				return err
 			}
 			if g.json {
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(entries)
+				return writeJSON(w, discoveryJSON(g.addr(), entries))
 			}
-			fmt.Printf("Discovery Log at %s: %d records\n", g.addr(), len(entries))
-			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "#\tTRTYPE\tADRFAM\tSUBTYPE\tTRADDR\tTRSVCID\tPORTID\tSUBNQN")
+			fmt.Fprintf(w, "Discovery Log at %s: %d records\n", g.addr(), len(entries))
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "#\tTRTYPE\tADRFAM\tSUBTYPE\tTRADDR\tTRSVCID\tPORTID\tSUBNQN")
 			for i, e := range entries {
-				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", i, trType(e.TrType), adrFam(e.AdrFam),
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", i, trType(e.TrType), adrFam(e.AdrFam),
 					subType(e.SubType), e.TrAddr, e.TrSvcID, e.PortID, e.SubNQN)
 			}
-			return w.Flush()
+			return tw.Flush()
 		},
 	}
 }

@@ -7,6 +7,12 @@
 //	rdmablk write -a 127.0.0.1 --offset 0 -i data.bin
 //	rdmablk read  -a 127.0.0.1 --offset 0 --length 1M -o out.bin
 //	rdmablk bench -a 127.0.0.1 --rw read --pattern rand --bs 4k --qd 32 --jobs 2 --runtime 10s
+//
+// As nvme-cli: -a/--traddr, -s/--trsvcid, -n/--nqn, -t/--transport (rdma),
+// --hostnqn/--hostid (default /etc/nvme/hostnqn and /etc/nvme/hostid, see
+// hostid.go). Without --nqn a command connects to the first NVM subsystem
+// of the discovery log at -a, at the address its record names. --json
+// output uses snake_case keys and enumeration names (jsonout.go).
 package main
 
 import (

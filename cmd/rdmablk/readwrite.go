@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/rdmablk/rdmablk/initiator"
 )
 
 // chunk is the unit the read and write commands move per call.
@@ -36,6 +38,9 @@ func newRead(g *globals) *cobra.Command {
 			bs := int64(ns.BlockSize())
 			if off%bs != 0 || n%bs != 0 {
 				return fmt.Errorf("offset and length must be multiples of the block size %d", bs)
+			}
+			if err := checkRange(ns, off, n); err != nil {
+				return err
 			}
 			if n == 0 {
 				n = ns.Size() - off
@@ -77,12 +82,14 @@ func newRead(g *globals) *cobra.Command {
 func newWrite(g *globals) *cobra.Command {
 	var offset, in string
 	var nsid uint32
-	var fua bool
+	var fua, pad bool
 	cmd := &cobra.Command{
 		Use:   "write",
 		Short: "Write a file or stdin to a namespace at a byte offset",
-		Long: "Write a file or stdin to a namespace at a byte offset. The input is padded\n" +
-			"with zeroes to a whole block; the data is flushed before the command returns.",
+		Long: "Write a file or stdin to a namespace at a byte offset (a block multiple).\n" +
+			"When the input ends inside a block, the rest of that block keeps what the\n" +
+			"namespace held (read-modify-write); --pad fills it with zeroes instead.\n" +
+			"The data is flushed before the command returns.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			off, err := parseBytes(offset)
@@ -105,29 +112,39 @@ func newWrite(g *globals) *cobra.Command {
 			defer c.Close()
 			bs := int64(ns.BlockSize())
 			if off%bs != 0 {
-				return fmt.Errorf("offset must be a multiple of the block size %d", bs)
+				return fmt.Errorf("--offset %d: must be a multiple of the block size %d", off, bs)
+			}
+			if err := checkRange(ns, off, 0); err != nil {
+				return err
+			}
+			write := func(p []byte, at int64) error {
+				if fua {
+					return ns.WriteFUA(p, at)
+				}
+				_, err := ns.WriteAt(p, at)
+				return err
 			}
 			buf := make([]byte, chunk)
 			var total int64
 			for {
 				n, rerr := io.ReadFull(r, buf)
 				if n > 0 {
+					at := off + total
 					p := buf[:n]
 					if rem := int64(n) % bs; rem != 0 {
-						pad := bs - rem
-						clear(buf[n : int64(n)+pad])
-						p = buf[:int64(n)+pad]
+						p = buf[:int64(n)-rem+bs]
 					}
-					if off+total+int64(len(p)) > ns.Size() {
-						return fmt.Errorf("input does not fit: namespace is %d bytes", ns.Size())
+					if at+int64(len(p)) > ns.Size() {
+						return fmt.Errorf("input does not fit: %d bytes at offset %d, namespace %d is %d bytes (wrote %d bytes before)",
+							n, at, ns.NSID(), ns.Size(), total)
 					}
-					if fua {
-						err = ns.WriteFUA(p, off+total)
-					} else {
-						_, err = ns.WriteAt(p, off+total)
+					if len(p) > n {
+						if err := fillTail(ns, p, n, at, pad); err != nil {
+							return err
+						}
 					}
-					if err != nil {
-						return fmt.Errorf("write at %d: %w", off+total, err)
+					if err := write(p, at); err != nil {
+						return fmt.Errorf("write at %d: %w (wrote %d bytes before)", at, err, total)
 					}
 					total += int64(n)
 				}
@@ -141,7 +158,7 @@ func newWrite(g *globals) *cobra.Command {
 			if err := ns.Flush(); err != nil {
 				return fmt.Errorf("flush: %w", err)
 			}
-			stderrf("wrote %d bytes at offset %d (flushed)\n", total, off)
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d bytes at offset %d (flushed)\n", total, off)
 			return nil
 		},
 	}
@@ -150,5 +167,39 @@ func newWrite(g *globals) *cobra.Command {
 	f.StringVarP(&in, "input", "i", "-", "input file (- for stdin)")
 	f.Uint32Var(&nsid, "nsid", 0, "namespace ID (default: the first)")
 	f.BoolVar(&fua, "fua", false, "write with force unit access")
+	f.BoolVar(&pad, "pad", false, "fill the rest of a partly written last block with zeroes instead of keeping its old bytes")
 	return cmd
+}
+
+// fillTail completes p, whose first n bytes are input and whose length is
+// a whole number of blocks, with the bytes the namespace holds after the
+// input in its last block (read-modify-write), or zeroes with pad.
+func fillTail(ns *initiator.Namespace, p []byte, n int, at int64, pad bool) error {
+	bs := ns.BlockSize()
+	last := p[len(p)-bs:]
+	if pad {
+		clear(p[n:])
+		return nil
+	}
+	keep := make([]byte, bs)
+	lastAt := at + int64(len(p)-bs)
+	if _, err := ns.ReadAt(keep, lastAt); err != nil {
+		return fmt.Errorf("read-modify-write of the last block at %d: %w (or pass --pad)", lastAt, err)
+	}
+	inLast := n - (len(p) - bs) // input bytes in the last block
+	copy(last[inLast:], keep[inLast:])
+	return nil
+}
+
+// checkRange refuses an offset at or past the end of the namespace and a
+// length (0: to the end) that runs past it, naming the namespace's size.
+func checkRange(ns *initiator.Namespace, off, n int64) error {
+	size := ns.Size()
+	if off < 0 || off >= size {
+		return fmt.Errorf("--offset %d is past the end of namespace %d (%d bytes, %s)", off, ns.NSID(), size, humanBytes(size))
+	}
+	if n < 0 || n > size-off {
+		return fmt.Errorf("--offset %d --length %d runs past the end of namespace %d (%d bytes, %s)", off, n, ns.NSID(), size, humanBytes(size))
+	}
+	return nil
 }

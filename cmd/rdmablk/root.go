@@ -7,14 +7,17 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rdmablk/rdmablk/cluster/catalog"
 	"github.com/rdmablk/rdmablk/initiator"
+	"github.com/rdmablk/rdmablk/internal/version"
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/verbs"
 	"github.com/rdmablk/rdmablk/verbs/providers"
@@ -22,32 +25,47 @@ import (
 
 // globals are the connection flags shared by every command.
 type globals struct {
-	traddr   string
-	trsvcid  string
-	nqn      string
-	hostnqn  string
-	provider string
-	profile  string
-	timeout  time.Duration
-	queues   int
-	depth    int
-	json     bool
-	netns    string
+	traddr  string
+	trsvcid string
+	nqn     string
+	hostnqn string
+	hostid  string
+	// transport is -t/--transport: only "rdma" today.
+	transport string
+	provider  string
+	profile   string
+	timeout   time.Duration
+	queues    int
+	depth     int
+	json      bool
+	netns     string
+
+	// ident is the resolved host identity (identity), zero until then.
+	ident hostIdentity
+	// stderr receives the notes a command prints besides its output
+	// (which address it chose); os.Stderr, replaced by tests.
+	stderr io.Writer
 }
 
 func newRoot() *cobra.Command {
-	g := &globals{}
+	g := &globals{stderr: os.Stderr}
 	root := &cobra.Command{
 		Use:           "rdmablk",
 		Short:         "rdmablk NVMe-oF/RDMA initiator and admin CLI",
+		Version:       version.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return checkTransport(g.transport)
+		},
 	}
 	pf := root.PersistentFlags()
 	pf.StringVarP(&g.traddr, "traddr", "a", "127.0.0.1", "target address (host, or host:port)")
 	pf.StringVarP(&g.trsvcid, "trsvcid", "s", "4420", "target port (ignored when --traddr has one)")
 	pf.StringVarP(&g.nqn, "nqn", "n", "", "subsystem NQN (default: the first one the discovery log lists)")
-	pf.StringVar(&g.hostnqn, "hostnqn", "", "host NQN (default: derived from a random host ID)")
+	pf.StringVarP(&g.transport, "transport", "t", "rdma", "NVMe-oF transport: rdma (tcp is not supported yet)")
+	pf.StringVar(&g.hostnqn, "hostnqn", "", "host NQN (default: "+etcHostNQN+", else one generated once and stored)")
+	pf.StringVar(&g.hostid, "hostid", "", "host ID, a UUID (default: "+etcHostID+", else one generated once and stored)")
 	pf.StringVar(&g.provider, "provider", "auto", "verbs provider: auto, soft or ibverbs")
 	pf.StringVar(&g.profile, "profile", "default", "soft provider profile: default or pvrdma")
 	pf.DurationVar(&g.timeout, "timeout", 10*time.Second, "connect timeout")
@@ -62,15 +80,35 @@ func newRoot() *cobra.Command {
 	return root
 }
 
-// addr joins traddr and trsvcid unless traddr already has a port.
+// checkTransport accepts the transports this CLI speaks.
+func checkTransport(t string) error {
+	switch strings.ToLower(t) {
+	case "rdma":
+		return nil
+	case "tcp":
+		return errors.New("-t/--transport tcp: the NVMe/TCP transport is not supported yet; use rdma (the soft provider also runs over plain TCP networks)")
+	}
+	return fmt.Errorf("-t/--transport %q: want rdma (tcp is not supported yet)", t)
+}
+
+// addr joins traddr and trsvcid unless traddr already has a port. A
+// bracketed IPv6 address without a port ("[::1]") and a bare one ("::1")
+// both get trsvcid.
 func (g *globals) addr() string {
 	if _, _, err := net.SplitHostPort(g.traddr); err == nil {
 		return g.traddr
 	}
-	return net.JoinHostPort(g.traddr, g.trsvcid)
+	host := g.traddr
+	if len(host) > 1 && host[0] == '[' && host[len(host)-1] == ']' {
+		host = host[1 : len(host)-1]
+	}
+	return net.JoinHostPort(host, g.trsvcid)
 }
 
 func (g *globals) options() (initiator.Options, error) {
+	if err := g.identity(); err != nil {
+		return initiator.Options{}, err
+	}
 	p, _, err := providers.Open(g.provider, g.profile, nil)
 	if err != nil {
 		return initiator.Options{}, err
@@ -81,7 +119,8 @@ func (g *globals) options() (initiator.Options, error) {
 func (g *globals) optionsFor(p verbs.Provider) initiator.Options {
 	return initiator.Options{
 		Provider:       p,
-		HostNQN:        g.hostnqn,
+		HostNQN:        g.ident.NQN,
+		HostID:         g.ident.ID,
 		IOQueues:       g.queues,
 		QueueDepth:     g.depth,
 		ConnectTimeout: g.timeout,
@@ -95,6 +134,9 @@ func (g *globals) optionsFor(p verbs.Provider) initiator.Options {
 // it (fallBackToSoft); an NVMe-level error is returned as is. The provider
 // used is logged at debug level.
 func (g *globals) withOptions(dial func(initiator.Options) error) error {
+	if err := g.identity(); err != nil {
+		return err
+	}
 	if g.provider != "auto" || !compiledIn("ibverbs") {
 		p, reason, err := providers.Open(g.provider, g.profile, nil)
 		if err != nil {
@@ -156,23 +198,63 @@ func (g *globals) connect(ctx context.Context) (*initiator.Controller, error) {
 }
 
 func (g *globals) connectWith(ctx context.Context, opts initiator.Options) (*initiator.Controller, error) {
-	nqn := g.nqn
-	if nqn == "" {
-		entries, err := initiator.Discover(ctx, g.addr(), opts)
-		if err != nil {
-			return nil, fmt.Errorf("discover (to pick a subsystem; or pass --nqn): %w", err)
-		}
-		for _, e := range entries {
-			if e.SubType == nvme.SubTypeNVM {
-				nqn = e.SubNQN
-				break
-			}
-		}
-		if nqn == "" {
-			return nil, fmt.Errorf("the discovery log at %s lists no NVM subsystem", g.addr())
+	nqn, addr, err := g.resolveTarget(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return initiator.Connect(ctx, addr, nqn, opts)
+}
+
+// resolveTarget returns the subsystem NQN and the address to connect to:
+// --nqn at -a, or else the first NVM subsystem record of the discovery
+// log at -a, at the address that record names (TRADDR/TRSVCID, as
+// `nvme connect-all` does: in a cluster the subsystem may live on another
+// node). A record with a wildcard or empty TRADDR keeps -a's host. When
+// the chosen address is not -a, it says so on stderr.
+func (g *globals) resolveTarget(ctx context.Context, opts initiator.Options) (nqn, addr string, err error) {
+	if g.nqn != "" {
+		return g.nqn, g.addr(), nil
+	}
+	entries, err := initiator.Discover(ctx, g.addr(), opts)
+	if err != nil {
+		return "", "", fmt.Errorf("discover (to pick a subsystem; or pass --nqn): %w", err)
+	}
+	e, ok := firstNVM(entries)
+	if !ok {
+		return "", "", fmt.Errorf("the discovery log at %s lists no NVM subsystem reachable over RDMA", g.addr())
+	}
+	addr = recordAddr(e, g.addr())
+	slog.Debug("subsystem from the discovery log", "subnqn", e.SubNQN, "traddr", e.TrAddr, "trsvcid", e.TrSvcID,
+		"connect", addr, "discovery", g.addr())
+	if addr != g.addr() {
+		fmt.Fprintf(g.stderr, "rdmablk: %s is at %s (discovery log at %s)\n", e.SubNQN, addr, g.addr())
+	}
+	return e.SubNQN, addr, nil
+}
+
+// firstNVM returns the first NVM subsystem record over RDMA.
+func firstNVM(entries []nvme.DiscoveryLogEntry) (nvme.DiscoveryLogEntry, bool) {
+	for _, e := range entries {
+		if e.SubType == nvme.SubTypeNVM && e.TrType == nvme.TrTypeRDMA {
+			return e, true
 		}
 	}
-	return initiator.Connect(ctx, g.addr(), nqn, opts)
+	return nvme.DiscoveryLogEntry{}, false
+}
+
+// recordAddr is the host:port a discovery record names. An empty or
+// wildcard TRADDR (a target listening on every address) means the host
+// the discovery controller was reached at; an empty TRSVCID, 4420.
+func recordAddr(e nvme.DiscoveryLogEntry, discovery string) string {
+	host := strings.TrimSpace(e.TrAddr)
+	if a, err := netip.ParseAddr(host); host == "" || err == nil && a.IsUnspecified() {
+		host, _, _ = net.SplitHostPort(discovery)
+	}
+	port := strings.TrimSpace(e.TrSvcID)
+	if port == "" {
+		port = "4420"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // openNamespace connects (bounded by twice the connect timeout) and picks
@@ -220,5 +302,3 @@ func humanBytes(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
-
-func stderrf(format string, a ...any) { fmt.Fprintf(os.Stderr, format, a...) }

@@ -4,6 +4,13 @@
 //	rdmablkd                     # embedded default: a sparse 1 GiB volume on 127.0.0.1:4420
 //	rdmablkd --config /etc/rdmablk/rdmablkd.yaml
 //	rdmablkd --print-config      # the effective configuration as YAML
+//	rdmablkd --version           # version, commit, Go version, build tags
+//
+// Every start-up error is one line per problem naming the setting
+// (rdmablkd: listeners[0].addr "…" (--listen): address already in use …),
+// exit status 1. Under systemd (Type=notify) it sends READY=1 once it
+// listens and STOPPING=1 when it starts draining; /metrics is served on
+// metrics.listen (127.0.0.1:9420 by default).
 package main
 
 import (
@@ -19,11 +26,15 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/rdmablk/rdmablk/internal/daemon"
+	"github.com/rdmablk/rdmablk/internal/version"
 )
 
 func main() {
 	if err := newRoot().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "rdmablkd:", err)
+		// One line per problem, each naming the program.
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintln(os.Stderr, "rdmablkd:", line)
+		}
 		os.Exit(1)
 	}
 }
@@ -37,6 +48,7 @@ func newRoot() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:           "rdmablkd",
 		Short:         "NVMe-oF/RDMA storage target daemon",
+		Version:       version.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
@@ -46,14 +58,7 @@ func newRoot() *cobra.Command {
 					return err
 				}
 			}
-			if len(listen) > 0 {
-				ls := make([]map[string]any, len(listen))
-				for i, a := range listen {
-					ls[i] = map[string]any{"addr": a}
-				}
-				v.Set("listeners", ls)
-			}
-			cfg, err := daemon.Load(v)
+			cfg, err := daemon.Load(v, listen)
 			if err != nil {
 				return err
 			}
@@ -74,16 +79,18 @@ func newRoot() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVarP(&cfgFile, "config", "c", "", "YAML config file merged over the embedded default")
-	f.StringArrayVarP(&listen, "listen", "l", nil, "listen address host:port (repeatable; replaces the configured listeners)")
+	f.StringArrayVarP(&listen, "listen", "l", nil, "listen address IP:port or [IPv6]:port (repeatable; replaces the configured listeners and RDMABLKD_LISTENERS)")
 	f.String("data-dir", "", "directory for volume files with relative paths")
 	f.String("provider", "", "verbs provider: auto, soft or ibverbs")
 	f.String("profile", "", "soft provider capability profile: default or pvrdma")
 	f.String("log-level", "", "debug, info, warn or error")
+	f.String("metrics-listen", "", `address of the /metrics endpoint ("" in the config: off)`)
 	f.BoolVar(&printConfig, "print-config", false, "print the effective configuration and exit")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile of the daemon's run to this file")
 	for flag, key := range map[string]string{
 		"data-dir": "data_dir", "provider": "transport.provider",
 		"profile": "transport.profile", "log-level": "log.level",
+		"metrics-listen": "metrics.listen",
 	} {
 		if err := v.BindPFlag(key, f.Lookup(flag)); err != nil {
 			panic(err)
@@ -110,13 +117,24 @@ func newLogger(c daemon.LogConfig) (*slog.Logger, error) {
 func run(cfg *daemon.Config, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	daemon.RaiseFileLimit(log)
 	d, err := daemon.Start(cfg, log)
 	if err != nil {
 		return err
 	}
-	log.Info("rdmablkd ready", "addrs", d.Addrs())
+	log.Info("rdmablkd ready", "addrs", d.Addrs(), "version", version.Get().String())
+	status := "serving NVMe-oF/RDMA on " + strings.Join(d.Addrs(), " ")
+	if m := d.MetricsAddr(); m != "" {
+		status += "; metrics on http://" + m + "/metrics"
+	}
+	if err := daemon.Notify("READY=1\nSTATUS=" + status); err != nil {
+		log.Warn("systemd readiness", "err", err)
+	}
 	<-ctx.Done()
 	log.Info("shutting down: draining in-flight I/O")
+	if err := daemon.Notify("STOPPING=1\nSTATUS=draining in-flight I/O"); err != nil {
+		log.Warn("systemd stopping", "err", err)
+	}
 	if err := d.Close(); err != nil {
 		log.Error("shutdown", "err", err)
 		return err

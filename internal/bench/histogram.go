@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math/bits"
+	"strconv"
 	"time"
 )
 
@@ -91,4 +92,33 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 		}
 	}
 	return time.Duration(h.max)
+}
+
+// FormatLatency prints d with three significant digits in the unit that
+// suits it ("812ns", "87.3µs", "1.25ms", "2.01s"): the histogram's
+// buckets are not finer than that, and full nanosecond precision only
+// hides the magnitude.
+func FormatLatency(d time.Duration) string {
+	v := float64(d)
+	unit, div := "ns", 1.0
+	switch {
+	case d >= time.Second:
+		unit, div = "s", float64(time.Second)
+	case d >= time.Millisecond:
+		unit, div = "ms", float64(time.Millisecond)
+	case d >= time.Microsecond:
+		unit, div = "µs", float64(time.Microsecond)
+	}
+	x := v / div
+	if x >= 999.5 && unit != "s" { // rounds to 1000: say it in the next unit
+		x /= 1000
+		unit = map[string]string{"ns": "µs", "µs": "ms", "ms": "s"}[unit]
+	}
+	switch {
+	case x >= 100 || unit == "ns":
+		return strconv.FormatFloat(x, 'f', 0, 64) + unit
+	case x >= 10:
+		return strconv.FormatFloat(x, 'f', 1, 64) + unit
+	}
+	return strconv.FormatFloat(x, 'f', 2, 64) + unit
 }

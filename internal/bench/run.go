@@ -18,16 +18,20 @@ type Config struct {
 	Pattern string
 	// RW: "read", "write" or "mixed".
 	RW string
-	// ReadPercent is the share of reads for "mixed" (0-100).
+	// ReadPercent is the share of reads for "mixed" (0-100; other
+	// values are refused whatever RW is).
 	ReadPercent int
 	// BlockSize is the I/O size in bytes (a multiple of the namespace
 	// block size, at most the controller's maximum transfer).
 	BlockSize int
-	// QueueDepth is the I/Os each job keeps outstanding.
+	// QueueDepth is the I/Os each job keeps outstanding. A queue whose
+	// negotiated depth is smaller runs at that depth: Result.QueueDepth says
+	// what ran.
 	QueueDepth int
 	// Jobs is the number of jobs; job i uses I/O queue i.
 	Jobs int
-	// Duration bounds the run (ctx may end it earlier).
+	// Duration bounds the run (ctx may end it earlier); 0 runs until ctx
+	// ends.
 	Duration time.Duration
 	// Offset and Size bound the region (Size 0: to the end).
 	Offset, Size int64
@@ -45,14 +49,17 @@ type Snapshot struct {
 
 // Result is the outcome of a run.
 type Result struct {
-	Config  Config
-	Elapsed time.Duration
-	IOs     uint64
-	Reads   uint64
-	Writes  uint64
-	Bytes   uint64
-	Errors  uint64
-	Latency Histogram
+	Config Config
+	// QueueDepth is the depth each job actually kept outstanding: the
+	// smaller of Config.QueueDepth and the queues' negotiated depth.
+	QueueDepth int
+	Elapsed    time.Duration
+	IOs        uint64
+	Reads      uint64
+	Writes     uint64
+	Bytes      uint64
+	Errors     uint64
+	Latency    Histogram
 	// FirstError is the first failed I/O's error, if any.
 	FirstError error
 }
@@ -89,6 +96,10 @@ func (c *Config) check(ns *initiator.Namespace, queues int) (first, blocks uint6
 		return 0, 0, fmt.Errorf("%w: block size %d is not a multiple of the namespace block size %d", ErrConfig, c.BlockSize, bs)
 	case c.QueueDepth <= 0 || c.Jobs <= 0:
 		return 0, 0, fmt.Errorf("%w: queue depth and jobs must be positive", ErrConfig)
+	case c.ReadPercent < 0 || c.ReadPercent > 100:
+		return 0, 0, fmt.Errorf("%w: read percentage %d (0 to 100)", ErrConfig, c.ReadPercent)
+	case c.Duration < 0:
+		return 0, 0, fmt.Errorf("%w: negative duration %v", ErrConfig, c.Duration)
 	case c.Jobs > queues:
 		return 0, 0, fmt.Errorf("%w: %d jobs but the controller has %d I/O queues", ErrConfig, c.Jobs, queues)
 	case c.Offset < 0 || c.Offset%int64(bs) != 0 || c.Size < 0 || c.Size%int64(bs) != 0:
@@ -167,8 +178,9 @@ func Run(ctx context.Context, ctrl *initiator.Controller, ns *initiator.Namespac
 	close(stopProgress)
 	<-progressDone
 
-	res := &Result{Config: cfg, Elapsed: elapsed}
+	res := &Result{Config: cfg, Elapsed: elapsed, QueueDepth: cfg.QueueDepth}
 	for _, j := range jobs {
+		res.QueueDepth = min(res.QueueDepth, len(j.ios))
 		res.IOs += j.nIOs.Load()
 		res.Bytes += j.nBytes.Load()
 		res.Errors += j.errs.Load()
@@ -196,7 +208,6 @@ type job struct {
 	rng      *rand.Rand
 	ios      []initiator.IO
 	bufs     []*initiator.Buffer
-	starts   []time.Time
 	done     []*initiator.IO
 	hist     Histogram
 	reads    uint64

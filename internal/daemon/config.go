@@ -4,6 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,6 +17,11 @@ import (
 
 	"github.com/rdmablk/rdmablk/cluster/catalog"
 	"github.com/rdmablk/rdmablk/configs"
+	"github.com/rdmablk/rdmablk/internal/confkeys"
+	"github.com/rdmablk/rdmablk/target"
+	"github.com/rdmablk/rdmablk/target/rdma"
+	"github.com/rdmablk/rdmablk/verbs/providers"
+	"github.com/rdmablk/rdmablk/verbs/soft"
 )
 
 // Config is the daemon configuration (see configs/rdmablkd.yaml).
@@ -23,6 +34,7 @@ type Config struct {
 	Volumes    []VolumeConfig   `mapstructure:"volumes"`
 	Subsystems []SubsysConfig   `mapstructure:"subsystems"`
 	Cluster    ClusterConfig    `mapstructure:"cluster"`
+	Metrics    MetricsConfig    `mapstructure:"metrics"`
 }
 
 // LogConfig selects slog level and format.
@@ -130,21 +142,38 @@ func NewViper() *viper.Viper {
 	v.SetEnvPrefix("RDMABLKD")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
 	v.AutomaticEnv()
+	v.AllowEmptyEnv(true) // RDMABLKD_METRICS_LISTEN= turns the endpoint off
+	bindEnv(v)
 	return v
 }
 
 // MergeFile merges a YAML config file over the defaults. Lists (volumes,
-// subsystems, listeners) in the file replace the default lists.
+// subsystems, listeners) in the file replace the default lists. A key that
+// names no setting is an error naming the file, line, key and the nearest
+// valid key.
 func MergeFile(v *viper.Viper, path string) error {
-	v.SetConfigFile(path)
-	if err := v.MergeInConfig(); err != nil {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if err := v.MergeConfig(bytes.NewReader(data)); err != nil {
 		return fmt.Errorf("config %s: %w", path, err)
 	}
-	return nil
+	// Each problem names the file and line.
+	return confkeys.CheckYAML(path, data, &Config{}, "mapstructure")
 }
 
-// Load decodes and validates the configuration.
-func Load(v *viper.Viper) (*Config, error) {
+// Load decodes and validates the configuration. listen, when not empty,
+// replaces the configured listeners (the --listen flag; it wins over
+// RDMABLKD_LISTENERS, which wins over the file). Every RDMABLKD_*
+// variable must name a setting and parse as its type.
+func Load(v *viper.Viper, listen []string) (*Config, error) {
+	if err := checkEnv(v, environ(), len(listen) > 0); err != nil {
+		return nil, err
+	}
+	if len(listen) > 0 {
+		setListeners(v, listen)
+	}
 	var c Config
 	if err := v.Unmarshal(&c); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -162,14 +191,41 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("config: no listeners"))
 	}
 	for i, l := range c.Listeners {
-		if l.Addr == "" {
-			errs = append(errs, fmt.Errorf("config: listeners[%d]: empty addr", i))
+		if err := checkListenAddr(l.Addr); err != nil {
+			errs = append(errs, fmt.Errorf("config: listeners[%d].addr %q (--listen): %w", i, l.Addr, err))
 		}
 	}
-	switch c.Transport.Provider {
-	case "auto", "soft", "ibverbs":
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("config: data_dir (--data-dir) is empty"))
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.Log.Level)); err != nil {
+		errs = append(errs, fmt.Errorf("config: log.level %q (--log-level): want debug, info, warn or error", c.Log.Level))
+	}
+	switch strings.ToLower(c.Log.Format) {
+	case "", "text", "json":
 	default:
-		errs = append(errs, fmt.Errorf("config: transport.provider %q: want auto, soft or ibverbs", c.Transport.Provider))
+		errs = append(errs, fmt.Errorf("config: log.format %q: want text or json", c.Log.Format))
+	}
+	switch c.Transport.Provider {
+	case "auto", "soft":
+	case "ibverbs":
+		if !slices.Contains(providers.Names(), "ibverbs") {
+			errs = append(errs, errors.New(`config: transport.provider "ibverbs" (--provider): this rdmablkd was built without it (go build -tags ibverbs; needs rdma-core's libibverbs-dev and librdmacm-dev)`))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("config: transport.provider %q (--provider): want auto, soft or ibverbs", c.Transport.Provider))
+	}
+	if _, err := soft.ProfileByName(c.Transport.Profile); err != nil {
+		errs = append(errs, fmt.Errorf("config: transport.profile %q (--profile): want %s or %s",
+			c.Transport.Profile, soft.ProfileDefault.Name, soft.ProfilePVRDMA.Name))
+	}
+	errs = append(errs, c.Transport.validate()...)
+	if w := c.Target.Workers; w < 0 || w > maxWorkers {
+		errs = append(errs, fmt.Errorf("config: target.workers %d: want 0 (default %d) to %d", w, target.DefaultWorkers, maxWorkers))
+	}
+	if q := c.Target.MaxIOQueues; q < 0 || q > 65535 {
+		errs = append(errs, fmt.Errorf("config: target.max_io_queues %d: want 0 (default %d) to 65535", q, target.DefaultMaxIOQueues))
 	}
 	vols := map[string]bool{}
 	for i, vc := range c.Volumes {
@@ -212,4 +268,48 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// maxWorkers bounds target.workers: each is a goroutine that may block in
+// a backend.
+const maxWorkers = 4096
+
+// validate checks the transport limits against the RDMA binding's ranges
+// (rdma.Config), naming the key.
+func (t TransportConfig) validate() []error {
+	var errs []error
+	if n := t.InCapsuleDataSize; n > rdma.MaxInCapsuleDataSize || n > 0 && n%16 != 0 {
+		errs = append(errs, fmt.Errorf("config: transport.in_capsule_data_size %d: want a multiple of 16 up to %d (0: default, negative: none)",
+			n, rdma.MaxInCapsuleDataSize))
+	}
+	if n := t.MaxDataTransfer; n != 0 && (n < 4096 || n > rdma.MaxDataTransferLimit || n%4096 != 0) {
+		errs = append(errs, fmt.Errorf("config: transport.max_data_transfer %d: want a multiple of 4096 from 4096 to %d (0: default)",
+			n, rdma.MaxDataTransferLimit))
+	}
+	if n := t.MaxQueueDepth; n != 0 && (n < 2 || n > 65535) {
+		errs = append(errs, fmt.Errorf("config: transport.max_queue_depth %d: want 2 to 65535 (0: default)", n))
+	}
+	return errs
+}
+
+// checkListenAddr accepts host:port, [v6]:port, or a host alone (port
+// 4420); the port must be a number from 1 to 65535.
+func checkListenAddr(addr string) error {
+	if addr == "" {
+		return errors.New("empty")
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		if strings.Count(addr, ":") == 1 {
+			return errors.New("want IP:port, [IPv6]:port or an IP alone (port 4420)")
+		}
+		host, port = strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]"), "4420"
+	}
+	if _, err := netip.ParseAddr(host); err != nil {
+		return fmt.Errorf("%q is not an IP address (RDMA listens on an address of an RDMA-capable interface; want IP:port or [IPv6]:port)", host)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("port %q: want a number from 1 to 65535 (0: any free port)", port)
+	}
+	return nil
 }

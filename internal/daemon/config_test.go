@@ -5,10 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestEmbeddedDefaultIsValid(t *testing.T) {
-	c, err := Load(NewViper())
+	c, err := Load(NewViper(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func TestFileAndEnvOverride(t *testing.T) {
 	if err := MergeFile(v, f); err != nil {
 		t.Fatal(err)
 	}
-	c, err := Load(v)
+	c, err := Load(v, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 }
 
 func TestSendWithInvalidateKey(t *testing.T) {
-	c, err := Load(NewViper())
+	c, err := Load(NewViper(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,10 +85,26 @@ func TestSendWithInvalidateKey(t *testing.T) {
 	if err := MergeFile(v, f); err != nil {
 		t.Fatal(err)
 	}
-	if c, err = Load(v); err != nil {
+	if c, err = Load(v, nil); err != nil {
 		t.Fatal(err)
 	}
 	if s := c.Transport.SendWithInvalidate; s == nil || *s {
 		t.Fatalf("send_with_invalidate %v, want false", s)
+	}
+}
+
+// TestEnvSetsKeysTheDefaultLacks: a key the embedded default does not
+// mention (cluster.node_id) is still read from its variable, and a list
+// of strings takes commas.
+func TestEnvSetsKeysTheDefaultLacks(t *testing.T) {
+	t.Setenv("RDMABLKD_CLUSTER_NODE_ID", "n9")
+	t.Setenv("RDMABLKD_CLUSTER_JOIN", "127.0.0.1:7421,127.0.0.1:7422")
+	t.Setenv("RDMABLKD_CLUSTER_RAFT_ELECTION_TIMEOUT", "3s")
+	c, err := Load(NewViper(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Cluster.NodeID != "n9" || len(c.Cluster.Join) != 2 || c.Cluster.Raft.ElectionTimeout != 3*time.Second {
+		t.Fatalf("cluster config from the environment: %+v", c.Cluster)
 	}
 }

@@ -4,9 +4,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 
 	"github.com/rdmablk/rdmablk/blockdev"
 	"github.com/rdmablk/rdmablk/blockdev/file"
@@ -26,21 +30,38 @@ type Daemon struct {
 	tgt       *target.Target
 	listeners []*rdma.Listener
 	backends  []blockdev.Backend
-	member    *agent.Agent // nil unless cluster.enabled
+	member    *agent.Agent   // nil unless cluster.enabled
+	metrics   *metricsServer // nil unless metrics.listen (standalone)
+	// created are the volume files this start created (removed again if
+	// the start fails: they hold nothing yet).
+	created []string
 }
 
 // Start opens the volumes, builds the target and starts listening. On
-// error everything opened so far is closed again.
-func Start(cfg *Config, log *slog.Logger) (d *Daemon, err error) {
-	d = &Daemon{log: log}
-	defer func() {
-		if err != nil {
-			d.Close()
-			d = nil
+// error everything opened so far is closed again (backends flushed and
+// closed) and the error names the setting that caused it.
+func Start(cfg *Config, log *slog.Logger) (*Daemon, error) {
+	d := &Daemon{log: log}
+	if err := d.start(cfg); err != nil {
+		if cerr := d.Close(); cerr != nil {
+			log.Warn("start-up failed; closing what was opened", "err", cerr)
 		}
-	}()
+		for _, p := range d.created {
+			if rerr := os.Remove(p); rerr != nil {
+				log.Warn("start-up failed; removing a volume file it created", "path", p, "err", rerr)
+			}
+		}
+		return nil, err
+	}
+	d.created = nil
+	return d, nil
+}
+
+// start does Start's work on d; what it opened is in d for Close.
+func (d *Daemon) start(cfg *Config) error {
+	log := d.log
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
+		return fmt.Errorf("data_dir %q (--data-dir): %w", cfg.DataDir, unwrapPath(err))
 	}
 	addrs := make([]string, len(cfg.Listeners))
 	for i, l := range cfg.Listeners {
@@ -48,7 +69,7 @@ func Start(cfg *Config, log *slog.Logger) (d *Daemon, err error) {
 	}
 	p, reason, err := providers.Open(cfg.Transport.Provider, cfg.Transport.Profile, addrs)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("transport.provider %q (--provider): %w", cfg.Transport.Provider, err)
 	}
 	d.provider = p
 	log.Info("verbs provider", "provider", p.Name(), "profile", cfg.Transport.Profile, "why", reason)
@@ -66,10 +87,15 @@ func Start(cfg *Config, log *slog.Logger) (d *Daemon, err error) {
 	d.tgt = target.New(topts)
 
 	vols := map[string]blockdev.Backend{}
-	for _, vc := range cfg.Volumes {
+	for i, vc := range cfg.Volumes {
+		path := volumePath(cfg.DataDir, vc.Path)
+		_, statErr := os.Stat(path)
 		b, err := openVolume(cfg.DataDir, vc)
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("volumes[%d] %q: path %q: %w", i, vc.Name, path, err)
+		}
+		if errors.Is(statErr, fs.ErrNotExist) {
+			d.created = append(d.created, path)
 		}
 		d.backends = append(d.backends, b)
 		vols[vc.Name] = b
@@ -88,7 +114,7 @@ func Start(cfg *Config, log *slog.Logger) (d *Daemon, err error) {
 			})
 		}
 		if _, err := d.tgt.AddSubsystem(ssc); err != nil {
-			return nil, fmt.Errorf("subsystem %s: %w", sc.NQN, err)
+			return fmt.Errorf("subsystems: %s: %w", sc.NQN, err)
 		}
 		log.Info("subsystem", "nqn", sc.NQN, "namespaces", len(sc.Namespaces), "allow_any_host", sc.AllowAnyHost)
 	}
@@ -106,17 +132,63 @@ func Start(cfg *Config, log *slog.Logger) (d *Daemon, err error) {
 			Logger:             log,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("listen %s: %w", lc.Addr, err)
+			return fmt.Errorf("listeners[%d].addr %q (--listen): %w", i, lc.Addr, listenCause(err))
 		}
 		d.listeners = append(d.listeners, l)
 		log.Info("listening", "transport", "rdma", "addr", l.Addr(), "port_id", i+1)
 	}
 	if cfg.Cluster.Enabled {
-		if d.member, err = startCluster(cfg, d.tgt, disc, log); err != nil {
-			return nil, err
+		m, err := startCluster(cfg, d.tgt, disc, log)
+		if err != nil {
+			return err
+		}
+		d.member = m
+		// The agent may register its own build info one day: keep theirs.
+		if err := m.Metrics.Registry().Register(buildInfo()); err != nil {
+			log.Debug("rdmablk_build_info not registered", "err", err)
+		}
+	} else if cfg.Metrics.Listen != "" {
+		d.metrics = startMetrics(cfg.Metrics.Listen, standaloneMetrics(d), log)
+	}
+	return nil
+}
+
+// listenCause shortens a listen error to its system cause when there is
+// one ("address already in use"), with what to check; other errors are
+// returned as they are.
+func listenCause(err error) error {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		// verbs/soft formats the socket error with %v: find it by text.
+		for _, e := range []syscall.Errno{syscall.EADDRINUSE, syscall.EADDRNOTAVAIL, syscall.EACCES} {
+			if strings.HasSuffix(err.Error(), e.Error()) {
+				errno = e
+			}
+		}
+		if errno == 0 {
+			return err
 		}
 	}
-	return d, nil
+	switch errno {
+	case syscall.EADDRINUSE:
+		return fmt.Errorf("%w (another rdmablkd or an nvmet port on it?)", errno)
+	case syscall.EADDRNOTAVAIL:
+		return fmt.Errorf("%w (no interface of this host has that address)", errno)
+	case syscall.EACCES:
+		return fmt.Errorf("%w (ports below 1024 need CAP_NET_BIND_SERVICE)", errno)
+	}
+	return errno
+}
+
+// unwrapPath drops the *os.PathError wrapper when the caller already
+// names the path, keeping the operation and cause ("mkdir: permission
+// denied").
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
 }
 
 // Cluster returns the cluster member, nil when cluster mode is off.
@@ -131,6 +203,15 @@ func (d *Daemon) Addrs() []string {
 	return out
 }
 
+// MetricsAddr is the bound address of the standalone /metrics endpoint,
+// "" when it is off (or cluster mode serves /metrics on its API).
+func (d *Daemon) MetricsAddr() string {
+	if d.metrics == nil {
+		return ""
+	}
+	return d.metrics.Addr()
+}
+
 // Target exposes the target core (for tests and the control plane).
 func (d *Daemon) Target() *target.Target { return d.tgt }
 
@@ -139,6 +220,10 @@ func (d *Daemon) Target() *target.Target { return d.tgt }
 // dead), then the target, then the backends (flushed and closed).
 func (d *Daemon) Close() error {
 	var errs []error
+	if d.metrics != nil {
+		errs = append(errs, d.metrics.close())
+		d.metrics = nil
+	}
 	if d.member != nil {
 		errs = append(errs, d.member.Stop())
 	}
@@ -158,6 +243,10 @@ func (d *Daemon) Close() error {
 		errs = append(errs, d.member.CloseVolumes())
 		d.member = nil
 	}
+	if c, ok := d.provider.(io.Closer); ok {
+		errs = append(errs, c.Close())
+	}
+	d.provider = nil
 	return errors.Join(errs...)
 }
 
@@ -173,7 +262,7 @@ func openVolume(dataDir string, vc VolumeConfig) (blockdev.Backend, error) {
 	if vc.Size != "" {
 		s, err := catalog.ParseSize(vc.Size)
 		if err != nil {
-			return nil, fmt.Errorf("volume %s: %w", vc.Name, err)
+			return nil, fmt.Errorf("size: %w", err)
 		}
 		size = s
 	}
@@ -181,7 +270,7 @@ func openVolume(dataDir string, vc VolumeConfig) (blockdev.Backend, error) {
 		Size: size, BlockSize: vc.BlockSize, ReadOnly: vc.ReadOnly,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("volume %s: %w", vc.Name, err)
+		return nil, unwrapPath(err)
 	}
 	return b, nil
 }
