@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rdmablk/rdmablk/blockdev/file"
 )
 
 func openFDs(t *testing.T) int {
@@ -53,6 +55,12 @@ func TestStartFailureClosesWhatItOpened(t *testing.T) {
 				Namespaces: []NSConfig{{NSID: 1, Volume: "a"}, {NSID: 2, Volume: "b"}}}}
 			tc.cfg(cfg)
 			if err := os.WriteFile(filepath.Join(dir, "a.img"), make([]byte, 1<<20), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// The file backends' shared io_uring rings live as long as the
+			// process (blockdev/file DefaultRingGroup), like the runtime's
+			// epoll descriptor: make them before counting.
+			if _, err := file.DefaultRingGroup(); err != nil {
 				t.Fatal(err)
 			}
 			before := openFDs(t)
