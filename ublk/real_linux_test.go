@@ -1,0 +1,273 @@
+package ublk
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// openControlOrSkip loads ublk_drv when running as root and skips the
+// test when the kernel has no ublk.
+func openControlOrSkip(t *testing.T) *Control {
+	t.Helper()
+	if _, err := os.Stat(ControlPath); err != nil && os.Geteuid() == 0 {
+		out, err := exec.Command("modprobe", "ublk_drv").CombinedOutput()
+		t.Logf("modprobe ublk_drv: %v %s", err, bytes.TrimSpace(out))
+	}
+	c, err := OpenControl()
+	if errors.Is(err, ErrNoUblk) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func alignedBuf(t *testing.T, n int) []byte {
+	t.Helper()
+	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Munmap(b) })
+	return b
+}
+
+func openBlock(t *testing.T, path string, flags int) *os.File {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f, err := os.OpenFile(path, os.O_RDWR|syscall.O_DIRECT|flags, 0)
+		if err == nil {
+			return f
+		}
+		if !errors.Is(err, os.ErrNotExist) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond) // the node appears asynchronously without devtmpfs
+	}
+}
+
+func blkRange(t *testing.T, f *os.File, req uintptr, off, n uint64) {
+	t.Helper()
+	r := [2]uint64{off, n}
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), req, uintptr(unsafe.Pointer(&r))); e != 0 {
+		t.Fatalf("ioctl %#x: %v", req, e)
+	}
+}
+
+const (
+	blkDiscard   = 0x1277     // BLKDISCARD
+	blkZeroOut   = 0x127f     // BLKZEROOUT
+	blkGetSize64 = 0x80081272 // BLKGETSIZE64
+)
+
+func fill(b []byte, seed int) {
+	for i := range b {
+		b[i] = byte(seed*7 + i*13 + i>>9)
+	}
+}
+
+// TestRealUblk runs a memory-backed device through the kernel's ublk
+// driver: create, O_DIRECT write/read/compare, flush and FUA, discard and
+// write-zeroes, a server crash (Detach) under I/O and recovery by a new
+// server on the same device id with no error seen by the writer, then
+// stop and delete. It skips without /dev/ublk-control.
+func TestRealUblk(t *testing.T) {
+	ctrl := openControlOrSkip(t)
+	if f, err := ctrl.Features(); err == nil {
+		t.Logf("driver features %#x", f)
+	}
+	g := Geometry{
+		LogicalBlockSize: 512, PhysicalBlockSize: 4096, Blocks: 64 << 20 / 512,
+		Queues: 2, Depth: 32, MaxTransfer: 256 << 10,
+		MaxDiscardBlocks: 1 << 16, MaxWriteZeroesBlocks: 1 << 16,
+		VolatileCache: true, FUA: true,
+	}
+	mb := newMemBackend(g)
+	d, err := Create(mb, Options{DevID: -1, Control: ctrl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			d.Stop()
+		}
+	}()
+	info := d.Info()
+	t.Logf("created %s: %d queues × depth %d, max_io_buf_bytes %d, flags %#x", d.Path(), info.NrHWQueues, info.QueueDepth, info.MaxIOBufBytes, info.Flags)
+	if p, err := ctrl.GetParams(d.ID()); err != nil {
+		t.Fatal(err)
+	} else {
+		t.Logf("params: lbs %d pbs %d sectors %d max_sectors %d attrs %#x disk %d:%d", 1<<p.LogicalBSShift, 1<<p.PhysicalBSShift, p.DevSectors, p.MaxSectors, p.Attrs, p.DiskMajor, p.DiskMinor)
+		if p.DevSectors != g.Blocks || p.DiskMajor == 0 {
+			t.Fatalf("GET_PARAMS: %+v", p)
+		}
+	}
+
+	f := openBlock(t, d.Path(), 0)
+	defer f.Close()
+	var size uint64
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), blkGetSize64, uintptr(unsafe.Pointer(&size))); e != 0 || size != g.Blocks*512 {
+		t.Fatalf("BLKGETSIZE64 = %d, %v", size, e)
+	}
+
+	// Write, read back, compare (through the device and in the backend).
+	const mib = 1 << 20
+	wbuf, rbuf := alignedBuf(t, mib), alignedBuf(t, mib)
+	for i, off := range []int64{0, 32 * mib, 63 * mib} {
+		fill(wbuf, i+1)
+		if n, err := f.WriteAt(wbuf, off); n != mib || err != nil {
+			t.Fatalf("write at %d: %d %v", off, n, err)
+		}
+		clear(rbuf)
+		if n, err := f.ReadAt(rbuf, off); n != mib || err != nil {
+			t.Fatalf("read at %d: %d %v", off, n, err)
+		}
+		if !bytes.Equal(wbuf, rbuf) {
+			t.Fatalf("read at %d differs from what was written", off)
+		}
+		if !bytes.Equal(mb.mem[off:off+mib], wbuf) {
+			t.Fatalf("backend at %d differs from what was written", off)
+		}
+	}
+	if _, err := f.ReadAt(rbuf[:4096], int64(size)); err == nil {
+		t.Fatal("read past the end succeeded")
+	}
+
+	// Flush and FUA.
+	flushes := mb.ops[OpFlush].Load()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if mb.ops[OpFlush].Load() == flushes {
+		t.Fatal("fsync sent no flush to the backend")
+	}
+	fd, err := os.OpenFile(d.Path(), os.O_RDWR|syscall.O_DIRECT|syscall.O_DSYNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fuas := mb.fuas.Load()
+	if _, err := fd.WriteAt(wbuf[:4096], 5*mib); err != nil {
+		t.Fatal(err)
+	}
+	fd.Close()
+	if mb.fuas.Load() == fuas {
+		t.Fatal("O_DSYNC write reached the backend without FUA")
+	}
+
+	// Discard and write-zeroes.
+	fill(wbuf, 9)
+	f.WriteAt(wbuf, 2*mib)
+	f.WriteAt(wbuf, 3*mib)
+	discards, zeroes := mb.ops[OpDiscard].Load(), mb.ops[OpWriteZeroes].Load()
+	blkRange(t, f, blkDiscard, 2*mib, mib)
+	blkRange(t, f, blkZeroOut, 3*mib, mib)
+	if mb.ops[OpDiscard].Load() == discards || mb.ops[OpWriteZeroes].Load() == zeroes {
+		t.Fatalf("discard/zeroout did not reach the backend (discards %d→%d, write-zeroes %d→%d)", discards, mb.ops[OpDiscard].Load(), zeroes, mb.ops[OpWriteZeroes].Load())
+	}
+	f.ReadAt(rbuf, 3*mib)
+	if !bytes.Equal(rbuf, make([]byte, mib)) {
+		t.Fatal("BLKZEROOUT range does not read zeroes")
+	}
+
+	// A backend error reaches the application as EIO.
+	mb.failOp.Store(int32(OpRead))
+	if _, err := f.ReadAt(rbuf[:4096], 0); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("read with a failing backend: %v", err)
+	}
+
+	// Crash the server under I/O; recover with a new server.
+	const writes = 256
+	var wg sync.WaitGroup
+	started := make(chan struct{})
+	werr := make(chan error, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		wf, err := os.OpenFile(d.Path(), os.O_RDWR|syscall.O_DIRECT, 0)
+		if err != nil {
+			werr <- err
+			close(started)
+			return
+		}
+		defer wf.Close()
+		buf := wbuf[:4096]
+		for i := range writes {
+			fill(buf, 1000+i)
+			if _, err := wf.WriteAt(buf, int64(8*mib+i*4096)); err != nil {
+				werr <- fmt.Errorf("write %d across the crash: %w", i, err)
+				return
+			}
+			if i == writes/4 {
+				close(started)
+			}
+		}
+	}()
+	<-started
+	select {
+	case err := <-werr:
+		t.Fatal(err)
+	default:
+	}
+	id := d.ID()
+	before := d.Stats()
+	d.Detach()
+	t.Logf("server detached after %d requests", before.Requests)
+	if info, err := ctrl.GetDevInfo(id); err == nil {
+		t.Logf("after detach: state %s", stateName(info.State))
+	}
+	d2, err := Recover(id, mb, Options{Control: ctrl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = d2
+	if info, err := ctrl.GetDevInfo(id); err != nil || info.State != StateLive {
+		t.Fatalf("after recovery: %+v %v", info, err)
+	}
+	wg.Wait()
+	select {
+	case err := <-werr:
+		t.Fatal(err)
+	default:
+	}
+	buf := alignedBuf(t, 4096)
+	want := make([]byte, 4096)
+	for i := range writes {
+		fill(want, 1000+i)
+		if _, err := f.ReadAt(buf, int64(8*mib+i*4096)); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf, want) {
+			t.Fatalf("block %d written across the crash reads back wrong", i)
+		}
+	}
+	fill(want, 1)
+	f.ReadAt(rbuf, 0)
+	if !bytes.Equal(rbuf[:4096], want[:4096]) {
+		t.Fatal("data written before the crash reads back wrong")
+	}
+	t.Logf("recovered server: %+v", d.Stats())
+	f.Close()
+
+	stopped = true
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(d.Path()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s after Stop: %v", d.Path(), err)
+	}
+	if _, err := ctrl.GetDevInfo(id); !errors.Is(err, syscall.ENODEV) {
+		t.Fatalf("GET_DEV_INFO after DEL_DEV: %v", err)
+	}
+}
