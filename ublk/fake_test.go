@@ -51,7 +51,7 @@ type fkEvent struct {
 
 func newFakeKernel(qid uint16, depth int) *fakeKernel {
 	return &fakeKernel{
-		qid: qid, charFD: 42, descs: make([]byte, depth*ioDescSize), sqes: make([]uring.SQE128, depth+1),
+		qid: qid, charFD: 42, cq: make([]uring.CQE, 0, 4*depth+4), descs: make([]byte, depth*ioDescSize), sqes: make([]uring.SQE128, depth+1),
 		state: make([]fkState, depth), ud: make([]uint64, depth), events: make(chan fkEvent, 4*depth+16), kick: make(chan struct{}, 1),
 		ringClosedCh: make(chan struct{}),
 	}
@@ -134,7 +134,7 @@ func (k *fakeKernel) closeRing() error {
 func (k *fakeKernel) closeWaker() error { k.wakerClosed.Store(true); return nil }
 
 // issue hands a request to the server on tag, as ublk_queue_rq would.
-func (k *fakeKernel) issue(t *testing.T, tag uint16, d ioDesc) {
+func (k *fakeKernel) issue(t testing.TB, tag uint16, d ioDesc) {
 	t.Helper()
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -162,7 +162,7 @@ func (k *fakeKernel) abortAll() {
 	}
 }
 
-func (k *fakeKernel) event(t *testing.T) fkEvent {
+func (k *fakeKernel) event(t testing.TB) fkEvent {
 	t.Helper()
 	select {
 	case ev := <-k.events:
@@ -191,7 +191,7 @@ func (b *fakeBackend) Buffer(tag uint16) []byte      { return b.bufs[tag] }
 func (b *fakeBackend) Submit(tag uint16, r *Request) { b.subs <- fakeSub{tag, r} }
 func (b *fakeBackend) Close() error                  { b.closed.Add(1); return nil }
 
-func (b *fakeBackend) sub(t *testing.T) fakeSub {
+func (b *fakeBackend) sub(t testing.TB) fakeSub {
 	t.Helper()
 	select {
 	case s := <-b.subs:
@@ -211,7 +211,7 @@ type queueRig struct {
 	done chan error
 }
 
-func startQueue(t *testing.T, depth int) *queueRig {
+func startQueue(t testing.TB, depth int) *queueRig {
 	t.Helper()
 	k := newFakeKernel(3, depth)
 	b := &fakeBackend{subs: make(chan fakeSub, depth)}
@@ -232,7 +232,7 @@ func startQueue(t *testing.T, depth int) *queueRig {
 
 func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&b[0]))) }
 
-func (r *queueRig) finish(t *testing.T) error {
+func (r *queueRig) finish(t testing.TB) error {
 	t.Helper()
 	select {
 	case err := <-r.done:
