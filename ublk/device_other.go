@@ -38,3 +38,5 @@ func (*Device) Stats() Stats                            { return Stats{} }
 func (*Device) Err() error                              { return nil }
 func (*Device) Stop() error                             { return ErrNoUblk }
 func (*Device) Detach()                                 {}
+
+func gettid() int { return 0 }

@@ -79,3 +79,5 @@ func (k *kring) wake() {
 func (k *kring) closeRing() error { return k.r.Close() }
 
 func (k *kring) closeWaker() error { return syscall.Close(k.efd) }
+
+func gettid() int { return syscall.Gettid() }

@@ -109,6 +109,8 @@ type queue struct {
 	wakeMu      sync.Mutex // guards wakerClosed and calls of ring.wake
 	wakerClosed bool
 
+	tid atomic.Int32 // the queue goroutine's OS thread (Linux thread id)
+
 	pending  []uint16 // tags in tagCommitPending, in order
 	inflight int      // tags in tagExecuting
 	aborted  int      // tags in tagAborted
@@ -329,6 +331,7 @@ func (q *queue) serve() error {
 // queue to the task, and recovery expects the old task to be gone.
 func (q *queue) run(ready chan<- error) error {
 	runtime.LockOSThread()
+	q.tid.Store(int32(gettid()))
 	err := q.start()
 	ready <- err
 	if err == nil {
