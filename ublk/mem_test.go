@@ -3,6 +3,7 @@
 package ublk
 
 import (
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -31,6 +32,27 @@ func newMemBackend(g Geometry) *memBackend {
 	b := &memBackend{geo: g, mem: mem}
 	b.failOp.Store(-1)
 	return b
+}
+
+// newSharedMemBackend keeps the volume in a shared mapping of path (a
+// tmpfs file), so that it outlives a server process killed with -9.
+func newSharedMemBackend(path string, g Geometry) (*memBackend, error) {
+	size := int64(g.Blocks) * int64(g.LogicalBlockSize)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		return nil, err
+	}
+	mem, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	b := &memBackend{geo: g, mem: mem}
+	b.failOp.Store(-1)
+	return b, nil
 }
 
 func (b *memBackend) Geometry() Geometry { return b.geo }
