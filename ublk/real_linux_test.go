@@ -1,4 +1,4 @@
-package ublk
+package ublk_test
 
 import (
 	"bufio"
@@ -14,18 +14,21 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/rdmablk/rdmablk/ublk"
+	"github.com/rdmablk/rdmablk/ublk/ublktest"
 )
 
 // openControlOrSkip loads ublk_drv when running as root and skips the
 // test when the kernel has no ublk.
-func openControlOrSkip(t *testing.T) *Control {
+func openControlOrSkip(t *testing.T) *ublk.Control {
 	t.Helper()
-	if _, err := os.Stat(ControlPath); err != nil && os.Geteuid() == 0 {
+	if _, err := os.Stat(ublk.ControlPath); err != nil && os.Geteuid() == 0 {
 		out, err := exec.Command("modprobe", "ublk_drv").CombinedOutput()
 		t.Logf("modprobe ublk_drv: %v %s", err, bytes.TrimSpace(out))
 	}
-	c, err := OpenControl()
-	if errors.Is(err, ErrNoUblk) {
+	c, err := ublk.OpenControl()
+	if errors.Is(err, ublk.ErrNoUblk) {
 		t.Skip(err)
 	}
 	if err != nil {
@@ -91,8 +94,8 @@ func TestRealUblk(t *testing.T) {
 		t.Logf("driver features %#x", f)
 	}
 	g := testGeometry
-	mb := newMemBackend(g)
-	d, err := Create(mb, Options{DevID: -1, Control: ctrl})
+	mb := ublktest.NewMem(g)
+	d, err := ublk.Create(mb, ublk.Options{DevID: -1, Control: ctrl})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +138,7 @@ func TestRealUblk(t *testing.T) {
 		if !bytes.Equal(wbuf, rbuf) {
 			t.Fatalf("read at %d differs from what was written", off)
 		}
-		if !bytes.Equal(mb.mem[off:off+mib], wbuf) {
+		if !bytes.Equal(mb.Data[off:off+mib], wbuf) {
 			t.Fatalf("backend at %d differs from what was written", off)
 		}
 	}
@@ -144,23 +147,23 @@ func TestRealUblk(t *testing.T) {
 	}
 
 	// Flush and FUA.
-	flushes := mb.ops[OpFlush].Load()
+	flushes := mb.Ops(ublk.OpFlush)
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if mb.ops[OpFlush].Load() == flushes {
+	if mb.Ops(ublk.OpFlush) == flushes {
 		t.Fatal("fsync sent no flush to the backend")
 	}
 	fd, err := os.OpenFile(d.Path(), os.O_RDWR|syscall.O_DIRECT|syscall.O_DSYNC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fuas := mb.fuas.Load()
+	fuas := mb.FUAs()
 	if _, err := fd.WriteAt(wbuf[:4096], 5*mib); err != nil {
 		t.Fatal(err)
 	}
 	fd.Close()
-	if mb.fuas.Load() == fuas {
+	if mb.FUAs() == fuas {
 		t.Fatal("O_DSYNC write reached the backend without FUA")
 	}
 
@@ -168,11 +171,11 @@ func TestRealUblk(t *testing.T) {
 	fill(wbuf, 9)
 	f.WriteAt(wbuf, 2*mib)
 	f.WriteAt(wbuf, 3*mib)
-	discards, zeroes := mb.ops[OpDiscard].Load(), mb.ops[OpWriteZeroes].Load()
+	discards, zeroes := mb.Ops(ublk.OpDiscard), mb.Ops(ublk.OpWriteZeroes)
 	blkRange(t, f, blkDiscard, 2*mib, mib)
 	blkRange(t, f, blkZeroOut, 3*mib, mib)
-	if mb.ops[OpDiscard].Load() == discards || mb.ops[OpWriteZeroes].Load() == zeroes {
-		t.Fatalf("discard/zeroout did not reach the backend (discards %d→%d, write-zeroes %d→%d)", discards, mb.ops[OpDiscard].Load(), zeroes, mb.ops[OpWriteZeroes].Load())
+	if mb.Ops(ublk.OpDiscard) == discards || mb.Ops(ublk.OpWriteZeroes) == zeroes {
+		t.Fatalf("discard/zeroout did not reach the backend (discards %d→%d, write-zeroes %d→%d)", discards, mb.Ops(ublk.OpDiscard), zeroes, mb.Ops(ublk.OpWriteZeroes))
 	}
 	f.ReadAt(rbuf, 3*mib)
 	if !bytes.Equal(rbuf, make([]byte, mib)) {
@@ -180,7 +183,7 @@ func TestRealUblk(t *testing.T) {
 	}
 
 	// A backend error reaches the application as EIO.
-	mb.failOp.Store(int32(OpRead))
+	mb.FailNext(ublk.OpRead)
 	if _, err := f.ReadAt(rbuf[:4096], 0); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("read with a failing backend: %v", err)
 	}
@@ -223,14 +226,14 @@ func TestRealUblk(t *testing.T) {
 	d.Detach()
 	t.Logf("server detached after %d requests", before.Requests)
 	if info, err := ctrl.GetDevInfo(id); err == nil {
-		t.Logf("after detach: state %s", stateName(info.State))
+		t.Logf("after detach: state %d (2 = quiesced)", info.State)
 	}
-	d2, err := Recover(id, mb, Options{Control: ctrl})
+	d2, err := ublk.Recover(id, mb, ublk.Options{Control: ctrl})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d = d2
-	if info, err := ctrl.GetDevInfo(id); err != nil || info.State != StateLive {
+	if info, err := ctrl.GetDevInfo(id); err != nil || info.State != ublk.StateLive {
 		t.Fatalf("after recovery: %+v %v", info, err)
 	}
 	wg.Wait()
@@ -300,7 +303,7 @@ func checkKernelLog(t *testing.T) {
 	}
 }
 
-var testGeometry = Geometry{
+var testGeometry = ublk.Geometry{
 	LogicalBlockSize: 512, PhysicalBlockSize: 4096, Blocks: 64 << 20 / 512,
 	Queues: 2, Depth: 32, MaxTransfer: 256 << 10,
 	MaxDiscardBlocks: 1 << 16, MaxWriteZeroesBlocks: 1 << 16,
@@ -315,11 +318,11 @@ func TestUblkServerChild(t *testing.T) {
 	if shm == "" {
 		t.Skip("helper process of TestRealUblkKill9")
 	}
-	mb, err := newSharedMemBackend(shm, testGeometry)
+	mb, err := ublktest.NewSharedMem(shm, testGeometry)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := Create(mb, Options{DevID: -1})
+	d, err := ublk.Create(mb, ublk.Options{DevID: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,11 +399,11 @@ func TestRealUblkKill9(t *testing.T) {
 	}
 	cmd.Wait()
 	t.Log("server killed with SIGKILL")
-	mb, err := newSharedMemBackend(shm, testGeometry)
+	mb, err := ublktest.NewSharedMem(shm, testGeometry)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := Recover(id, mb, Options{Control: ctrl})
+	d, err := ublk.Recover(id, mb, ublk.Options{Control: ctrl})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,42 +1,54 @@
 //go:build linux
 
-package ublk
+package ublktest
 
 import (
 	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/rdmablk/rdmablk/ublk"
 )
 
-// memBackend is a memory-backed Backend for tests: the volume and every
-// tag's buffer are anonymous mappings (outside the Go heap, like the
-// initiator's registered memory). Requests run on one worker goroutine
-// per queue, so completions arrive from another goroutine while the queue
-// sleeps, as the initiator's will.
-type memBackend struct {
-	geo  Geometry
-	mem  []byte
-	mu   sync.RWMutex // guards mem contents against overlapping requests of different queues
-	ops  [5]atomic.Uint64
-	fuas atomic.Uint64
-	// failNext makes the next request of this op fail with EIO (tests).
-	failOp atomic.Int32
+// Mem is a memory-backed ublk.Backend for tests: the volume and every
+// tag's buffer are mappings outside the Go heap, like the initiator's
+// registered memory. Requests run on one worker goroutine per queue, so
+// completions arrive from another goroutine while the ublk queue sleeps,
+// as the initiator's will.
+type Mem struct {
+	geo ublk.Geometry
+	// Data is the volume.
+	Data   []byte
+	mu     sync.RWMutex // guards Data's contents against overlapping requests of different queues
+	ops    [5]atomic.Uint64
+	fuas   atomic.Uint64
+	failOp atomic.Int32 // op whose next request fails with EIO; -1: none
 }
 
-func newMemBackend(g Geometry) *memBackend {
+// Ops is how many requests of op the backend executed.
+func (b *Mem) Ops(op ublk.Op) uint64 { return b.ops[op].Load() }
+
+// FUAs is how many requests carried FUA.
+func (b *Mem) FUAs() uint64 { return b.fuas.Load() }
+
+// FailNext makes the next request of op fail with EIO.
+func (b *Mem) FailNext(op ublk.Op) { b.failOp.Store(int32(op)) }
+
+// NewMem returns a Mem of g's size (anonymous memory).
+func NewMem(g ublk.Geometry) *Mem {
 	mem, err := syscall.Mmap(-1, 0, int(g.Blocks)*int(g.LogicalBlockSize), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {
 		panic(err)
 	}
-	b := &memBackend{geo: g, mem: mem}
+	b := &Mem{geo: g, Data: mem}
 	b.failOp.Store(-1)
 	return b
 }
 
-// newSharedMemBackend keeps the volume in a shared mapping of path (a
+// NewSharedMem keeps the volume in a shared mapping of path (a
 // tmpfs file), so that it outlives a server process killed with -9.
-func newSharedMemBackend(path string, g Geometry) (*memBackend, error) {
+func NewSharedMem(path string, g ublk.Geometry) (*Mem, error) {
 	size := int64(g.Blocks) * int64(g.LogicalBlockSize)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -50,14 +62,16 @@ func newSharedMemBackend(path string, g Geometry) (*memBackend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &memBackend{geo: g, mem: mem}
+	b := &Mem{geo: g, Data: mem}
 	b.failOp.Store(-1)
 	return b, nil
 }
 
-func (b *memBackend) Geometry() Geometry { return b.geo }
+// Geometry implements ublk.Backend.
+func (b *Mem) Geometry() ublk.Geometry { return b.geo }
 
-func (b *memBackend) OpenQueue(q, depth int, done Completer) (BackendQueue, error) {
+// OpenQueue implements ublk.Backend.
+func (b *Mem) OpenQueue(q, depth int, done ublk.Completer) (ublk.BackendQueue, error) {
 	size := depth * int(b.geo.MaxTransfer)
 	bufs, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {
@@ -71,12 +85,12 @@ func (b *memBackend) OpenQueue(q, depth int, done Completer) (BackendQueue, erro
 
 type memWork struct {
 	tag uint16
-	req *Request
+	req *ublk.Request
 }
 
 type memQueue struct {
-	b      *memBackend
-	done   Completer
+	b      *Mem
+	done   ublk.Completer
 	bufs   []byte
 	max    int
 	work   chan memWork
@@ -89,7 +103,7 @@ func (q *memQueue) Buffer(tag uint16) []byte {
 	return q.bufs[o : o+q.max : o+q.max]
 }
 
-func (q *memQueue) Submit(tag uint16, req *Request) { q.work <- memWork{tag, req} }
+func (q *memQueue) Submit(tag uint16, req *ublk.Request) { q.work <- memWork{tag, req} }
 
 func (q *memQueue) worker() {
 	defer q.wg.Done()
@@ -105,17 +119,17 @@ func (q *memQueue) worker() {
 				b.fuas.Add(1)
 			}
 			switch r.Op {
-			case OpRead:
+			case ublk.OpRead:
 				b.mu.RLock()
-				copy(r.Data, b.mem[r.Offset:])
+				copy(r.Data, b.Data[r.Offset:])
 				b.mu.RUnlock()
-			case OpWrite:
+			case ublk.OpWrite:
 				b.mu.Lock()
-				copy(b.mem[r.Offset:], r.Data)
+				copy(b.Data[r.Offset:], r.Data)
 				b.mu.Unlock()
-			case OpDiscard, OpWriteZeroes:
+			case ublk.OpDiscard, ublk.OpWriteZeroes:
 				b.mu.Lock()
-				clear(b.mem[r.Offset : r.Offset+r.Length])
+				clear(b.Data[r.Offset : r.Offset+r.Length])
 				b.mu.Unlock()
 			}
 		}
