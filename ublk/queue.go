@@ -179,6 +179,11 @@ func (q *queue) prepIO(op uint32, tag uint16, result int32) bool {
 		return false
 	}
 	s := &q.slots[tag]
+	// FETCH_REQ arms an idle tag; COMMIT_AND_FETCH_REQ ends an executing
+	// (or commit-pending) one. Anything else is a bug in this file.
+	if ok := (op == uIOFetchReq) == (s.state == tagIdle) && s.state != tagFetching && s.state != tagAborted; !ok {
+		panic(fmt.Sprintf("ublk: queue %d tag %d: %s in state %v", q.id, tag, cmdName(op), s.state))
+	}
 	s.buf = q.buffer(tag)
 	e.Opcode = uring.OpURingCmd
 	e.FD = q.charFD
@@ -254,11 +259,11 @@ func (q *queue) handle(c *uring.CQE) {
 	case c.Res == ioResOK:
 		off := int(tag) * ioDescSize
 		d := decodeIODesc(q.descs[off : off+ioDescSize])
+		s.state = tagExecuting // the request is ours until committed
 		if errno := parseRequest(d, q.lim, s.buf, &s.req); errno != 0 {
 			q.commit(tag, -int32(errno))
 			return
 		}
-		s.state = tagExecuting
 		q.inflight++
 		q.nInflight.Add(1)
 		q.bq.Submit(tag, &s.req)
@@ -270,6 +275,7 @@ func (q *queue) handle(c *uring.CQE) {
 		q.aborted++
 		q.fail(fmt.Errorf("ublk: queue %d tag %d: %s: %w", q.id, tag, cmdName(uIOCommitAndFetchReq), syscall.Errno(-c.Res)))
 	default: // NEED_GET_DATA or unknown: we never asked for it
+		s.state = tagExecuting
 		q.commit(tag, -int32(syscall.EIO))
 	}
 }
