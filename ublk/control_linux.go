@@ -19,6 +19,13 @@ const ControlPath = "/dev/ublk-control"
 // `modprobe ublk_drv`, Linux ≥ 6.0).
 var ErrNoUblk = errors.New("ublk: " + ControlPath + " not present (modprobe ublk_drv; Linux 6.0 or later)")
 
+// Available reports whether the ublk driver is loaded (the control device
+// exists): the CLI's default frontend is ublk when it is, NBD otherwise.
+func Available() bool {
+	_, err := os.Stat(ControlPath)
+	return err == nil
+}
+
 // Control sends the driver's control commands (UBLK_U_CMD_*) as
 // IORING_OP_URING_CMD on /dev/ublk-control, one at a time, each waiting
 // for its completion. Safe for concurrent use (calls are serialised). Some

@@ -40,3 +40,5 @@ func (*Device) Stop() error                             { return ErrNoUblk }
 func (*Device) Detach()                                 {}
 
 func gettid() int { return 0 }
+
+func Available() bool { return false }

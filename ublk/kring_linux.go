@@ -1,6 +1,7 @@
 package ublk
 
 import (
+	"errors"
 	"fmt"
 	"syscall"
 	"unsafe"
@@ -24,7 +25,13 @@ type kring struct {
 const wakeUserData = 1 << 63
 
 func newKring(entries int) (*kring, error) {
-	r, err := uring.NewSQE128(entries, 0)
+	// COOP_TASKRUN: the driver's task work (delivering requests) runs when
+	// the queue thread enters the kernel — it does so every loop — instead
+	// of interrupting it with an IPI. Kernels before 5.19 refuse the flag.
+	r, err := uring.NewSQE128(entries, uring.SetupCoopTaskrun)
+	if errors.Is(err, syscall.EINVAL) {
+		r, err = uring.NewSQE128(entries, 0)
+	}
 	if err != nil {
 		return nil, err
 	}
