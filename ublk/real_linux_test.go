@@ -433,7 +433,8 @@ func TestRealUblkKill9(t *testing.T) {
 }
 
 // TestRealUblkFio runs fio against a memory-backed device (4 KiB random
-// writes with crc32c verify, then random reads, QD32, 2 jobs) and reports
+// writes with crc32c verify, then random reads, QD32, 2 jobs on their own
+// 16 MiB regions) and reports
 // what it measured. It skips without ublk or fio. Figures under the lab's
 // TCG guest say nothing about speed; the point is verify errors = 0.
 func TestRealUblkFio(t *testing.T) {
@@ -448,8 +449,8 @@ func TestRealUblkFio(t *testing.T) {
 	}
 	defer d.Stop()
 	for _, job := range [][]string{
-		{"--name=verify", "--rw=randwrite", "--verify=crc32c", "--do_verify=1", "--verify_fatal=1", "--size=32M"},
-		{"--name=randread", "--rw=randread", "--size=32M", "--time_based", "--runtime=10"},
+		{"--name=verify", "--rw=randwrite", "--verify=crc32c", "--do_verify=1", "--verify_fatal=1", "--size=16M", "--offset_increment=16M"},
+		{"--name=randread", "--rw=randread", "--size=16M", "--offset_increment=16M", "--time_based", "--runtime=10"},
 	} {
 		args := append([]string{"--filename=" + d.Path(), "--ioengine=libaio", "--direct=1", "--bs=4k", "--iodepth=32",
 			"--numjobs=2", "--group_reporting", "--output-format=terse", "--terse-version=3"}, job...)
