@@ -109,13 +109,13 @@ type Request struct {
 
 // BackendQueue is one backend queue, driven by one ublk queue goroutine.
 type BackendQueue interface {
-	// Buffer returns the data buffer for tag's next request: at least
-	// Geometry().MaxTransfer bytes of memory the backend moves data with
-	// directly (the initiator's registered memory), mapped for the life of
-	// the queue (the kernel copies into and out of it until Close). Called
-	// by the queue goroutine when it hands the tag to the kernel (FETCH or
-	// COMMIT_AND_FETCH); it may return a different buffer each time, and
-	// must not allocate.
+	// Buffer returns tag's data buffer: at least Geometry().MaxTransfer
+	// bytes of memory the backend moves data with directly (the
+	// initiator's registered memory). Called once per tag, by the queue
+	// goroutine before its first FETCH_REQ; the buffer is the tag's for
+	// the life of the queue (the kernel copies into and out of it until
+	// Close): every request on tag has its data there. It must stay mapped
+	// until Close returns.
 	Buffer(tag uint16) []byte
 	// Submit starts req for tag. The backend calls Completer.Complete(tag,
 	// …) exactly once, from any goroutine, possibly before Submit returns.

@@ -51,7 +51,9 @@
 // COMMIT_AND_FETCH_REQ the server gives the kernel the address of a buffer
 // of max_io_buf_bytes; for a write the kernel copies the bio's pages into
 // it before delivering the request, for a read it copies out of it after
-// the commit. The buffer is BackendQueue.Buffer(tag) — the initiator's
+// the commit — out of the address named in the commit itself, which is
+// why each tag keeps one buffer for the life of the queue. The buffer is
+// BackendQueue.Buffer(tag) — the initiator's
 // registered memory — so that copy, done by the kernel, is the only one:
 // the RDMA transfer moves the same bytes to or from the target. Why not
 // the other modes: UBLK_F_SUPPORT_ZERO_COPY is refused by 6.12's driver

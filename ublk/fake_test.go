@@ -176,10 +176,11 @@ func (k *fakeKernel) event(t testing.TB) fkEvent {
 // fakeBackend hands every submitted request to the test, which completes
 // it from its own goroutine.
 type fakeBackend struct {
-	bufs   [][]byte
-	subs   chan fakeSub
-	closed atomic.Int32
-	done   Completer
+	bufs     [][]byte
+	subs     chan fakeSub
+	closed   atomic.Int32
+	bufCalls atomic.Int32
+	done     Completer
 }
 
 type fakeSub struct {
@@ -187,7 +188,10 @@ type fakeSub struct {
 	req *Request
 }
 
-func (b *fakeBackend) Buffer(tag uint16) []byte      { return b.bufs[tag] }
+func (b *fakeBackend) Buffer(tag uint16) []byte {
+	b.bufCalls.Add(1)
+	return b.bufs[tag]
+}
 func (b *fakeBackend) Submit(tag uint16, r *Request) { b.subs <- fakeSub{tag, r} }
 func (b *fakeBackend) Close() error                  { b.closed.Add(1); return nil }
 
@@ -312,6 +316,11 @@ func TestQueueStateMachine(t *testing.T) {
 	}
 	if st := r.q.nRequests.Load(); st != 6 {
 		t.Fatalf("%d requests counted", st)
+	}
+	// One buffer per tag for the queue's life: the driver copies a read's
+	// data out of the address in the commit, so it must not change.
+	if n := b.bufCalls.Load(); n != depth {
+		t.Fatalf("Buffer called %d times for %d tags", n, depth)
 	}
 
 	k.abortAll()

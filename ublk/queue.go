@@ -73,7 +73,7 @@ func (s tagState) String() string {
 
 type tagSlot struct {
 	state tagState
-	buf   []byte // buffer given to the kernel with the last FETCH/COMMIT
+	buf   []byte // the tag's buffer (Buffer(tag), fixed at FETCH_REQ)
 	req   Request
 	res   int32 // result to commit (tagCommitPending)
 }
@@ -184,7 +184,13 @@ func (q *queue) prepIO(op uint32, tag uint16, result int32) bool {
 	if ok := (op == uIOFetchReq) == (s.state == tagIdle) && s.state != tagFetching && s.state != tagAborted; !ok {
 		panic(fmt.Sprintf("ublk: queue %d tag %d: %s in state %v", q.id, tag, cmdName(op), s.state))
 	}
-	s.buf = q.buffer(tag)
+	if op == uIOFetchReq {
+		// The tag's buffer for the life of the queue: the driver copies a
+		// read's data out of the address given with COMMIT_AND_FETCH_REQ
+		// (it stores that address before completing the request), so the
+		// commit must name the buffer the backend filled — the same one.
+		s.buf = q.buffer(tag)
+	}
 	e.Opcode = uring.OpURingCmd
 	e.FD = q.charFD
 	e.SetCmdOp(op)
