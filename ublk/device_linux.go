@@ -37,6 +37,7 @@ type Device struct {
 	errMu    sync.Mutex // guards errs
 	errs     []error
 	stopOnce sync.Once
+	done     chan struct{} // closed when every queue goroutine has ended
 }
 
 // Stats are a device's counters (all queues).
@@ -291,8 +292,18 @@ func (d *Device) serve(b Backend, wait time.Duration) error {
 			first = err
 		}
 	}
+	if first == nil {
+		d.done = make(chan struct{})
+		go func() { d.wg.Wait(); close(d.done) }()
+	}
 	return first
 }
+
+// Done is closed when every queue has ended: after Stop or Detach, when
+// the device was stopped or deleted by someone else (STOP_DEV from another
+// process), or when a queue failed (Err says why; the kernel then holds
+// the device's I/O for a Recover).
+func (d *Device) Done() <-chan struct{} { return d.done }
 
 func roundUp(n, to int) int { return (n + to - 1) / to * to }
 

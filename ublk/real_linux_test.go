@@ -265,6 +265,11 @@ func TestRealUblk(t *testing.T) {
 	if err := d.Stop(); err != nil {
 		t.Fatal(err)
 	}
+	select {
+	case <-d.Done():
+	default:
+		t.Fatal("Done not closed after Stop")
+	}
 	if _, err := os.Stat(d.Path()); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("%s after Stop: %v", d.Path(), err)
 	}
