@@ -391,3 +391,22 @@ func (d *Device) Detach() {
 		d.closeCtrl()
 	})
 }
+
+// Remove stops and deletes device id without a server (STOP_DEV, DEL_DEV):
+// for a device whose server died and will not come back. I/O the kernel
+// held for a recovery fails with EIO; /dev/ublkb<id> goes away. ctrl nil
+// opens the control device.
+func Remove(id uint32, ctrl *Control) error {
+	if ctrl == nil {
+		c, err := OpenControl()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		ctrl = c
+	}
+	if err := ctrl.StopDev(id); err != nil {
+		return err
+	}
+	return ctrl.DelDev(id)
+}

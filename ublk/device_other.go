@@ -43,3 +43,4 @@ func gettid() int { return 0 }
 
 func Available() bool                 { return false }
 func (*Device) Done() <-chan struct{} { return nil }
+func Remove(uint32, *Control) error   { return ErrNoUblk }

@@ -478,3 +478,43 @@ func TestRealUblkFio(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRealUblkRemoveAfterCrash: a device whose server died and is not
+// recovered can be removed; the I/O the kernel held ends in EIO instead of
+// hanging its task.
+func TestRealUblkRemoveAfterCrash(t *testing.T) {
+	ctrl := openControlOrSkip(t)
+	d, err := ublk.Create(ublktest.NewMem(testGeometry), ublk.Options{DevID: -1, Control: ctrl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, path := d.ID(), d.Path()
+	f := openBlock(t, path, 0)
+	defer f.Close()
+	buf := alignedBuf(t, 4096)
+	if _, err := f.WriteAt(buf, 0); err != nil {
+		t.Fatal(err)
+	}
+	d.Detach()
+	werr := make(chan error, 1)
+	go func() { // held by the quiesced device until Remove
+		_, err := f.WriteAt(buf, 4096)
+		werr <- err
+	}()
+	if err := ublk.Remove(id, ctrl); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-werr:
+		if err == nil {
+			t.Fatal("write to a removed device without a server succeeded")
+		}
+		t.Logf("held write ended with: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("write held by a removed device did not end")
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s after Remove: %v", path, err)
+	}
+	checkKernelLog(t)
+}
