@@ -329,15 +329,21 @@ func (d *Device) teardown() {
 // have exited: the driver's recovery expects the old queue tasks to be
 // exiting, and a queue thread ends only after its goroutine returns.
 func (d *Device) waitThreadsGone() {
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for _, q := range d.queues {
 		tid := q.tid.Load()
 		if tid == 0 {
 			continue
 		}
 		path := fmt.Sprintf("/proc/self/task/%d", tid)
-		for time.Now().Before(deadline) {
+		for {
 			if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			if time.Now().After(deadline) {
+				d.errMu.Lock()
+				d.errs = append(d.errs, fmt.Errorf("ublk: device %d queue %d: thread %d did not exit (recovery will warn)", d.info.DevID, q.id, tid))
+				d.errMu.Unlock()
 				break
 			}
 			time.Sleep(time.Millisecond) // thread exit has no event to wait on

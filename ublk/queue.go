@@ -343,6 +343,17 @@ func (q *queue) serve() error {
 // queue to the task, and recovery expects the old task to be gone.
 func (q *queue) run(ready chan<- error) error {
 	runtime.LockOSThread()
+	if tid := gettid(); tid == syscall.Getpid() {
+		// This is the process's main thread, which Go never ends: the old
+		// queue task would outlive the queue, and the driver's recovery
+		// expects it gone. Serve from another thread: a goroutine started
+		// while this one holds the main thread cannot run on it.
+		errc := make(chan error, 1)
+		go func() { errc <- q.run(ready) }()
+		err := <-errc
+		runtime.UnlockOSThread()
+		return err
+	}
 	q.tid.Store(int32(gettid()))
 	err := q.start()
 	ready <- err

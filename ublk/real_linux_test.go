@@ -224,6 +224,9 @@ func TestRealUblk(t *testing.T) {
 	id := d.ID()
 	before := d.Stats()
 	d.Detach()
+	if err := d.Err(); err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("server detached after %d requests", before.Requests)
 	if info, err := ctrl.GetDevInfo(id); err == nil {
 		t.Logf("after detach: state %d (2 = quiesced)", info.State)
