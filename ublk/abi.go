@@ -23,6 +23,7 @@ const (
 	cmdStartUserRecovery = 0x10
 	cmdEndUserRecovery   = 0x11
 	cmdGetFeatures       = 0x13
+	cmdDelDevAsync       = 0x14
 
 	ioFetchReq          = 0x20
 	ioCommitAndFetchReq = 0x21
@@ -60,6 +61,7 @@ var (
 	uCmdStartUserRecovery = ioc(iocRead|iocWrite, ublkType, cmdStartUserRecovery, ctrlCmdSize)
 	uCmdEndUserRecovery   = ioc(iocRead|iocWrite, ublkType, cmdEndUserRecovery, ctrlCmdSize)
 	uCmdGetFeatures       = ioc(iocRead, ublkType, cmdGetFeatures, ctrlCmdSize)
+	uCmdDelDevAsync       = ioc(iocRead, ublkType, cmdDelDevAsync, ctrlCmdSize)
 
 	uIOFetchReq          = ioc(iocRead|iocWrite, ublkType, ioFetchReq, ioCmdSize)
 	uIOCommitAndFetchReq = ioc(iocRead|iocWrite, ublkType, ioCommitAndFetchReq, ioCmdSize)
@@ -88,6 +90,8 @@ func cmdName(op uint32) string {
 		return "END_USER_RECOVERY"
 	case uCmdGetFeatures:
 		return "GET_FEATURES"
+	case uCmdDelDevAsync:
+		return "DEL_DEV_ASYNC"
 	case uIOFetchReq:
 		return "FETCH_REQ"
 	case uIOCommitAndFetchReq:

@@ -26,6 +26,7 @@ func TestOpcodes(t *testing.T) {
 		{"START_USER_RECOVERY", uCmdStartUserRecovery, 0xc0207510},
 		{"END_USER_RECOVERY", uCmdEndUserRecovery, 0xc0207511},
 		{"GET_FEATURES", uCmdGetFeatures, 0x80207513},
+		{"DEL_DEV_ASYNC", uCmdDelDevAsync, 0x80207514},
 		{"FETCH_REQ", uIOFetchReq, 0xc0107520},
 		{"COMMIT_AND_FETCH_REQ", uIOCommitAndFetchReq, 0xc0107521},
 	} {

@@ -171,11 +171,26 @@ func (c *Control) StopDev(id uint32) error {
 	return c.do(uCmdStopDev, id, 0, 0)
 }
 
-// DelDev deletes the device (DEL_DEV); it waits until the id is free.
+// DelDev deletes the device (DEL_DEV); it waits until the id is free,
+// which is when the last opener of /dev/ublkb<id> (a mounted filesystem,
+// a process holding it open) lets go — possibly never.
 func (c *Control) DelDev(id uint32) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.do(uCmdDelDev, id, 0, 0)
+}
+
+// DelDevAsync deletes the device without waiting for its last opener
+// (DEL_DEV_ASYNC, Linux ≥ 6.9); the id is freed when that one closes. On
+// older kernels it falls back to DelDev.
+func (c *Control) DelDevAsync(id uint32) error {
+	c.mu.Lock()
+	err := c.do(uCmdDelDevAsync, id, 0, 0)
+	c.mu.Unlock()
+	if errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.EINVAL) {
+		return c.DelDev(id)
+	}
+	return err
 }
 
 // StartUserRecovery prepares a quiesced device (its server gone) for a

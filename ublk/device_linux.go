@@ -365,8 +365,9 @@ func (d *Device) Err() error {
 }
 
 // Stop stops and deletes the device (STOP_DEV: requests in flight
-// complete, new ones fail; the queues end; DEL_DEV). /dev/ublkb<id> is
-// gone when it returns.
+// complete, new ones fail; the queues end; DEL_DEV_ASYNC). /dev/ublkb<id>
+// is gone when it returns; the id is free once its last opener closes it
+// (at once if nobody holds it open).
 func (d *Device) Stop() error {
 	var err error
 	d.stopOnce.Do(func() {
@@ -375,7 +376,7 @@ func (d *Device) Stop() error {
 			d.wg.Wait() // every tag ends with ABORT
 		}
 		d.teardown()
-		if derr := d.ctrl.DelDev(d.info.DevID); err == nil {
+		if derr := d.ctrl.DelDevAsync(d.info.DevID); err == nil {
 			err = derr
 		}
 		d.closeCtrl()
@@ -414,5 +415,5 @@ func Remove(id uint32, ctrl *Control) error {
 	if err := ctrl.StopDev(id); err != nil {
 		return err
 	}
-	return ctrl.DelDev(id)
+	return ctrl.DelDevAsync(id)
 }
