@@ -8,8 +8,8 @@
 // # Control path
 //
 // Control commands (ADD_DEV, SET_PARAMS, GET_PARAMS, START_DEV, STOP_DEV,
-// DEL_DEV, GET_DEV_INFO, START_USER_RECOVERY, END_USER_RECOVERY,
-// GET_FEATURES) go to /dev/ublk-control as IORING_OP_URING_CMD with the
+// DEL_DEV, DEL_DEV_ASYNC, GET_DEV_INFO, START_USER_RECOVERY,
+// END_USER_RECOVERY, GET_FEATURES) go to /dev/ublk-control as IORING_OP_URING_CMD with the
 // ioctl-encoded UBLK_U_CMD_* opcodes and a 32-byte struct ublksrv_ctrl_cmd
 // in the command area of a 128-byte SQE (the driver refuses control
 // commands on rings without IORING_SETUP_SQE128). Control serialises
@@ -83,8 +83,12 @@
 // backend (which must have the device's block size and capacity) and
 // END_USER_RECOVERY: the held I/O is reissued to the new server. Detach
 // simulates a crash in-process (queues drop everything, their threads
-// exit); Stop is the clean end (STOP_DEV: I/O in flight completes, tags
-// end with ABORT; DEL_DEV).
+// exit; no queue is ever served from the main thread, which Go never
+// ends); Stop is the clean end (STOP_DEV: I/O in flight completes, tags
+// end with ABORT; then DEL_DEV_ASYNC, because DEL_DEV waits for the last
+// opener — a mounted filesystem — to let go). Remove stops and deletes a
+// device whose server is gone for good: the I/O held for a recovery then
+// fails with EIO instead of waiting forever.
 //
 // # Errors
 //
