@@ -159,8 +159,9 @@ func (q *queue) kill() {
 	q.wake()
 }
 
-// buffer asks the backend for tag's next buffer and checks it can take a
-// whole request (the kernel copies up to max_io_buf_bytes into it).
+// buffer asks the backend for tag's buffer (once per tag, at FETCH_REQ)
+// and checks it can take a whole request (the kernel copies up to
+// max_io_buf_bytes into it).
 func (q *queue) buffer(tag uint16) []byte {
 	b := q.bq.Buffer(tag)
 	if uint64(len(b)) < uint64(q.maxIO) {
