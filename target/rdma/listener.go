@@ -19,6 +19,9 @@ import (
 // acceptTimeout bounds ConnID.Accept (establishment) for one connection.
 const acceptTimeout = 30 * time.Second
 
+// acceptLogEvery rate-limits the log line about failed Accept calls.
+const acceptLogEvery = 10 * time.Second
+
 // Listener accepts NVMe-oF RDMA connections for one target port. Its
 // methods may be called from any goroutine.
 type Listener struct {
@@ -139,6 +142,7 @@ func (l *Listener) Stats() Stats {
 	s.Accepted = l.stats.accepted.Load()
 	s.Rejected = l.stats.rejected.Load()
 	s.Queues = l.stats.queues.Load()
+	s.AcceptErrors = l.stats.acceptErrors.Load()
 	return s
 }
 
@@ -175,17 +179,40 @@ func (l *Listener) Close() error {
 }
 
 // acceptLoop takes connect requests until the listener closes; each one is
-// set up on its own goroutine so a slow host cannot stall the others.
+// set up on its own goroutine so a slow host cannot stall the others. An
+// Accept error other than the listener's own close never ends the loop: it
+// is logged (at most once per acceptLogEvery) and retried after a back-off
+// (5 ms doubling up to 1 s), so a provider's transient failure cannot stop
+// new hosts from getting in.
 func (l *Listener) acceptLoop() {
 	defer l.wg.Done()
+	var backoff time.Duration
+	var lastLog time.Time
+	suppressed := 0
 	for {
 		req, err := l.ln.Accept(l.ctx)
 		if err != nil {
-			if l.ctx.Err() == nil && !errors.Is(err, verbs.ErrClosed) {
-				l.log.Error("rdma: accept failed; no longer accepting", "err", err)
+			if l.ctx.Err() != nil || errors.Is(err, verbs.ErrClosed) {
+				return
 			}
-			return
+			l.stats.acceptErrors.Add(1)
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			if now := time.Now(); now.Sub(lastLog) >= acceptLogEvery {
+				l.log.Error("rdma: accept failed; retrying", "err", err, "backoff", backoff, "suppressed", suppressed)
+				lastLog, suppressed = now, 0
+			} else {
+				suppressed++
+			}
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-l.ctx.Done():
+				t.Stop()
+				return
+			}
+			continue
 		}
+		backoff = 0
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()

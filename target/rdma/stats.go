@@ -10,6 +10,9 @@ type Stats struct {
 	Rejected uint64
 	// Queues is the number of queues currently connected.
 	Queues uint64
+	// AcceptErrors counts errors from the provider listener's Accept that
+	// the accept loop retried.
+	AcceptErrors uint64
 	// Commands counts command capsules received.
 	Commands uint64
 	// CommandErrors counts commands the transport answered itself with an
@@ -36,6 +39,7 @@ type Stats struct {
 // when it is released.
 type counters struct {
 	accepted, rejected, queues                 atomic.Uint64
+	acceptErrors                               atomic.Uint64
 	commands, commandErrors, queueErrors       atomic.Uint64
 	rdmaReads, rdmaWrites                      atomic.Uint64
 	bytesFromHost, bytesToHost, inCapsuleBytes atomic.Uint64

@@ -2,9 +2,12 @@ package soft
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rdmablk/rdmablk/verbs"
@@ -25,6 +28,8 @@ type listener struct {
 	mu      sync.Mutex // guards closed and pending
 	closed  bool
 	pending map[net.Conn]struct{} // connections still in the handshake
+
+	acceptErrors atomic.Uint64 // Accept errors retried
 }
 
 var _ verbs.Listener = (*listener)(nil)
@@ -51,12 +56,55 @@ func (l *listener) spawn(f func()) bool {
 	return ok
 }
 
+// Accept-loop back-off after an error from the socket's Accept (as
+// net/http's Server: 5 ms doubling up to 1 s), and the interval of the
+// rate-limited log line about such errors.
+const (
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+	acceptLogEvery   = 10 * time.Second
+)
+
+// acceptLoop takes incoming transport connections until the listener is
+// closed. An Accept error while the listener is open never ends it: out of
+// file descriptors (EMFILE, ENFILE), buffers or memory (ENOBUFS, ENOMEM),
+// an aborted connection (ECONNABORTED) — or anything else — is logged
+// (rate-limited) and retried after a back-off, so new hosts get in again as
+// soon as the pressure is gone (issue 10 item 1).
 func (l *listener) acceptLoop() {
+	var backoff time.Duration
+	var lastLog time.Time
+	suppressed := 0
 	for {
 		c, err := l.ln.Accept()
 		if err != nil {
-			return
+			if l.isClosed() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			l.acceptErrors.Add(1)
+			if backoff == 0 {
+				backoff = acceptBackoffMin
+			} else {
+				backoff = min(2*backoff, acceptBackoffMax)
+			}
+			if now := time.Now(); now.Sub(lastLog) >= acceptLogEvery {
+				l.p.log.Error("soft: accept failed; retrying", "addr", l.Addr(),
+					"err", err, "temporary", isTemporaryAcceptErr(err),
+					"backoff", backoff, "suppressed", suppressed)
+				lastLog, suppressed = now, 0
+			} else {
+				suppressed++
+			}
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-l.done:
+				t.Stop()
+				return
+			}
+			continue
 		}
+		backoff = 0
 		l.mu.Lock()
 		if l.closed {
 			l.mu.Unlock()
@@ -70,6 +118,28 @@ func (l *listener) acceptLoop() {
 		}
 	}
 }
+
+func (l *listener) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// isTemporaryAcceptErr reports the errors an accept(2) is expected to
+// recover from once the pressure is gone (only used for the log line: every
+// error but a closed listener is retried).
+func isTemporaryAcceptErr(err error) bool {
+	for _, e := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ECONNABORTED, syscall.ENOBUFS, syscall.ENOMEM} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// AcceptErrors counts the errors the listener's accept loop met and
+// retried since Listen (soft listeners only; see acceptLoop).
+func (l *listener) AcceptErrors() uint64 { return l.acceptErrors.Load() }
 
 // handshake reads the connect request of an incoming connection and queues
 // it for Accept. A malformed request closes that connection only; a full
