@@ -283,15 +283,16 @@ func (q *queue) repostHeld(r *request) {
 }
 
 // fail completes r with a transport-detected status (the core never sees
-// the command). SQID is the negotiated qid; SQHD is the last head pointer
-// the core reported on this queue.
+// the command). SQID is the negotiated qid; the capsule was consumed, so
+// the core's SQ head advances (Queue.Consume) and the CQE carries the new
+// SQHD, exactly as if the core had answered.
 func (q *queue) fail(r *request, s nvme.Status, dw0 uint32) {
 	q.st.commandErrors.Add(1)
 	r.req.CQE.Reset()
 	r.req.CQE.SetDW0(dw0)
 	r.req.CQE.SetCID(r.req.SQE.CID())
 	r.req.CQE.SetSQID(q.params.qid)
-	r.req.CQE.SetSQHD(q.lastSQHD)
+	r.req.CQE.SetSQHD(q.core.Consume())
 	r.req.CQE.SetStatus(s)
 	r.state = StateExecuted
 	q.toCompletion(r)
@@ -385,7 +386,6 @@ func (q *queue) onExecuted(r *request) {
 		r.aer = false
 	}
 	r.state = StateExecuted
-	q.lastSQHD = r.req.CQE.SQHD()
 	if q.dying {
 		q.releaseSlot(r)
 		return

@@ -78,7 +78,6 @@ type queue struct {
 	executing   int // requests the core holds
 	active      int // slots not Free
 	heldAER     int // active slots that are AERs held by the core
-	lastSQHD    uint16
 
 	draining bool
 	dying    bool // fatal error or teardown: nothing more is posted
