@@ -53,6 +53,8 @@ type testHooks struct {
 	readPosted func(inFlight int)
 	// draining reports that a queue entered the graceful drain.
 	draining func(qid uint16)
+	// dropped reports a capsule dropped unanswered during a drain.
+	dropped func()
 	// dataPosted reports the local buffer of every RDMA READ (host data
 	// lands there) and RDMA WRITE (host data is sent from there) posted.
 	dataPosted func(op verbs.Opcode, addr uint64, n uint32)
@@ -146,12 +148,16 @@ func (l *Listener) Stats() Stats {
 	return s
 }
 
-// Close stops accepting, drains every queue (commands already received
-// are completed and their CQEs sent; commands arriving meanwhile are
-// answered with Command Aborted due to SQ Deletion; a queue that does not
-// drain within DrainTimeout, or whose connection dies, is disconnected),
-// waits until every queue released its resources, and unregisters the
-// port. It blocks until then; it is idempotent.
+// Close stops accepting, drains every queue (commands already started are
+// completed and their CQEs sent; capsules that arrive meanwhile, or that
+// waited for a free slot, are neither executed nor answered — the host's
+// error recovery retries them on another path once the queue disconnects;
+// a queue that does not drain within DrainTimeout, or whose connection
+// dies, is disconnected), waits until every queue released its resources,
+// and unregisters the port. It blocks until then; it is idempotent. No
+// command the target chose not to finish is answered with a status that is
+// not path-related (a multipath host would fail the I/O instead of
+// retrying it).
 func (l *Listener) Close() error {
 	l.closeOnce.Do(func() {
 		l.mu.Lock()

@@ -34,12 +34,9 @@ func (q *queue) run() {
 			q.fatal("connection ended", q.id.Err())
 		case <-drainCh:
 			drainCh = nil
-			q.draining = true
+			q.startDrain()
 			drainTimer = time.NewTimer(q.l.cfg.DrainTimeout)
 			drainC = drainTimer.C
-			if h := q.l.hooks; h != nil && h.draining != nil {
-				h.draining(q.params.qid)
-			}
 		case <-drainC:
 			q.fatal("drain timed out", errDrainTimeout)
 		default:
@@ -193,8 +190,44 @@ func (q *queue) wcError(op string, wc *verbs.WorkCompletion) {
 	q.fatal(op+" failed", errors.New(wc.Status.String()))
 }
 
+// startDrain begins a graceful drain (Listener.Close): commands that hold
+// a slot finish normally and their CQEs go out; capsules that found no slot
+// yet (the backlog) and every capsule arriving from now on are dropped,
+// neither executed nor answered. Once the slots are free the queue
+// disconnects, and the host's error recovery cancels the dropped commands
+// with its own path-related status and retries them on a path that works
+// (as after a crash, or kernel nvmet's teardown). Answering them instead
+// with Command Aborted due to SQ Deletion (SCT 0, SC 08h) would fail the
+// I/O on a multipath Linux host: only path-related statuses (SCT 3h, see
+// nvme_is_path_error) are failed over (issue 10 item 8).
+func (q *queue) startDrain() {
+	q.draining = true
+	for q.backlogLen > 0 {
+		q.backlogHead = (q.backlogHead + 1) % len(q.backlog)
+		q.backlogLen--
+		q.dropCapsule()
+	}
+	if h := q.l.hooks; h != nil && h.draining != nil {
+		h.draining(q.params.qid)
+	}
+}
+
+// dropCapsule accounts a capsule received during a drain and left
+// unanswered. Its receive buffer is not reposted: the queue ends soon, and
+// a host that keeps sending only waits (RNR) until the disconnect.
+func (q *queue) dropCapsule() {
+	q.st.drainDropped.Add(1)
+	if h := q.l.hooks; h != nil && h.dropped != nil {
+		h.dropped()
+	}
+}
+
 // onRecv starts the command received into receive buffer ri (n bytes).
 func (q *queue) onRecv(ri int32, n int) {
+	if q.draining {
+		q.dropCapsule()
+		return
+	}
 	if len(q.freeSlots) == 0 || q.backlogLen > 0 {
 		// Every slot is busy (CQE SENDs not yet completed); keep the
 		// command in arrival order until a slot frees up.
@@ -241,12 +274,6 @@ func (q *queue) startCommand(r *request, ri int32, n int) {
 		return
 	}
 	r.req.SQE = nvme.SQE(capsule[:nvme.SQESize])
-	if q.draining {
-		// Listener.Close: answer without executing so the drain ends.
-		q.repostHeld(r)
-		q.fail(r, nvme.StatusAbortSQDeleted, 0)
-		return
-	}
 	status := q.parseSGL(r, capsule)
 	if r.req.Data == nil {
 		// No in-capsule data: the capsule's bytes are no longer needed.
@@ -568,9 +595,10 @@ func (q *queue) flushSends() {
 
 // drained reports that a graceful drain is complete: every slot is free
 // except AERs the core holds (they complete only when the queue is
-// destroyed), and no command waits for a slot.
+// destroyed; the host's error recovery cancels them). The backlog was
+// dropped when the drain began.
 func (q *queue) drained() bool {
-	return q.active-q.heldAER == 0 && q.backlogLen == 0
+	return q.active-q.heldAER == 0
 }
 
 // fatal marks the queue dead: nothing more is posted, batched work is

@@ -16,7 +16,7 @@ type Stats struct {
 	// Commands counts command capsules received.
 	Commands uint64
 	// CommandErrors counts commands the transport answered itself with an
-	// error CQE (bad SGL, truncated capsule, queue draining).
+	// error CQE (bad SGL, truncated capsule, Connect for another queue).
 	CommandErrors uint64
 	// QueueErrors counts queues torn down by an error (not by a plain
 	// disconnect).
@@ -30,6 +30,9 @@ type Stats struct {
 	BytesToHost   uint64
 	// InCapsuleBytes counts in-capsule data bytes received.
 	InCapsuleBytes uint64
+	// DrainDropped counts capsules received during a graceful drain
+	// (Listener.Close) and left unanswered for the host to retry.
+	DrainDropped uint64
 }
 
 // counters are the live atomics behind Stats. The listener holds the
@@ -43,6 +46,7 @@ type counters struct {
 	commands, commandErrors, queueErrors       atomic.Uint64
 	rdmaReads, rdmaWrites                      atomic.Uint64
 	bytesFromHost, bytesToHost, inCapsuleBytes atomic.Uint64
+	drainDropped                               atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -58,6 +62,7 @@ func (c *counters) snapshot() Stats {
 		BytesFromHost:  c.bytesFromHost.Load(),
 		BytesToHost:    c.bytesToHost.Load(),
 		InCapsuleBytes: c.inCapsuleBytes.Load(),
+		DrainDropped:   c.drainDropped.Load(),
 	}
 }
 
@@ -71,4 +76,5 @@ func (c *counters) addIO(dst *counters) {
 	dst.bytesFromHost.Add(c.bytesFromHost.Load())
 	dst.bytesToHost.Add(c.bytesToHost.Load())
 	dst.inCapsuleBytes.Add(c.inCapsuleBytes.Load())
+	dst.drainDropped.Add(c.drainDropped.Load())
 }
