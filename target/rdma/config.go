@@ -31,6 +31,15 @@ const (
 	AdminQueueDepth = 32
 	// DefaultPollSpins is the default Config.PollSpins.
 	DefaultPollSpins = 32
+	// DefaultConnectTimeout is the default Config.ConnectTimeout.
+	DefaultConnectTimeout = 10 * time.Second
+	// DefaultMaxUnconnectedQueues is the default
+	// Config.MaxUnconnectedQueues.
+	DefaultMaxUnconnectedQueues = 1024
+	// DefaultMaxUnconnectedPerHost is the default
+	// Config.MaxUnconnectedPerHost: above the I/O queues one Linux host
+	// opens per controller before it sends their Connects (one per CPU).
+	DefaultMaxUnconnectedPerHost = 256
 	// DefaultDrainTimeout bounds how long Close waits for in-flight commands
 	// of one queue before it disconnects the queue anyway.
 	DefaultDrainTimeout = 10 * time.Second
@@ -59,6 +68,18 @@ type Config struct {
 	MaxQueueDepth int
 	// DrainTimeout bounds Close's graceful drain per queue; 0 → default.
 	DrainTimeout time.Duration
+	// ConnectTimeout is how long a connection may stay without a
+	// successful Fabrics Connect (from its connect request) before it is
+	// disconnected; 0 → DefaultConnectTimeout, negative → no limit.
+	ConnectTimeout time.Duration
+	// MaxUnconnectedQueues caps the connections between their connect
+	// request and a successful Fabrics Connect; more are refused with a
+	// CM reject (no resources). 0 → DefaultMaxUnconnectedQueues,
+	// negative → no cap.
+	MaxUnconnectedQueues int
+	// MaxUnconnectedPerHost is MaxUnconnectedQueues per host address.
+	// 0 → DefaultMaxUnconnectedPerHost, negative → no cap.
+	MaxUnconnectedPerHost int
 	// PollSpins is how many consecutive empty polls of the CQ (yielding
 	// the processor in between) a queue's poller makes before it arms the
 	// CQ and sleeps on its completion channel. More spins lower latency
@@ -135,6 +156,16 @@ func (c *Config) normalize(devMaxQPWR int) error {
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = DefaultDrainTimeout
+	}
+	// Negative limits stay negative: "none" (normalize is idempotent).
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.MaxUnconnectedQueues == 0 {
+		c.MaxUnconnectedQueues = DefaultMaxUnconnectedQueues
+	}
+	if c.MaxUnconnectedPerHost == 0 {
+		c.MaxUnconnectedPerHost = DefaultMaxUnconnectedPerHost
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -13,14 +13,21 @@
 //
 //   - a protection domain (one per connection, see below), one completion
 //     queue for both work queues, the RC queue pair and its ConnID;
-//   - one anonymous mapping (verbs/regmem: huge pages when the host
-//     has them reserved, else normal pages with transparent huge pages
-//     advised for the data buffer pool only) holding the data buffer pool (MaxDataTransfer bytes each,
-//     one per queue entry), the receive buffers (64 + in-capsule bytes
-//     each, one per queue entry) and the 16-byte CQE buffers (one per
-//     request slot). It is registered once, at connect, as memory regions
-//     of at most 1 GiB (the PVRDMA limit), each a whole number of data
-//     buffers, so no buffer straddles two regions. Data buffers and
+//   - one anonymous mapping (verbs/regmem.Reserve: address space only,
+//     resident when touched or registered) holding the receive buffers
+//     (64 + in-capsule bytes each, one per queue entry), the 16-byte CQE
+//     buffers (one per request slot), one 4 KiB bootstrap data buffer, and
+//     on a 2 MiB boundary the data buffer pool (MaxDataTransfer bytes each,
+//     one per queue entry; transparent huge pages advised). The receive,
+//     CQE and bootstrap buffers are registered at connect as one memory
+//     region. The data buffers are registered only after the host's
+//     Fabrics Connect succeeded, as memory regions of at most 1 GiB (the
+//     PVRDMA limit), each a whole number of data buffers, so no buffer
+//     straddles two regions; until then the bootstrap buffer (enough for
+//     the admin Connect's 1,024 bytes of data, which come by RDMA READ) is
+//     the queue's only data buffer, and a keyed transfer longer than it is
+//     answered Data SGL Length Invalid. A connection that never sends a
+//     Connect therefore pins kilobytes, not depth × MDTS. Data buffers and
 //     in-capsule data start on 4 KiB boundaries (each SQE takes the last
 //     64 bytes of a page, its in-capsule data the next page), so a file
 //     backend moves them with O_DIRECT straight to and from the file.
@@ -38,6 +45,25 @@
 //     its completion channel, so an idle queue burns no CPU. Each poll is
 //     one batch for the core (target.Queue.BeginBatch / EndBatch): backend
 //     I/O the batch started (io_uring) reaches the device in one submission.
+//
+// A connection counts as unconnected from its connect request until its
+// Fabrics Connect succeeds (or it ends). Unconnected connections are capped
+// per host address (Config.MaxUnconnectedPerHost) and in total
+// (Config.MaxUnconnectedQueues); requests over a cap get a CM reject (no
+// resources). One that has no successful Connect within
+// Config.ConnectTimeout is disconnected. Stats shows the counts, the
+// refusals, the timeouts and the registered bytes.
+//
+// # Graceful drain
+//
+// Listener.Close drains each queue: commands that hold a request slot
+// finish and their CQEs go out; capsules that arrive afterwards (or were
+// waiting for a slot) are neither executed nor answered, and the queue then
+// disconnects. The host's error recovery cancels those with its own
+// path-related status and retries them (on another path with multipath),
+// as after a crash. Answering them with Command Aborted due to SQ Deletion
+// (SCT 0) would make a Linux multipath host fail the I/O: it only fails
+// over on path-related statuses (SCT 3h).
 //
 // The data buffer pool is per queue (one PD per connection, below): its
 // free list is a stack owned by the poller, without locks. A command that

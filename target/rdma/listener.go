@@ -36,10 +36,19 @@ type Listener struct {
 	// wg counts the accept loop, connection setups and pollers.
 	wg sync.WaitGroup
 
-	// mu guards queues and closed.
+	// mu guards queues, closed, the unconnected counts and the refusal
+	// log limiter.
 	mu     sync.Mutex
 	queues map[*queue]struct{}
 	closed bool
+	// unconnected counts connections between their connect request and a
+	// successful Fabrics Connect (or their end), in total and by host
+	// address (Config.MaxUnconnectedQueues / MaxUnconnectedPerHost).
+	unconnected   int
+	unconnectedBy map[string]int
+	// refusalLog and refusalQuiet rate-limit refusal log lines.
+	refusalLog   time.Time
+	refusalQuiet int
 
 	closeOnce sync.Once
 	closeErr  error
@@ -81,7 +90,8 @@ func Listen(cfg Config) (*Listener, error) {
 	if err := cfg.normalize(minWR); err != nil {
 		return nil, err
 	}
-	l := &Listener{cfg: cfg, core: cfg.core, hooks: cfg.hooks, log: cfg.Logger, queues: make(map[*queue]struct{})}
+	l := &Listener{cfg: cfg, core: cfg.core, hooks: cfg.hooks, log: cfg.Logger,
+		queues: make(map[*queue]struct{}), unconnectedBy: make(map[string]int)}
 	if l.core == nil {
 		l.core = targetCore{cfg.Target}
 	}
@@ -145,6 +155,12 @@ func (l *Listener) Stats() Stats {
 	s.Rejected = l.stats.rejected.Load()
 	s.Queues = l.stats.queues.Load()
 	s.AcceptErrors = l.stats.acceptErrors.Load()
+	s.UnconnectedRejected = l.stats.unconnectedRejected.Load()
+	s.ConnectTimeouts = l.stats.connectTimeouts.Load()
+	s.RegisteredBytes = l.stats.registeredBytes.Load()
+	l.mu.Lock()
+	s.Unconnected = uint64(l.unconnected)
+	l.mu.Unlock()
 	return s
 }
 
@@ -231,23 +247,34 @@ func (l *Listener) acceptLoop() {
 // poller.
 func (l *Listener) setup(req *verbs.ConnRequest) {
 	id := req.ID
+	src := hostOf(id.RemoteAddr())
+	if why := l.enterUnconnected(src); why != "" {
+		l.stats.unconnectedRejected.Add(1)
+		l.noteRefusal(why, src)
+		l.reject(id, nvme.CMRejectNoResources, why)
+		return
+	}
 	dev := id.Device()
 	attr := dev.Attr()
 	p, status := negotiate(&l.cfg, attr, req.Param)
 	if status != 0 {
+		l.leaveUnconnectedSrc(src)
 		l.reject(id, status, "negotiation")
 		return
 	}
 	q, err := l.newQueue(id, dev, attr, p)
 	if err != nil {
+		l.leaveUnconnectedSrc(src)
 		l.log.Warn("rdma: no resources for a queue", "remote", id.RemoteAddr(), "err", err)
 		l.reject(id, nvme.CMRejectNoResources, "resources")
 		return
 	}
+	q.src, q.unconn = src, true
 	cq, err := l.core.NewQueue(l.cfg.PortID, q, p.depth)
 	if err != nil {
 		l.log.Warn("rdma: target refused a queue", "remote", id.RemoteAddr(), "err", err)
 		q.release(false)
+		l.leaveUnconnected(q)
 		l.reject(id, nvme.CMRejectNoResources, "target")
 		return
 	}
@@ -263,6 +290,7 @@ func (l *Listener) setup(req *verbs.ConnRequest) {
 		l.mu.Unlock()
 		q.destroyCore()
 		q.release(false)
+		l.leaveUnconnected(q)
 		l.reject(id, nvme.CMRejectNoResources, "closing")
 		return
 	}
@@ -309,4 +337,71 @@ func (l *Listener) removeQueue(q *queue) {
 	if ok && q.accepted {
 		l.stats.queues.Add(^uint64(0))
 	}
+}
+
+// hostOf is the host part of a "host:port" address (the whole string when
+// it has no port): the unit of the per-host unconnected cap.
+func hostOf(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
+}
+
+// enterUnconnected counts a new connection from src against the
+// unconnected caps; it returns why it may not, or "".
+func (l *Listener) enterUnconnected(src string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if m := l.cfg.MaxUnconnectedQueues; m > 0 && l.unconnected >= m {
+		return "too many queues without a Fabrics Connect"
+	}
+	if m := l.cfg.MaxUnconnectedPerHost; m > 0 && l.unconnectedBy[src] >= m {
+		return "too many queues without a Fabrics Connect from this host"
+	}
+	l.unconnected++
+	l.unconnectedBy[src]++
+	return ""
+}
+
+// leaveUnconnectedSrc undoes enterUnconnected(src).
+func (l *Listener) leaveUnconnectedSrc(src string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.unconnected--
+	if n := l.unconnectedBy[src] - 1; n > 0 {
+		l.unconnectedBy[src] = n
+	} else {
+		delete(l.unconnectedBy, src)
+	}
+}
+
+// leaveUnconnected stops counting q against the unconnected caps (its
+// Connect succeeded, or it ended); idempotent.
+func (l *Listener) leaveUnconnected(q *queue) {
+	if q.unconn {
+		q.unconn = false
+		l.leaveUnconnectedSrc(q.src)
+	}
+}
+
+// refusalLogEvery rate-limits the log lines about refused or timed-out
+// unconnected queues (a flood must not flood the log).
+const refusalLogEvery = 10 * time.Second
+
+// noteRefusal logs, at most once per refusalLogEvery, that a connection
+// was refused or dropped for why, with the number of lines suppressed.
+func (l *Listener) noteRefusal(why, src string) {
+	l.mu.Lock()
+	now := time.Now()
+	if now.Sub(l.refusalLog) < refusalLogEvery {
+		l.refusalQuiet++
+		l.mu.Unlock()
+		return
+	}
+	quiet := l.refusalQuiet
+	l.refusalLog, l.refusalQuiet = now, 0
+	unconnected := l.unconnected
+	l.mu.Unlock()
+	l.log.Warn("rdma: "+why, "host", src, "unconnected", unconnected, "suppressed", quiet)
 }

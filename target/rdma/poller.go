@@ -25,9 +25,22 @@ func (q *queue) run() {
 	drainCh := q.drainCh
 	spins := 0
 	spinLimit := q.l.cfg.PollSpins
+	// A queue must bring its Fabrics Connect within ConnectTimeout.
+	var connTimer *time.Timer
+	var connC <-chan time.Time
+	if !q.connected && q.l.cfg.ConnectTimeout > 0 {
+		connTimer = time.NewTimer(q.l.cfg.ConnectTimeout)
+		connC = connTimer.C
+	}
 	for !q.dying {
+		if connC != nil && q.connected {
+			connTimer.Stop()
+			connC = nil
+		}
 		// Control events, non-blocking (cheap on the busy path).
 		select {
+		case <-connC:
+			q.connectTimedOut()
 		case <-q.killCh:
 			q.fatal("closed by the target core", nil)
 		case <-q.id.Done():
@@ -72,6 +85,8 @@ func (q *queue) run() {
 		case <-q.cq.Notify():
 		case t := <-q.compCh:
 			q.onComplete(t)
+		case <-connC:
+			q.connectTimedOut()
 		case <-q.killCh:
 		case <-q.id.Done():
 		case <-drainCh:
@@ -84,7 +99,21 @@ func (q *queue) run() {
 	if drainTimer != nil {
 		drainTimer.Stop()
 	}
+	if connTimer != nil {
+		connTimer.Stop()
+	}
 	q.teardown()
+}
+
+// connectTimedOut ends a queue whose host did not bring a successful
+// Fabrics Connect within Config.ConnectTimeout.
+func (q *queue) connectTimedOut() {
+	if q.connected {
+		return
+	}
+	q.l.stats.connectTimeouts.Add(1)
+	q.l.noteRefusal("queue without a Fabrics Connect disconnected", q.src)
+	q.fatal("no Fabrics Connect within the connect timeout", nil)
 }
 
 // step polls the CQ once, takes every pending async completion, advances
@@ -293,6 +322,13 @@ func (q *queue) startCommand(r *request, ri int32, n int) {
 		r.aer = true
 	}
 	if r.keyed {
+		if !q.connected && r.length > bootSize {
+			// Before Connect only the bootstrap buffer exists: no
+			// fabrics command carries more than its 1,024 bytes of
+			// Connect data.
+			q.fail(r, nvme.StatusDataSGLLengthInvalid.WithDNR(), 0)
+			return
+		}
 		q.needBuffer(r)
 		return
 	}
@@ -417,6 +453,13 @@ func (q *queue) onExecuted(r *request) {
 		q.releaseSlot(r)
 		return
 	}
+	if !q.connected && r.req.CQE.Status().OK() && isConnect(&r.req.SQE) {
+		q.onConnected()
+		if q.dying {
+			q.releaseSlot(r)
+			return
+		}
+	}
 	if r.req.Dir == nvme.DirHostToCtrl && r.buf >= 0 {
 		q.freeBuf(r)
 	}
@@ -496,8 +539,26 @@ func (q *queue) postCompletion(r *request) {
 	r.sendCredits++
 }
 
-// freeBuf returns r's data buffer to the pool.
+// onConnected: the host's Fabrics Connect succeeded. The queue stops
+// counting against the unconnected caps and its data buffers are
+// registered; if that fails the queue dies (the host reconnects).
+func (q *queue) onConnected() {
+	q.l.leaveUnconnected(q)
+	if err := q.enableData(); err != nil {
+		q.fatal("no data buffers", err)
+	}
+}
+
+func isConnect(s *nvme.SQE) bool { return s.IsFabrics() && s.FCType() == nvme.FabricsConnect }
+
+// freeBuf returns r's data buffer to the pool (the bootstrap buffer only
+// while the queue is not connected).
 func (q *queue) freeBuf(r *request) {
+	if r.buf == q.bootIdx && q.connected {
+		r.buf = -1
+		r.req.Data = nil
+		return
+	}
 	q.freeBufs = append(q.freeBufs, r.buf)
 	r.buf = -1
 	r.req.Data = nil
@@ -701,6 +762,7 @@ func (q *queue) teardown() {
 	}
 	q.release(leak)
 	_ = q.id.Close()
+	q.l.leaveUnconnected(q)
 	q.l.removeQueue(q)
 	close(q.done)
 }

@@ -37,8 +37,9 @@ type queue struct {
 	pd      verbs.ProtectionDomain
 	cq      verbs.CompletionQueue
 	qp      verbs.QueuePair
-	region  *regmem.Region       // receive, data and CQE buffers
-	reg     *regmem.Registration // region's memory regions (≤ 1 GiB each)
+	region  *regmem.Region       // address space of every buffer below (regmem.Reserve)
+	small   *regmem.Registration // receive, CQE and bootstrap buffers (one region, from accept)
+	reg     *regmem.Registration // data buffers, nil until a Fabrics Connect succeeded
 	mem     []byte               // region.Bytes()
 	core    coreQueue
 	batch   batcher // core as a batcher, nil when it is not one
@@ -46,10 +47,23 @@ type queue struct {
 
 	recvSize   int // bytes per receive buffer (64 + in-capsule data)
 	recvStride int // distance between receive buffers in mem
-	recvPad    int // offset of receive buffer 0 from recvOff
+	recvPad    int // offset of receive buffer 0 in mem
 	dataSize   int // bytes per data buffer (MaxDataTransfer)
-	recvOff    int // offset of the receive buffer area in mem
 	cqeOff     int // offset of the CQE buffers in mem
+	bootOff    int // offset of the bootstrap data buffer in mem
+	dataOff    int // offset of data buffer 0 in mem
+	// bootIdx is the buffer index of the bootstrap buffer (bootSize bytes
+	// in the small registration): the only data buffer before Connect (the
+	// admin Connect's data comes by RDMA READ), retired once the data
+	// buffers are registered.
+	bootIdx int32
+	// connected: a Fabrics Connect succeeded on this queue and the data
+	// buffers are registered (poller-owned).
+	connected bool
+	// src is the host address (no port) the unconnected caps count by;
+	// unconn is set while the queue counts against them.
+	src    string
+	unconn bool
 
 	slots     []request
 	freeSlots []int32 // stack of free slot indices
@@ -139,9 +153,18 @@ func (w *waitList) pop(q *queue) *request {
 	return r
 }
 
-// newQueue allocates every resource of a connection: PD, CQ, QP, memory,
-// MR, request slots, and posts one receive per command slot. On error
-// everything allocated so far is released.
+// bootSize is the size of the bootstrap data buffer a queue has before its
+// Fabrics Connect succeeded: enough for the Connect data (1,024 bytes).
+const bootSize = 4096
+
+// newQueue allocates the resources of a connection that a host gets before
+// it proved itself with a Fabrics Connect: PD, CQ, QP, the request slots,
+// the receive and CQE buffers and one small bootstrap data buffer, all
+// registered as one memory region, and posts one receive per queue entry.
+// The data buffers (depth × MaxDataTransfer) only get address space here;
+// enableData registers them after a successful Connect (issue 10 item 2:
+// a silent connection pins kilobytes, not megabytes). On error everything
+// allocated so far is released.
 func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.DeviceAttr, p queueParams) (q *queue, err error) {
 	q = &queue{
 		l:       l,
@@ -153,6 +176,7 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 		killCh:  make(chan struct{}),
 		drainCh: make(chan struct{}),
 		done:    make(chan struct{}),
+		bootIdx: int32(p.depth),
 	}
 	defer func() {
 		if err != nil {
@@ -163,24 +187,21 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 	nslots := 2 * p.depth
 	q.dataSize = l.cfg.MaxDataTransfer
 	q.recvSize = nvme.SQESize + l.cfg.InCapsuleDataSize
-	// Memory regions of at most regmem.MaxChunk bytes, each a whole
-	// number of data buffers, so no buffer straddles two regions.
 	limit := regmem.MaxChunk
 	if l.cfg.mrChunk > 0 {
 		limit = l.cfg.mrChunk
 	}
-	chunk := limit / q.dataSize * q.dataSize
-	q.recvOff = p.depth * q.dataSize
+	// Layout: receive buffers, CQEs, the bootstrap buffer (one memory
+	// region), then on a huge page boundary the data buffers.
 	q.recvStride, q.recvPad = recvLayout(l.cfg.InCapsuleDataSize)
-	small := p.depth*q.recvStride + nslots*nvme.CQESize
-	if small > chunk {
-		return q, fmt.Errorf("%d bytes of receive and CQE buffers exceed one %d-byte memory region", small, chunk)
+	q.cqeOff = p.depth * q.recvStride
+	q.bootOff = alignUp(q.cqeOff+nslots*nvme.CQESize, dataAlign)
+	small := q.bootOff + bootSize
+	if small > limit {
+		return q, fmt.Errorf("%d bytes of receive and CQE buffers exceed one %d-byte memory region", small, limit)
 	}
-	if q.recvOff/chunk != (q.recvOff+small-1)/chunk {
-		q.recvOff = (q.recvOff + chunk - 1) / chunk * chunk // start the next region
-	}
-	q.cqeOff = q.recvOff + p.depth*q.recvStride
-	total := q.cqeOff + nslots*nvme.CQESize
+	q.dataOff = alignUp(small, regmem.HugePageSize)
+	total := q.dataOff + p.depth*q.dataSize
 
 	if q.pd, err = dev.AllocPD(); err != nil {
 		return q, fmt.Errorf("alloc PD: %w", err)
@@ -204,14 +225,14 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 	}); err != nil {
 		return q, fmt.Errorf("create QP: %w", err)
 	}
-	if q.region, err = regmem.Alloc(total); err != nil {
-		return q, fmt.Errorf("allocate %d bytes: %w", total, err)
+	if q.region, err = regmem.Reserve(total); err != nil {
+		return q, fmt.Errorf("reserve %d bytes: %w", total, err)
 	}
 	q.mem = q.region.Bytes()
-	regmem.AdviseHuge(q.mem[:p.depth*q.dataSize]) // the data buffer pool only
-	if q.reg, err = regmem.Register(q.pd, q.mem, chunk, verbs.AccessLocalWrite); err != nil {
-		return q, fmt.Errorf("register %d bytes: %w", len(q.mem), err)
+	if q.small, err = regmem.Register(q.pd, q.mem[:small], 0, verbs.AccessLocalWrite); err != nil {
+		return q, fmt.Errorf("register %d bytes: %w", small, err)
 	}
+	l.stats.registeredBytes.Add(uint64(small))
 
 	q.slots = make([]request, nslots)
 	q.freeSlots = make([]int32, 0, nslots)
@@ -221,17 +242,15 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 		r.reset()
 		off := q.cqeOff + i*nvme.CQESize
 		r.cqe = q.mem[off : off+nvme.CQESize : off+nvme.CQESize]
-		r.sge[1] = q.reg.SGE(off, nvme.CQESize)
+		r.sge[1] = q.small.SGE(off, nvme.CQESize)
 		r.req.Tag = uint32(i)
 		q.freeSlots = append(q.freeSlots, int32(i))
 	}
-	q.freeBufs = make([]int32, 0, p.depth)
-	for i := p.depth - 1; i >= 0; i-- {
-		q.freeBufs = append(q.freeBufs, int32(i))
-	}
+	q.freeBufs = make([]int32, 0, p.depth+1)
+	q.freeBufs = append(q.freeBufs, q.bootIdx)
 	q.recvSGE = make([]verbs.SGE, p.depth)
 	for i := range q.recvSGE {
-		q.recvSGE[i] = q.reg.SGE(q.recvOff+q.recvPad+i*q.recvStride, uint32(q.recvSize))
+		q.recvSGE[i] = q.small.SGE(q.recvPad+i*q.recvStride, uint32(q.recvSize))
 	}
 	q.bufWait.init()
 	q.readWait.init()
@@ -251,6 +270,42 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 	}
 	return q, nil
 }
+
+// enableData registers the data buffers (after a successful Fabrics
+// Connect; poller goroutine) in memory regions of at most regmem.MaxChunk
+// bytes, each a whole number of buffers, and puts them in the pool; the
+// bootstrap buffer is retired (at once when free, else when returned).
+func (q *queue) enableData() error {
+	if q.connected {
+		return nil
+	}
+	limit := regmem.MaxChunk
+	if q.l.cfg.mrChunk > 0 {
+		limit = q.l.cfg.mrChunk
+	}
+	n := q.params.depth * q.dataSize
+	data := q.mem[q.dataOff : q.dataOff+n : q.dataOff+n]
+	regmem.AdviseHuge(data)
+	reg, err := regmem.Register(q.pd, data, limit/q.dataSize*q.dataSize, verbs.AccessLocalWrite)
+	if err != nil {
+		return fmt.Errorf("register %d bytes of data buffers: %w", n, err)
+	}
+	q.reg = reg
+	q.connected = true
+	q.l.stats.registeredBytes.Add(uint64(n))
+	for i, b := range q.freeBufs {
+		if b == q.bootIdx {
+			q.freeBufs = append(q.freeBufs[:i], q.freeBufs[i+1:]...)
+			break
+		}
+	}
+	for i := q.params.depth - 1; i >= 0; i-- {
+		q.freeBufs = append(q.freeBufs, int32(i))
+	}
+	return nil
+}
+
+func alignUp(n, a int) int { return (n + a - 1) / a * a }
 
 // dataAlign is the alignment of data buffers and of in-capsule data in
 // the registered memory: the O_DIRECT alignment of 4 KiB-sector devices,
@@ -272,18 +327,35 @@ func recvLayout(icd int) (stride, pad int) {
 
 // recvBuf returns receive buffer i.
 func (q *queue) recvBuf(i int32) []byte {
-	off := q.recvOff + q.recvPad + int(i)*q.recvStride
+	off := q.recvPad + int(i)*q.recvStride
 	return q.mem[off : off+q.recvSize : off+q.recvSize]
+}
+
+// bufSize is the capacity of data buffer i (the bootstrap buffer is
+// smaller).
+func (q *queue) bufSize(i int32) int {
+	if i == q.bootIdx {
+		return bootSize
+	}
+	return q.dataSize
 }
 
 // dataBuf returns data buffer i.
 func (q *queue) dataBuf(i int32) []byte {
-	off := int(i) * q.dataSize
+	if i == q.bootIdx {
+		return q.mem[q.bootOff : q.bootOff+bootSize : q.bootOff+bootSize]
+	}
+	off := q.dataOff + int(i)*q.dataSize
 	return q.mem[off : off+q.dataSize : off+q.dataSize]
 }
 
 // dataSGE describes the first n bytes of data buffer i.
-func (q *queue) dataSGE(i int32, n uint32) verbs.SGE { return q.reg.SGE(int(i)*q.dataSize, n) }
+func (q *queue) dataSGE(i int32, n uint32) verbs.SGE {
+	if i == q.bootIdx {
+		return q.small.SGE(q.bootOff, n)
+	}
+	return q.reg.SGE(int(i)*q.dataSize, n)
+}
 
 // Complete implements target.QueueConn. It hands a request the core left
 // pending back to the poller; it never blocks (the channel holds one entry
@@ -327,6 +399,13 @@ func (q *queue) release(leak bool) {
 	}
 	if q.reg != nil {
 		errs = append(errs, q.reg.Close())
+		q.l.stats.registeredBytes.Add(^uint64(q.params.depth*q.dataSize - 1))
+		q.reg = nil
+	}
+	if q.small != nil {
+		errs = append(errs, q.small.Close())
+		q.l.stats.registeredBytes.Add(^uint64(q.bootOff + bootSize - 1))
+		q.small = nil
 	}
 	if q.cq != nil {
 		errs = append(errs, q.cq.Close())

@@ -13,6 +13,19 @@ type Stats struct {
 	// AcceptErrors counts errors from the provider listener's Accept that
 	// the accept loop retried.
 	AcceptErrors uint64
+	// Unconnected is the number of connections now between their connect
+	// request and a successful Fabrics Connect.
+	Unconnected uint64
+	// UnconnectedRejected counts connect requests refused because the
+	// unconnected caps (MaxUnconnectedQueues, MaxUnconnectedPerHost) were
+	// reached.
+	UnconnectedRejected uint64
+	// ConnectTimeouts counts queues disconnected for not bringing a
+	// successful Fabrics Connect within ConnectTimeout.
+	ConnectTimeouts uint64
+	// RegisteredBytes is the memory now registered with the device by
+	// the listener's queues (receive, CQE and data buffers).
+	RegisteredBytes uint64
 	// Commands counts command capsules received.
 	Commands uint64
 	// CommandErrors counts commands the transport answered itself with an
@@ -42,7 +55,8 @@ type Stats struct {
 // when it is released.
 type counters struct {
 	accepted, rejected, queues                 atomic.Uint64
-	acceptErrors                               atomic.Uint64
+	acceptErrors, unconnectedRejected          atomic.Uint64
+	connectTimeouts, registeredBytes           atomic.Uint64
 	commands, commandErrors, queueErrors       atomic.Uint64
 	rdmaReads, rdmaWrites                      atomic.Uint64
 	bytesFromHost, bytesToHost, inCapsuleBytes atomic.Uint64

@@ -107,6 +107,15 @@
 // either side closes both Done channels with ErrDisconnected and flushes
 // both QPs; closing a Listener leaves established connections alone.
 //
+// # Listener robustness
+//
+// A listener's accept loop ends only when the listener closes: an accept
+// error (EMFILE, ENFILE, ENOBUFS, ENOMEM, ECONNABORTED, anything) is logged
+// to Options.Logger at most once per 10 s and retried after a back-off
+// (5 ms doubling up to 1 s). Connections that have not sent their connect
+// request are capped (1,024 in all, 64 per peer host) and closed after
+// 10 s; connections over a cap are closed at once.
+//
 // # Fault injection
 //
 // InjectQPError moves a QP to the error state (the peer finds out at its

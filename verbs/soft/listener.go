@@ -25,11 +25,30 @@ type listener struct {
 	done    chan struct{}
 	wg      sync.WaitGroup // accept loop and handshakes
 
-	mu      sync.Mutex // guards closed and pending
-	closed  bool
-	pending map[net.Conn]struct{} // connections still in the handshake
+	mu        sync.Mutex // guards closed and pending
+	closed    bool
+	pending   map[net.Conn]struct{} // connections still in the handshake
+	pendingBy map[string]int        // pending by peer host
 
 	acceptErrors atomic.Uint64 // Accept errors retried
+	refused      atomic.Uint64 // connections closed over the pending caps
+}
+
+// Caps on connections that have not sent their connect request yet (each
+// holds a descriptor and a goroutine for up to handshakeTimeout): in total
+// and per peer host. Connections over them are closed at once.
+const (
+	maxPendingHandshakes = 1024
+	maxPendingPerHost    = 64
+)
+
+// hostOf is the host part of a "host:port" address (the whole string
+// without a port).
+func hostOf(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
 }
 
 var _ verbs.Listener = (*listener)(nil)
@@ -37,9 +56,10 @@ var _ verbs.Listener = (*listener)(nil)
 func newListener(p *Provider, ln net.Listener, backlog int) *listener {
 	return &listener{
 		p: p, ln: ln,
-		backlog: make(chan *verbs.ConnRequest, backlog),
-		done:    make(chan struct{}),
-		pending: make(map[net.Conn]struct{}),
+		backlog:   make(chan *verbs.ConnRequest, backlog),
+		done:      make(chan struct{}),
+		pending:   make(map[net.Conn]struct{}),
+		pendingBy: make(map[string]int),
 	}
 }
 
@@ -105,13 +125,24 @@ func (l *listener) acceptLoop() {
 			continue
 		}
 		backoff = 0
+		src := hostOf(c.RemoteAddr().String())
 		l.mu.Lock()
 		if l.closed {
 			l.mu.Unlock()
 			c.Close()
 			return
 		}
+		if len(l.pending) >= maxPendingHandshakes || l.pendingBy[src] >= maxPendingPerHost {
+			// A connection that sent no connect request yet holds a
+			// descriptor and a goroutine: a flood of them must not
+			// exhaust either (issue 10 items 1 and 2).
+			l.mu.Unlock()
+			c.Close()
+			l.refused.Add(1)
+			continue
+		}
 		l.pending[c] = struct{}{}
+		l.pendingBy[src]++
 		l.mu.Unlock()
 		if !l.spawn(func() { l.handshake(c) }) {
 			c.Close()
@@ -137,6 +168,10 @@ func isTemporaryAcceptErr(err error) bool {
 	return false
 }
 
+// Refused counts connections closed because the pending-handshake caps
+// were reached.
+func (l *listener) Refused() uint64 { return l.refused.Load() }
+
 // AcceptErrors counts the errors the listener's accept loop met and
 // retried since Listen (soft listeners only; see acceptLoop).
 func (l *listener) AcceptErrors() uint64 { return l.acceptErrors.Load() }
@@ -149,8 +184,14 @@ func (l *listener) handshake(c net.Conn) {
 	fr, fw := newFrameReader(c), newFrameWriter(c)
 	req, err := readRequest(fr)
 	stopped := timer.Stop()
+	src := hostOf(c.RemoteAddr().String())
 	l.mu.Lock()
 	delete(l.pending, c)
+	if n := l.pendingBy[src] - 1; n > 0 {
+		l.pendingBy[src] = n
+	} else {
+		delete(l.pendingBy, src)
+	}
 	closed := l.closed
 	l.mu.Unlock()
 	if err != nil || !stopped {

@@ -35,7 +35,12 @@ func (l *flakyListener) Accept() (net.Conn, error) {
 // tryConnect connects a fresh QP of p to addr; the passive side's answer
 // decides the error (a consumer reject is what acceptAndReject sends).
 func tryConnect(ctx context.Context, p *Provider, addr string) error {
-	id, err := p.Resolve(ctx, addr, verbs.ResolveOptions{})
+	return tryConnectFrom(ctx, p, addr, "")
+}
+
+// tryConnectFrom is tryConnect from local address local.
+func tryConnectFrom(ctx context.Context, p *Provider, addr, local string) error {
+	id, err := p.Resolve(ctx, addr, verbs.ResolveOptions{LocalAddr: local})
 	if err != nil {
 		return err
 	}
@@ -248,4 +253,56 @@ func emfileChild() error {
 		return fmt.Errorf("EMFILE not logged:\n%s", logs.String())
 	}
 	return nil
+}
+
+// Issue 10 item 2, soft side: connections that never send their connect
+// request are capped per peer host (each holds a descriptor and a
+// goroutine for up to handshakeTimeout); other hosts still connect.
+func TestListenerCapsSilentConnections(t *testing.T) {
+	p := New(Options{})
+	defer p.Close()
+	ln, err := p.Listen("127.0.0.1:0", verbs.ListenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var silent []net.Conn
+	defer func() {
+		for _, c := range silent {
+			c.Close()
+		}
+	}()
+	for range maxPendingPerHost + 1 {
+		c, err := net.Dial("tcp", ln.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		silent = append(silent, c)
+	}
+	// The connection over the cap is closed without waiting for the
+	// handshake timeout.
+	last := silent[len(silent)-1]
+	last.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if _, err := last.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("connection over the cap: read %v, want EOF", err)
+	}
+	l := ln.(*listener)
+	if n := l.Refused(); n != 1 {
+		t.Fatalf("Refused = %d, want 1", n)
+	}
+	// A host from another address is not affected.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- acceptAndReject(ctx, ln) }()
+	other := New(Options{})
+	defer other.Close()
+	err = tryConnectFrom(ctx, other, ln.Addr(), "127.0.0.2")
+	var rej *verbs.RejectError
+	if !errors.As(err, &rej) || !rej.Consumer {
+		t.Fatalf("connect from another host during the flood: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }
