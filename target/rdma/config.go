@@ -19,9 +19,12 @@ const (
 	DefaultInCapsuleDataSize = 4096
 	// MaxInCapsuleDataSize is the largest in-capsule data size (nvmet: 16 KiB).
 	MaxInCapsuleDataSize = 16384
-	// DefaultMaxDataTransfer is the default largest transfer of one command
-	// (MDTS 5 with a 4 KiB minimum page size).
-	DefaultMaxDataTransfer = 128 << 10
+	// DefaultMaxDataTransfer is the default largest transfer of one command:
+	// 1 MiB (MDTS 8 with a 4 KiB minimum page size), as nvmet. A queue
+	// registers data buffers by what it has in flight (a 2 MiB chunk at
+	// Connect, then doubling), so the size costs neither connect time nor
+	// memory for queues doing small I/O.
+	DefaultMaxDataTransfer = 1 << 20
 	// MaxDataTransferLimit is the largest MaxDataTransfer: a keyed SGL
 	// length is 24 bits, rounded down to whole 4 KiB pages.
 	MaxDataTransferLimit = 16<<20 - 4096
@@ -40,6 +43,8 @@ const (
 	// Config.MaxUnconnectedPerHost: above the I/O queues one Linux host
 	// opens per controller before it sends their Connects (one per CPU).
 	DefaultMaxUnconnectedPerHost = 256
+	// DefaultMaxDataBufferBytes is the default Config.MaxDataBufferBytes.
+	DefaultMaxDataBufferBytes = 1 << 30
 	// DefaultDrainTimeout bounds how long Close waits for in-flight commands
 	// of one queue before it disconnects the queue anyway.
 	DefaultDrainTimeout = 10 * time.Second
@@ -77,6 +82,13 @@ type Config struct {
 	// CM reject (no resources). 0 → DefaultMaxUnconnectedQueues,
 	// negative → no cap.
 	MaxUnconnectedQueues int
+	// MaxDataBufferBytes caps the data buffer memory all queues register
+	// beyond the first chunk each gets at Connect (2 MiB, or one buffer
+	// when MaxDataTransfer is larger). A queue registers more buffers as
+	// its commands in flight need them, up to one per queue entry; past
+	// the cap its commands wait for its own buffers. 0 →
+	// DefaultMaxDataBufferBytes, negative → no cap.
+	MaxDataBufferBytes int64
 	// MaxUnconnectedPerHost is MaxUnconnectedQueues per host address.
 	// 0 → DefaultMaxUnconnectedPerHost, negative → no cap.
 	MaxUnconnectedPerHost int
@@ -163,6 +175,9 @@ func (c *Config) normalize(devMaxQPWR int) error {
 	}
 	if c.MaxUnconnectedQueues == 0 {
 		c.MaxUnconnectedQueues = DefaultMaxUnconnectedQueues
+	}
+	if c.MaxDataBufferBytes == 0 {
+		c.MaxDataBufferBytes = DefaultMaxDataBufferBytes
 	}
 	if c.MaxUnconnectedPerHost == 0 {
 		c.MaxUnconnectedPerHost = DefaultMaxUnconnectedPerHost

@@ -187,6 +187,11 @@ func newFakeRig(t testing.TB, attr verbs.DeviceAttr, cfg Config, p queueParams) 
 	if err := q.enableData(); err != nil {
 		t.Fatal(err)
 	}
+	for q.dataBufs < p.depth { // these tests count on one buffer per entry
+		if err := q.grow(false); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return &fakeRig{t: t, l: l, q: q, id: id, cq: dev.cq, qp: id.qp, core: core, fq: cq.(*fakeQueue)}
 }
 

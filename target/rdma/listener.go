@@ -54,6 +54,9 @@ type Listener struct {
 	closeErr  error
 	stats     counters
 	vector    atomic.Uint32
+	// dataBytes are the data buffer bytes registered by all queues
+	// (Config.MaxDataBufferBytes).
+	dataBytes atomic.Int64
 }
 
 // testHooks observe the poller from tests (called on the poller goroutine).
@@ -158,6 +161,7 @@ func (l *Listener) Stats() Stats {
 	s.UnconnectedRejected = l.stats.unconnectedRejected.Load()
 	s.ConnectTimeouts = l.stats.connectTimeouts.Load()
 	s.RegisteredBytes = l.stats.registeredBytes.Load()
+	s.GrowthDenied = l.stats.growthDenied.Load()
 	l.mu.Lock()
 	s.Unconnected = uint64(l.unconnected)
 	l.mu.Unlock()
@@ -281,9 +285,11 @@ func (l *Listener) setup(req *verbs.ConnRequest) {
 	q.core = cq
 	q.batch, _ = cq.(batcher)
 	if r, ok := cq.(dataRegioner); ok {
-		// Data and receive buffers all live in q.mem, which stays mapped
+		// Receive buffers and the first chunk of data buffers (the ones
+		// a queue always has once connected): backends that pin memory
+		// for fixed buffers pin no more than that. q.mem stays mapped
 		// until every core request completed (release).
-		r.SetDataRegion(q.mem)
+		r.SetDataRegion(q.mem[:q.dataOff+q.growBase()*q.dataSize])
 	}
 	l.mu.Lock()
 	if l.closed {
@@ -405,3 +411,20 @@ func (l *Listener) noteRefusal(why, src string) {
 	l.mu.Unlock()
 	l.log.Warn("rdma: "+why, "host", src, "unconnected", unconnected, "suppressed", quiet)
 }
+
+// reserveData accounts n more bytes of data buffers against
+// Config.MaxDataBufferBytes; must (a queue's first chunk) always succeeds.
+func (l *Listener) reserveData(n int, must bool) bool {
+	for {
+		cur := l.dataBytes.Load()
+		if !must && l.cfg.MaxDataBufferBytes > 0 && cur+int64(n) > l.cfg.MaxDataBufferBytes {
+			return false
+		}
+		if l.dataBytes.CompareAndSwap(cur, cur+int64(n)) {
+			return true
+		}
+	}
+}
+
+// releaseData returns n bytes reserved by reserveData.
+func (l *Listener) releaseData(n int) { l.dataBytes.Add(-int64(n)) }

@@ -361,14 +361,31 @@ func (q *queue) fail(r *request, s nvme.Status, dw0 uint32) {
 	q.toCompletion(r)
 }
 
-// needBuffer: StateNeedBuffer, waiting for a data buffer.
+// needBuffer: StateNeedBuffer, waiting for a data buffer. A queue with
+// none free registers its next chunk when it may (grow); otherwise the
+// command waits for a buffer to come back.
 func (q *queue) needBuffer(r *request) {
 	r.state = StateNeedBuffer
-	if q.bufWait.empty() && len(q.freeBufs) > 0 {
+	if q.bufWait.empty() && q.haveBuffer() {
 		q.gotBuffer(r)
 		return
 	}
 	q.bufWait.push(q, r)
+}
+
+// haveBuffer reports a free data buffer, growing the pool if none is free
+// and the queue may register more.
+func (q *queue) haveBuffer() bool {
+	if len(q.freeBufs) > 0 {
+		return true
+	}
+	if !q.connected {
+		return false
+	}
+	if err := q.grow(false); err != nil && !errors.Is(err, errNoGrowth) {
+		q.log.Warn("rdma: cannot register more data buffers; using those registered", "err", err)
+	}
+	return len(q.freeBufs) > 0
 }
 
 // gotBuffer takes a free data buffer for r and moves on.
@@ -593,7 +610,7 @@ func (q *queue) progress() bool {
 			q.postRead(q.readWait.pop(q))
 			moved = true
 		}
-		for !q.bufWait.empty() && len(q.freeBufs) > 0 && !q.dying {
+		for !q.bufWait.empty() && !q.dying && q.haveBuffer() {
 			q.gotBuffer(q.bufWait.pop(q))
 			moved = true
 		}

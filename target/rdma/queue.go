@@ -37,10 +37,10 @@ type queue struct {
 	pd      verbs.ProtectionDomain
 	cq      verbs.CompletionQueue
 	qp      verbs.QueuePair
-	region  *regmem.Region       // address space of every buffer below (regmem.Reserve)
-	small   *regmem.Registration // receive, CQE and bootstrap buffers (one region, from accept)
-	reg     *regmem.Registration // data buffers, nil until a Fabrics Connect succeeded
-	mem     []byte               // region.Bytes()
+	region  *regmem.Region         // address space of every buffer below (regmem.Reserve)
+	small   *regmem.Registration   // receive, CQE and bootstrap buffers (one region, from accept)
+	chunks  []*regmem.Registration // data buffer chunks registered so far (after Connect)
+	mem     []byte                 // region.Bytes()
 	core    coreQueue
 	batch   batcher // core as a batcher, nil when it is not one
 	sendInv bool    // the device can SEND_WITH_INV
@@ -57,9 +57,16 @@ type queue struct {
 	// admin Connect's data comes by RDMA READ), retired once the data
 	// buffers are registered.
 	bootIdx int32
-	// connected: a Fabrics Connect succeeded on this queue and the data
-	// buffers are registered (poller-owned).
+	// connected: a Fabrics Connect succeeded on this queue and its first
+	// chunk of data buffers is registered (poller-owned).
 	connected bool
+	// dataBufs is the number of data buffers registered (they are
+	// 0..dataBufs-1, in chunks registered as commands needed them);
+	// bufBase[i] is the address and lkey of buffer i; noGrow stops
+	// growth after a failed registration.
+	dataBufs int
+	bufBase  []verbs.SGE
+	noGrow   bool
 	// src is the host address (no port) the unconnected caps count by;
 	// unconn is set while the queue counts against them.
 	src    string
@@ -162,8 +169,10 @@ const bootSize = 4096
 // the receive and CQE buffers and one small bootstrap data buffer, all
 // registered as one memory region, and posts one receive per queue entry.
 // The data buffers (depth × MaxDataTransfer) only get address space here;
-// enableData registers them after a successful Connect (issue 10 item 2:
-// a silent connection pins kilobytes, not megabytes). On error everything
+// enableData registers a first chunk of them after a successful Connect and
+// grow more as commands in flight need them (issue 10 item 2: a silent
+// connection pins kilobytes, not megabytes; issue 12 item 4: a connected
+// queue pins what it has in flight). On error everything
 // allocated so far is released.
 func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.DeviceAttr, p queueParams) (q *queue, err error) {
 	q = &queue{
@@ -248,6 +257,7 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 	}
 	q.freeBufs = make([]int32, 0, p.depth+1)
 	q.freeBufs = append(q.freeBufs, q.bootIdx)
+	q.bufBase = make([]verbs.SGE, p.depth)
 	q.recvSGE = make([]verbs.SGE, p.depth)
 	for i := range q.recvSGE {
 		q.recvSGE[i] = q.small.SGE(q.recvPad+i*q.recvStride, uint32(q.recvSize))
@@ -271,37 +281,81 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 	return q, nil
 }
 
-// enableData registers the data buffers (after a successful Fabrics
-// Connect; poller goroutine) in memory regions of at most regmem.MaxChunk
-// bytes, each a whole number of buffers, and puts them in the pool; the
-// bootstrap buffer is retired (at once when free, else when returned).
+// enableData registers the queue's first chunk of data buffers after a
+// successful Fabrics Connect (poller goroutine); the bootstrap buffer is
+// retired (at once when free, else when returned). Further chunks are
+// registered by grow as commands in flight need them.
 func (q *queue) enableData() error {
 	if q.connected {
 		return nil
 	}
-	limit := regmem.MaxChunk
-	if q.l.cfg.mrChunk > 0 {
-		limit = q.l.cfg.mrChunk
+	if err := q.grow(true); err != nil {
+		return err
 	}
-	n := q.params.depth * q.dataSize
-	data := q.mem[q.dataOff : q.dataOff+n : q.dataOff+n]
-	regmem.AdviseHuge(data)
-	reg, err := regmem.Register(q.pd, data, limit/q.dataSize*q.dataSize, verbs.AccessLocalWrite)
-	if err != nil {
-		return fmt.Errorf("register %d bytes of data buffers: %w", n, err)
-	}
-	q.reg = reg
 	q.connected = true
-	q.l.stats.registeredBytes.Add(uint64(n))
 	for i, b := range q.freeBufs {
 		if b == q.bootIdx {
 			q.freeBufs = append(q.freeBufs[:i], q.freeBufs[i+1:]...)
 			break
 		}
 	}
-	for i := q.params.depth - 1; i >= 0; i-- {
-		q.freeBufs = append(q.freeBufs, int32(i))
+	return nil
+}
+
+// growBase is the number of data buffers of the first chunk: 2 MiB worth,
+// at least one, at most the queue depth.
+func (q *queue) growBase() int {
+	return min(q.params.depth, max(1, growChunkBytes/q.dataSize))
+}
+
+// growChunkBytes is the size of a queue's first chunk of data buffers;
+// each further chunk doubles the buffers registered.
+const growChunkBytes = 2 << 20
+
+// grow registers the next chunk of data buffers (poller goroutine): the
+// first chunk (growBase buffers) at Connect, then as many buffers as are
+// registered already (doubling), up to one per queue entry. Each chunk is
+// registered in memory regions of at most regmem.MaxChunk bytes, each a
+// whole number of buffers, so no buffer straddles two regions. Except for
+// the first chunk, growth must fit under Config.MaxDataBufferBytes across
+// the listener; when it does not, the command waits for one of the
+// queue's own buffers (StateNeedBuffer), as it always could.
+func (q *queue) grow(first bool) error {
+	depth := q.params.depth
+	if q.dataBufs >= depth || q.noGrow {
+		return errNoGrowth
 	}
+	n := q.growBase()
+	if !first {
+		n = min(depth-q.dataBufs, max(n, q.dataBufs))
+	}
+	bytes := n * q.dataSize
+	if !q.l.reserveData(bytes, first) {
+		q.l.stats.growthDenied.Add(1)
+		return errNoGrowth
+	}
+	limit := regmem.MaxChunk
+	if q.l.cfg.mrChunk > 0 {
+		limit = q.l.cfg.mrChunk
+	}
+	off := q.dataOff + q.dataBufs*q.dataSize
+	data := q.mem[off : off+bytes : off+bytes]
+	regmem.AdviseHuge(data)
+	reg, err := regmem.Register(q.pd, data, limit/q.dataSize*q.dataSize, verbs.AccessLocalWrite)
+	if err != nil {
+		q.l.releaseData(bytes)
+		q.noGrow = true
+		return fmt.Errorf("register %d bytes of data buffers: %w", bytes, err)
+	}
+	q.chunks = append(q.chunks, reg)
+	q.l.stats.registeredBytes.Add(uint64(bytes))
+	for i := range n {
+		q.bufBase[q.dataBufs+i] = reg.SGE(i*q.dataSize, 0)
+	}
+	for i := n - 1; i >= 0; i-- {
+		q.freeBufs = append(q.freeBufs, int32(q.dataBufs+i))
+	}
+	q.dataBufs += n
 	return nil
 }
 
@@ -354,7 +408,9 @@ func (q *queue) dataSGE(i int32, n uint32) verbs.SGE {
 	if i == q.bootIdx {
 		return q.small.SGE(q.bootOff, n)
 	}
-	return q.reg.SGE(int(i)*q.dataSize, n)
+	s := q.bufBase[i]
+	s.Length = n
+	return s
 }
 
 // Complete implements target.QueueConn. It hands a request the core left
@@ -397,10 +453,14 @@ func (q *queue) release(leak bool) {
 	if q.qp != nil {
 		errs = append(errs, q.qp.Close())
 	}
-	if q.reg != nil {
-		errs = append(errs, q.reg.Close())
-		q.l.stats.registeredBytes.Add(^uint64(q.params.depth*q.dataSize - 1))
-		q.reg = nil
+	for _, reg := range q.chunks {
+		errs = append(errs, reg.Close())
+	}
+	q.chunks = nil
+	if n := q.dataBufs * q.dataSize; n > 0 {
+		q.l.stats.registeredBytes.Add(^uint64(n - 1))
+		q.l.releaseData(n)
+		q.dataBufs = 0
 	}
 	if q.small != nil {
 		errs = append(errs, q.small.Close())

@@ -26,6 +26,9 @@ type Stats struct {
 	// RegisteredBytes is the memory now registered with the device by
 	// the listener's queues (receive, CQE and data buffers).
 	RegisteredBytes uint64
+	// GrowthDenied counts times a queue wanted more data buffers than
+	// Config.MaxDataBufferBytes allowed (the command waited instead).
+	GrowthDenied uint64
 	// Commands counts command capsules received.
 	Commands uint64
 	// CommandErrors counts commands the transport answered itself with an
@@ -57,6 +60,7 @@ type counters struct {
 	accepted, rejected, queues                 atomic.Uint64
 	acceptErrors, unconnectedRejected          atomic.Uint64
 	connectTimeouts, registeredBytes           atomic.Uint64
+	growthDenied                               atomic.Uint64
 	commands, commandErrors, queueErrors       atomic.Uint64
 	rdmaReads, rdmaWrites                      atomic.Uint64
 	bytesFromHost, bytesToHost, inCapsuleBytes atomic.Uint64

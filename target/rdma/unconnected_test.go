@@ -70,7 +70,8 @@ func TestSilentQueuesCapped(t *testing.T) {
 	s := io.ioSQE(nvme.IORead, 9, 0, 4096, 0, 0)
 	io.mustOK(g.ctx, &s, nil)
 	st = g.waitStats("connected queues leave the unconnected count", func(s Stats) bool { return s.Unconnected == perHost })
-	if want := perHost*perQueue + 2*perQueue + (32+32)*uint64(DefaultMaxDataTransfer); st.RegisteredBytes != want {
+	// Each connected queue registered its first chunk of data buffers.
+	if want := perHost*perQueue + 2*perQueue + 2*growChunkBytes; st.RegisteredBytes != want {
 		t.Fatalf("registered %d bytes after two connected queues, want %d", st.RegisteredBytes, want)
 	}
 
