@@ -21,7 +21,7 @@ const (
 	MaxInCapsuleDataSize = 16384
 	// DefaultMaxDataTransfer is the default largest transfer of one command:
 	// 1 MiB (MDTS 8 with a 4 KiB minimum page size), as nvmet. A queue
-	// registers data buffers by what it has in flight (a 2 MiB chunk at
+	// registers data buffers by what it has in flight (a 1 MiB chunk at
 	// Connect, then doubling), so the size costs neither connect time nor
 	// memory for queues doing small I/O.
 	DefaultMaxDataTransfer = 1 << 20
@@ -83,7 +83,7 @@ type Config struct {
 	// negative → no cap.
 	MaxUnconnectedQueues int
 	// MaxDataBufferBytes caps the data buffer memory all queues register
-	// beyond the first chunk each gets at Connect (2 MiB, or one buffer
+	// beyond the first chunk each gets at Connect (1 MiB, or one buffer
 	// when MaxDataTransfer is larger). A queue registers more buffers as
 	// its commands in flight need them, up to one per queue entry; past
 	// the cap its commands wait for its own buffers. 0 →

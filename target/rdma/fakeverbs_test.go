@@ -210,7 +210,10 @@ func (fakeProvider) Resolve(context.Context, string, verbs.ResolveOptions) (verb
 // deliver writes capsule into receive buffer ri and injects its completion.
 func (g *fakeRig) deliver(ri int32, capsule []byte) {
 	g.t.Helper()
-	copy(g.q.recvBuf(ri), capsule)
+	copy(g.q.sqeBuf(ri), capsule)
+	if len(capsule) > nvme.SQESize {
+		copy(g.q.icdBuf(ri), capsule[nvme.SQESize:])
+	}
 	g.cq.inject(verbs.WorkCompletion{ID: wrID(wrRecv, ri), Opcode: verbs.WCRecv, ByteLen: uint32(len(capsule))})
 }
 

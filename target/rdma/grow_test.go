@@ -6,7 +6,7 @@ import (
 	"github.com/rdmablk/rdmablk/nvme"
 )
 
-// sendHeld sends n 4 KiB reads (keyed) that the fake core will hold.
+// sendReads sends n 4 KiB reads (keyed) that the fake core will hold.
 func sendReads(t *testing.T, h *rawHost, n int, cid0 uint16) {
 	t.Helper()
 	for i := range n {
@@ -28,7 +28,7 @@ func expectOK(t *testing.T, g *rig, h *rawHost, n int) {
 }
 
 // Issue 12 item 4: a connected queue registers data buffers by what it has
-// in flight — a first 2 MiB chunk at Connect, doubling as commands need
+// in flight — a first 1 MiB chunk at Connect, doubling as commands need
 // more — not depth × MDTS up front.
 func TestDataBuffersGrowWithInFlight(t *testing.T) {
 	const mdts = 1 << 20
@@ -38,7 +38,7 @@ func TestDataBuffersGrowWithInFlight(t *testing.T) {
 	st := g.l.Stats()
 	small := uint64(q.bootOff + bootSize)
 	if want := small + growChunkBytes; st.RegisteredBytes != want {
-		t.Fatalf("after Connect: %d bytes registered, want %d (receive buffers + one 2 MiB chunk)", st.RegisteredBytes, want)
+		t.Fatalf("after Connect: %d bytes registered, want %d (receive buffers + one 1 MiB chunk)", st.RegisteredBytes, want)
 	}
 	release := make(chan struct{})
 	g.core.hold.Store(&release)
@@ -67,7 +67,7 @@ func TestDataBufferCapWaits(t *testing.T) {
 	release := make(chan struct{})
 	g.core.hold.Store(&release)
 	sendReads(t, h, 8, 100)
-	g.waitHeld(2) // the first chunk's two buffers
+	g.waitHeld(1) // the first chunk's one buffer
 	st := g.waitStats("growth denied", func(s Stats) bool { return s.GrowthDenied > 0 })
 	q := g.queueByQID(1)
 	if small := uint64(q.bootOff + bootSize); st.RegisteredBytes != small+growChunkBytes {

@@ -156,7 +156,7 @@ func (q *queue) step() bool {
 // handleWC dispatches one work completion.
 func (q *queue) handleWC(wc *verbs.WorkCompletion) {
 	kind, idx := splitWRID(wc.ID)
-	if idx < 0 || (kind == wrRecv && int(idx) >= len(q.recvSGE)) || (kind != wrRecv && int(idx) >= len(q.slots)) {
+	if idx < 0 || (kind == wrRecv && int(idx) >= q.params.depth) || (kind != wrRecv && int(idx) >= len(q.slots)) {
 		q.log.Error("rdma: completion with unknown work request ID", "id", wc.ID)
 		return
 	}
@@ -282,13 +282,8 @@ func (q *queue) startCommand(r *request, ri int32, n int) {
 	st.commands.Add(1)
 	r.state = StateNew
 	r.recv = ri
-	capsule := q.recvBuf(ri)
-	if n > len(capsule) {
-		n = len(capsule)
-	}
-	capsule = capsule[:n]
 	if n < nvme.SQESize {
-		cid, ok := shortCapsuleCID(capsule)
+		cid, ok := shortCapsuleCID(q.sqeBuf(ri)[:n])
 		if !ok {
 			// nvmet: "capsule size less than 64 bytes" is fatal. Without a
 			// CID there is no command to answer.
@@ -302,8 +297,8 @@ func (q *queue) startCommand(r *request, ri int32, n int) {
 		q.fail(r, nvme.StatusInvalidField.WithDNR(), 0)
 		return
 	}
-	r.req.SQE = nvme.SQE(capsule[:nvme.SQESize])
-	status := q.parseSGL(r, capsule)
+	r.req.SQE = nvme.SQE(q.sqeBuf(ri))
+	status := q.parseSGL(r, q.icdBuf(ri)[:min(n-nvme.SQESize, q.params.icd)])
 	if r.req.Data == nil {
 		// No in-capsule data: the capsule's bytes are no longer needed.
 		q.repostHeld(r)
@@ -628,7 +623,7 @@ func (q *queue) progress() bool {
 
 // repostRecv queues receive buffer i for reposting.
 func (q *queue) repostRecv(i int32) {
-	q.recvBatch[q.nRecv] = verbs.RecvWR{ID: wrID(wrRecv, i), SGL: q.recvSGE[i : i+1]}
+	q.recvBatch[q.nRecv] = verbs.RecvWR{ID: wrID(wrRecv, i), SGL: q.recvSGL(i)}
 	q.nRecv++
 }
 

@@ -45,9 +45,11 @@ type queue struct {
 	batch   batcher // core as a batcher, nil when it is not one
 	sendInv bool    // the device can SEND_WITH_INV
 
-	recvSize   int // bytes per receive buffer (64 + in-capsule data)
-	recvStride int // distance between receive buffers in mem
-	recvPad    int // offset of receive buffer 0 in mem
+	// A receive is two SGEs: its 64-byte SQE in a packed array at offset
+	// 0 of mem, and (with in-capsule data) its in-capsule data buffer of
+	// params.icd bytes on a dataAlign boundary in the array at icdOff.
+	icdOff    int // offset of the in-capsule data buffers in mem
+	icdStride int // distance between in-capsule data buffers
 	dataSize   int // bytes per data buffer (MaxDataTransfer)
 	cqeOff     int // offset of the CQE buffers in mem
 	bootOff    int // offset of the bootstrap data buffer in mem
@@ -195,16 +197,21 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 	}()
 	nslots := 2 * p.depth
 	q.dataSize = l.cfg.MaxDataTransfer
-	q.recvSize = nvme.SQESize + l.cfg.InCapsuleDataSize
 	limit := regmem.MaxChunk
 	if l.cfg.mrChunk > 0 {
 		limit = l.cfg.mrChunk
 	}
-	// Layout: receive buffers, CQEs, the bootstrap buffer (one memory
-	// region), then on a huge page boundary the data buffers.
-	q.recvStride, q.recvPad = recvLayout(l.cfg.InCapsuleDataSize)
-	q.cqeOff = p.depth * q.recvStride
-	q.bootOff = alignUp(q.cqeOff+nslots*nvme.CQESize, dataAlign)
+	// Layout: SQEs (packed), in-capsule data buffers (page-aligned),
+	// CQEs, the bootstrap buffer (one memory region), then on a huge page
+	// boundary the data buffers.
+	q.icdOff, q.icdStride, q.cqeOff, q.bootOff = smallLayout(p.depth, p.icd)
+	recvSGEs := 1
+	if p.icd > 0 {
+		recvSGEs = 2
+		if attr.MaxSGE > 0 && attr.MaxSGE < 2 {
+			return q, fmt.Errorf("device allows %d SGEs per receive, in-capsule data needs 2", attr.MaxSGE)
+		}
+	}
 	small := q.bootOff + bootSize
 	if small > limit {
 		return q, fmt.Errorf("%d bytes of receive and CQE buffers exceed one %d-byte memory region", small, limit)
@@ -229,7 +236,7 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 			MaxSendWR:  p.sendQ,
 			MaxRecvWR:  p.depth,
 			MaxSendSGE: 1,
-			MaxRecvSGE: 1,
+			MaxRecvSGE: recvSGEs,
 		},
 	}); err != nil {
 		return q, fmt.Errorf("create QP: %w", err)
@@ -258,9 +265,10 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 	q.freeBufs = make([]int32, 0, p.depth+1)
 	q.freeBufs = append(q.freeBufs, q.bootIdx)
 	q.bufBase = make([]verbs.SGE, p.depth)
-	q.recvSGE = make([]verbs.SGE, p.depth)
-	for i := range q.recvSGE {
-		q.recvSGE[i] = q.small.SGE(q.recvPad+i*q.recvStride, uint32(q.recvSize))
+	q.recvSGE = make([]verbs.SGE, 2*p.depth)
+	for i := range p.depth {
+		q.recvSGE[2*i] = q.small.SGE(i*nvme.SQESize, nvme.SQESize)
+		q.recvSGE[2*i+1] = q.small.SGE(q.icdOff+i*q.icdStride, uint32(p.icd))
 	}
 	q.bufWait.init()
 	q.readWait.init()
@@ -302,7 +310,7 @@ func (q *queue) enableData() error {
 	return nil
 }
 
-// growBase is the number of data buffers of the first chunk: 2 MiB worth,
+// growBase is the number of data buffers of the first chunk: 1 MiB worth,
 // at least one, at most the queue depth.
 func (q *queue) growBase() int {
 	return min(q.params.depth, max(1, growChunkBytes/q.dataSize))
@@ -310,7 +318,7 @@ func (q *queue) growBase() int {
 
 // growChunkBytes is the size of a queue's first chunk of data buffers;
 // each further chunk doubles the buffers registered.
-const growChunkBytes = 2 << 20
+const growChunkBytes = 1 << 20
 
 // grow registers the next chunk of data buffers (poller goroutine): the
 // first chunk (growBase buffers) at Connect, then as many buffers as are
@@ -361,28 +369,43 @@ func (q *queue) grow(first bool) error {
 
 func alignUp(n, a int) int { return (n + a - 1) / a * a }
 
+// smallLayout places the memory a queue registers at connect: depth packed
+// SQEs, depth in-capsule data buffers of icd bytes each on dataAlign
+// boundaries (so a file backend writes them with O_DIRECT), 2×depth CQEs,
+// and the bootstrap buffer; the region is bootOff + bootSize bytes.
+func smallLayout(depth, icd int) (icdOff, icdStride, cqeOff, bootOff int) {
+	icdOff = alignUp(depth*nvme.SQESize, dataAlign)
+	icdStride = alignUp(icd, dataAlign)
+	cqeOff = icdOff + depth*icdStride
+	bootOff = alignUp(cqeOff+2*depth*nvme.CQESize, dataAlign)
+	return
+}
+
 // dataAlign is the alignment of data buffers and of in-capsule data in
 // the registered memory: the O_DIRECT alignment of 4 KiB-sector devices,
 // so a file backend moves every transfer between the file and registered
 // memory directly (no bounce through the page cache).
 const dataAlign = 4096
 
-// recvLayout places receive buffers of 64 + icd bytes so that the
-// in-capsule data (after the 64-byte SQE) starts on a dataAlign boundary:
-// each SQE takes the last 64 bytes of an aligned block and its data
-// starts the next block. The price is dataAlign-64 bytes per queue entry.
-// Without in-capsule data the buffers are packed.
-func recvLayout(icd int) (stride, pad int) {
-	if icd <= 0 {
-		return nvme.SQESize, 0
-	}
-	return dataAlign + (icd+dataAlign-1)/dataAlign*dataAlign, dataAlign - nvme.SQESize
+// sqeBuf returns the SQE part of receive i.
+func (q *queue) sqeBuf(i int32) []byte {
+	off := int(i) * nvme.SQESize
+	return q.mem[off : off+nvme.SQESize : off+nvme.SQESize]
 }
 
-// recvBuf returns receive buffer i.
-func (q *queue) recvBuf(i int32) []byte {
-	off := q.recvPad + int(i)*q.recvStride
-	return q.mem[off : off+q.recvSize : off+q.recvSize]
+// icdBuf returns the in-capsule data part of receive i (params.icd bytes).
+func (q *queue) icdBuf(i int32) []byte {
+	off := q.icdOff + int(i)*q.icdStride
+	return q.mem[off : off+q.params.icd : off+q.params.icd]
+}
+
+// recvSGL is the scatter list of receive i: the SQE, then the in-capsule
+// data buffer when the queue accepts in-capsule data.
+func (q *queue) recvSGL(i int32) []verbs.SGE {
+	if q.params.icd > 0 {
+		return q.recvSGE[2*i : 2*i+2]
+	}
+	return q.recvSGE[2*i : 2*i+1]
 }
 
 // bufSize is the capacity of data buffer i (the bootstrap buffer is

@@ -71,7 +71,8 @@ func TestSilentQueuesCapped(t *testing.T) {
 	io.mustOK(g.ctx, &s, nil)
 	st = g.waitStats("connected queues leave the unconnected count", func(s Stats) bool { return s.Unconnected == perHost })
 	// Each connected queue registered its first chunk of data buffers.
-	if want := perHost*perQueue + 2*perQueue + 2*growChunkBytes; st.RegisteredBytes != want {
+	_, _, _, adminBoot := smallLayout(32, 0)
+	if want := perHost*perQueue + perQueue + uint64(adminBoot+bootSize) + 2*growChunkBytes; st.RegisteredBytes != want {
 		t.Fatalf("registered %d bytes after two connected queues, want %d", st.RegisteredBytes, want)
 	}
 

@@ -1,0 +1,26 @@
+package rdma
+
+import (
+	"fmt"
+	"testing"
+)
+
+// BenchmarkIOQueueConnect measures one I/O queue's connect: RDMA CM
+// connect request, queue setup (PD, CQ, QP, registration), accept and the
+// Fabrics Connect, at the old default MDTS (128 KiB) and nvmet's (1 MiB),
+// at the Linux host's queue depth (128). The queue is closed after each
+// connect (outside the timer's interest: teardown is asynchronous).
+func BenchmarkIOQueueConnect(b *testing.B) {
+	for _, mdts := range []int{128 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("mdts=%dK", mdts>>10), func(b *testing.B) {
+			g := newRig(b, rigOpts{cfg: Config{MaxDataTransfer: mdts}})
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				h := g.connectQueue(rawOpts{qid: 1, depth: 128, dataSize: 4096}, testSubNQN, testHostNQN)
+				h.close()
+			}
+			b.StopTimer()
+		})
+	}
+}
