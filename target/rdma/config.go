@@ -92,9 +92,10 @@ type Config struct {
 	// MaxUnconnectedPerHost is MaxUnconnectedQueues per host address.
 	// 0 → DefaultMaxUnconnectedPerHost, negative → no cap.
 	MaxUnconnectedPerHost int
-	// PollSpins is how many consecutive empty polls of the CQ (yielding
+	// PollSpins is the most consecutive empty polls of the CQ (yielding
 	// the processor in between) a queue's poller makes before it arms the
-	// CQ and sleeps on its completion channel. More spins lower latency
+	// CQ and sleeps on its completion channel; the poller adapts its
+	// budget below this to how often spinning found work. More spins lower latency
 	// under light load and burn more CPU between bursts; an idle queue
 	// always ends up asleep and costs no CPU. 0 → DefaultPollSpins;
 	// negative → sleep as soon as a poll finds nothing.
@@ -160,11 +161,8 @@ func (c *Config) normalize(devMaxQPWR int) error {
 	if c.MaxQueueDepth < 2 {
 		return fmt.Errorf("%w: device MaxQPWR %d below 2", ErrInvalidConfig, devMaxQPWR)
 	}
-	switch {
-	case c.PollSpins == 0:
+	if c.PollSpins == 0 { // negative stays: no spinning (normalize is idempotent)
 		c.PollSpins = DefaultPollSpins
-	case c.PollSpins < 0:
-		c.PollSpins = 0
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = DefaultDrainTimeout

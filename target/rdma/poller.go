@@ -24,7 +24,8 @@ func (q *queue) run() {
 	var drainC <-chan time.Time
 	drainCh := q.drainCh
 	spins := 0
-	spinLimit := q.l.cfg.PollSpins
+	spinLimit := max(q.l.cfg.PollSpins, 0)
+	budget := spinLimit // adaptive: see spinBudget
 	// A queue must bring its Fabrics Connect within ConnectTimeout.
 	var connTimer *time.Timer
 	var connC <-chan time.Time
@@ -62,14 +63,18 @@ func (q *queue) run() {
 			break
 		}
 		if worked {
+			if spins > 0 {
+				budget = spinBudget(budget, spinLimit, spinFound)
+			}
 			spins = 0
 			continue
 		}
-		if spins < spinLimit {
+		if spins < budget {
 			spins++
 			runtime.Gosched()
 			continue
 		}
+		budget = spinBudget(budget, spinLimit, spinSlept)
 		if err := q.cq.ReqNotify(); err != nil {
 			q.fatal("arming the CQ", err)
 			break
@@ -94,6 +99,7 @@ func (q *queue) run() {
 			// A timer fires once: act on it here.
 			q.fatal("drain timed out", errDrainTimeout)
 		}
+		budget = spinBudget(budget, spinLimit, spinWoke)
 		spins = 0
 	}
 	if drainTimer != nil {
@@ -103,6 +109,32 @@ func (q *queue) run() {
 		connTimer.Stop()
 	}
 	q.teardown()
+}
+
+// Outcomes that adapt a poller's spin budget (spinBudget).
+const (
+	spinFound = iota // an empty poll was followed by work while spinning
+	spinSlept        // the budget ran out: the poller arms the CQ and sleeps
+	spinWoke         // the poller woke from its sleep
+)
+
+// spinBudget adapts how many empty polls a poller spins (yielding the
+// processor) before it sleeps, between 0 and limit: spinning that found
+// work doubles the budget, running out of it halves it, and each wake-up
+// adds one. A queue whose work comes in bursts keeps spinning through the
+// gaps; an idle or sparsely used queue — and so an oversubscribed host
+// with many of them — quickly stops spinning and sleeps on its channels
+// instead of yielding the CPU its peers (and the NIC's own work) need.
+func spinBudget(budget, limit, outcome int) int {
+	switch outcome {
+	case spinFound:
+		budget = 2*budget + 1
+	case spinSlept:
+		budget /= 2
+	case spinWoke:
+		budget++
+	}
+	return min(max(budget, 0), limit)
 }
 
 // connectTimedOut ends a queue whose host did not bring a successful

@@ -50,10 +50,10 @@ type queue struct {
 	// params.icd bytes on a dataAlign boundary in the array at icdOff.
 	icdOff    int // offset of the in-capsule data buffers in mem
 	icdStride int // distance between in-capsule data buffers
-	dataSize   int // bytes per data buffer (MaxDataTransfer)
-	cqeOff     int // offset of the CQE buffers in mem
-	bootOff    int // offset of the bootstrap data buffer in mem
-	dataOff    int // offset of data buffer 0 in mem
+	dataSize  int // bytes per data buffer (MaxDataTransfer)
+	cqeOff    int // offset of the CQE buffers in mem
+	bootOff   int // offset of the bootstrap data buffer in mem
+	dataOff   int // offset of data buffer 0 in mem
 	// bootIdx is the buffer index of the bootstrap buffer (bootSize bytes
 	// in the small registration): the only data buffer before Connect (the
 	// admin Connect's data comes by RDMA READ), retired once the data
