@@ -14,26 +14,37 @@
 //   - a protection domain (one per connection, see below), one completion
 //     queue for both work queues, the RC queue pair and its ConnID;
 //   - one anonymous mapping (verbs/regmem.Reserve: address space only,
-//     resident when touched or registered) holding the receive buffers
-//     (64 + in-capsule bytes each, one per queue entry), the 16-byte CQE
-//     buffers (one per request slot), one 4 KiB bootstrap data buffer, and
-//     on a 2 MiB boundary the data buffer pool (MaxDataTransfer bytes each,
-//     one per queue entry; transparent huge pages advised). The receive,
+//     resident when touched or registered) holding, in this order: the
+//     64-byte SQE of each queue entry (packed), the in-capsule data buffer
+//     of each queue entry (the negotiated in-capsule size, on a 4 KiB
+//     boundary; none on the admin queue), the 16-byte CQE buffers (one per
+//     request slot), one 4 KiB bootstrap data buffer, and on a 2 MiB
+//     boundary room for one data buffer (MaxDataTransfer bytes) per queue
+//     entry. A receive is two SGEs, its SQE and its in-capsule buffer, so
+//     in-capsule data starts on a 4 KiB boundary (a file backend writes
+//     it with O_DIRECT) without wasting a page per SQE. SQEs, in-capsule,
 //     CQE and bootstrap buffers are registered at connect as one memory
-//     region. The data buffers are registered only after the host's
-//     Fabrics Connect succeeded, as memory regions of at most 1 GiB (the
-//     PVRDMA limit), each a whole number of data buffers, so no buffer
-//     straddles two regions; until then the bootstrap buffer (enough for
-//     the admin Connect's 1,024 bytes of data, which come by RDMA READ) is
-//     the queue's only data buffer, and a keyed transfer longer than it is
-//     answered Data SGL Length Invalid. A connection that never sends a
-//     Connect therefore pins kilobytes, not depth × MDTS. Data buffers and
-//     in-capsule data start on 4 KiB boundaries (each SQE takes the last
-//     64 bytes of a page, its in-capsule data the next page), so a file
-//     backend moves them with O_DIRECT straight to and from the file.
-//     All of it is registered with local write access only: target
-//     buffers never get remote rights; the host's memory is named by the
-//     keyed SGL the host sends;
+//     region. Data buffers are registered only after the host's Fabrics
+//     Connect succeeded, and then by what the queue has in flight: a first
+//     chunk of 1 MiB (one buffer at the default 1 MiB MDTS) at Connect,
+//     then, whenever a command finds no free buffer, a chunk as large as
+//     what is registered (doubling), up to one buffer per queue entry and,
+//     past the first chunk, within Config.MaxDataBufferBytes for the whole
+//     listener. Each chunk is registered as memory regions of at most
+//     1 GiB (the PVRDMA limit), each a whole number of buffers, so no
+//     buffer straddles two regions; chunks of 2 MiB and more get
+//     transparent huge pages advised. Before Connect the bootstrap buffer
+//     (enough for the admin Connect's 1,024 bytes of data, which come by
+//     RDMA READ) is the queue's only data buffer, and a keyed transfer
+//     longer than it is answered Data SGL Length Invalid: a connection
+//     that never sends a Connect pins kilobytes, not depth × MDTS.
+//     The core gets the registered-at-connect memory and the first data
+//     chunk as its data region (target.Queue.SetDataRegion: io_uring fixed
+//     buffers), so a backend that pins it for fixed I/O pins no more than
+//     the queue always has; buffers of later chunks are served by plain
+//     io_uring operations. All of it is registered with local write
+//     access only: target buffers never get remote rights; the host's
+//     memory is named by the keyed SGL the host sends;
 //   - the request slots (two per queue entry, as nvmet: a slot whose CQE
 //     SEND is still in flight cannot take the next command of its entry)
 //     with their target.Request, SGEs and wait-list links;
@@ -41,8 +52,11 @@
 //     else touches them, so the I/O path has no locks; the only hand-off is
 //     the completion channel fed by QueueConn.Complete (capacity = slots,
 //     so Complete never blocks). The poller busy-polls while there is work
-//     and, after Config.PollSpins empty polls, arms the CQ and sleeps on
-//     its completion channel, so an idle queue burns no CPU. Each poll is
+//     and, after a number of empty polls that adapts to whether spinning
+//     found work (at most Config.PollSpins; spinBudget), arms the CQ and
+//     sleeps on its completion channel, so an idle queue burns no CPU and
+//     many sparsely used queues do not spin. The poller also owns the
+//     queue's Fabrics Connect timer. Each poll is
 //     one batch for the core (target.Queue.BeginBatch / EndBatch): backend
 //     I/O the batch started (io_uring) reaches the device in one submission.
 //
@@ -67,8 +81,13 @@
 //
 // The data buffer pool is per queue (one PD per connection, below): its
 // free list is a stack owned by the poller, without locks. A command that
-// finds it empty waits in StateNeedBuffer and continues when a buffer is
-// returned; it is never failed for lack of one.
+// finds it empty, when the queue may not register more, waits in
+// StateNeedBuffer and continues when a buffer is returned; it is never
+// failed for lack of one. Pools are not shared across queues (yet): MRs
+// belong to one PD, so sharing needs one PD per device for every queue
+// (as nvmet and SPDK have), and the core's data region
+// (target.Queue.SetDataRegion) is one slice per queue fixed before the
+// first command, which a pool growing across queues does not fit.
 //
 // One protection domain per connection: a PD is the boundary the RDMA
 // device enforces between memory regions and queue pairs. With one PD per
@@ -96,12 +115,23 @@
 //     it: after execution for host writes, after the SEND completion (which
 //     implies the preceding RDMA WRITE completed) for host reads, and only
 //     after the RDMA READ completed or was flushed when the queue dies, so no
-//     buffer the device could still write is ever reused.
+//     buffer the device could still write is ever reused. The bootstrap
+//     buffer is not returned once the queue is connected. Registered
+//     chunks stay registered until the queue is released (no shrinking).
+//
+// # Tests that are slow or gated
+//
+// TestManyQueuesMemory connects RDMABLK_MANY_QUEUES I/O queues (depth 128)
+// and reports RSS and registered bytes with I/O on all of them (skipped
+// unless the variable is set). BenchmarkIOQueueConnect measures an I/O
+// queue's connect at MDTS 128 KiB and 1 MiB; BenchmarkIdleCPU the CPU of
+// an idle target with 64 queues.
 //
 // # Errors
 //
 // Per-command errors (bad SGL, short capsule with a readable CID) are
-// answered with an error CQE and the queue keeps working. Queue-fatal
+// answered with an error CQE and the queue keeps working; the SQ head
+// advances for them as for any consumed command (target.Queue.Consume). Queue-fatal
 // errors (a work completion error other than a flush, a capsule too short
 // to carry a CID, a failed post) disconnect only that queue; other queues and
 // hosts are unaffected. Nothing on the network path panics.
