@@ -17,6 +17,9 @@ import (
 // doc.go). The issue 12 item 4 figure: RDMABLK_MANY_QUEUES=1024.
 const manyQueuesEnv = "RDMABLK_MANY_QUEUES"
 
+// manyQueuesQDEnv sets the reads in flight per queue (default 1).
+const manyQueuesQDEnv = "RDMABLK_MANY_QUEUES_QD"
+
 // rssBytes reads VmRSS from /proc/self/status (0 where unavailable).
 func rssBytes() uint64 {
 	b, err := os.ReadFile("/proc/self/status")
@@ -35,8 +38,8 @@ func rssBytes() uint64 {
 }
 
 // TestManyQueuesMemory connects N I/O queues of depth 128 (the Linux
-// host's default) over the soft fabric, runs 4 KiB reads with 4 in flight
-// on every queue, and reports the process RSS and the bytes the target
+// host's default) over the soft fabric, runs 4 KiB reads with
+// RDMABLK_MANY_QUEUES_QD (default 1) in flight on every queue, and reports the process RSS and the bytes the target
 // registered. Hosts and target share the process: the hosts' registered
 // memory is reported separately.
 func TestManyQueuesMemory(t *testing.T) {
@@ -48,7 +51,11 @@ func TestManyQueuesMemory(t *testing.T) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	rss0 := rssBytes()
-	const depth, qd = 128, 4
+	const depth = 128
+	qd, _ := strconv.Atoi(os.Getenv(manyQueuesQDEnv))
+	if qd <= 0 || qd > depth {
+		qd = 1
+	}
 	opts := rawOpts{qid: 1, depth: depth, capSize: nvme.SQESize + nvme.ConnectDataSize, dataSize: qd * 4096}
 	hs := make([]*rawHost, 0, n)
 	hostBytes := 0
