@@ -26,6 +26,14 @@
 // and Poll never block; CompletionQueue.ReqNotify on a CQ that already
 // holds completions signals at once.
 //
+// Locks on the data path: posters of one queue are serialized by that
+// queue's post lock, which no engine takes; a post validates its work
+// requests and fills the free slots past the queue's tail without the QP
+// lock, then holds the QP lock only to check the state and publish the new
+// tail. Keys are looked up in an immutable key table swapped whole when an
+// MR is registered or closed, so neither posts nor the engines' remote
+// accesses take a device-wide lock.
+//
 // # Buffer lifetimes
 //
 // As in package verbs: registered memory belongs to the caller and must stay
