@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"time"
 
 	"github.com/rdmablk/rdmablk/target"
@@ -100,6 +101,16 @@ type Config struct {
 	// always ends up asleep and costs no CPU. 0 → DefaultPollSpins;
 	// negative → sleep as soon as a poll finds nothing.
 	PollSpins int
+	// PollGroups is the number of poll groups: pollers that each own many
+	// queues (queues are assigned at connect to the group with the
+	// fewest). 0 → runtime.GOMAXPROCS(0), one per core Go runs on.
+	PollGroups int
+	// LockPollerThreads locks each poll group to an OS thread
+	// (runtime.LockOSThread) and makes it spin without yielding the
+	// processor. Off by default: a locked goroutine that yields or sleeps
+	// hands its thread off through the kernel, which costs more than it
+	// saves unless the pollers have cores to themselves.
+	LockPollerThreads bool
 	// SendWithInvalidate selects how a command whose keyed SGL asked for
 	// remote invalidation (subtype 0xF) is answered: true → SEND_WITH_INV
 	// carrying the host's rkey (the host then skips its LOCAL_INV); false
@@ -160,6 +171,9 @@ func (c *Config) normalize(devMaxQPWR int) error {
 	}
 	if c.MaxQueueDepth < 2 {
 		return fmt.Errorf("%w: device MaxQPWR %d below 2", ErrInvalidConfig, devMaxQPWR)
+	}
+	if c.PollGroups <= 0 {
+		c.PollGroups = runtime.GOMAXPROCS(0)
 	}
 	if c.PollSpins == 0 { // negative stays: no spinning (normalize is idempotent)
 		c.PollSpins = DefaultPollSpins

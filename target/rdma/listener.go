@@ -50,6 +50,9 @@ type Listener struct {
 	refusalLog   time.Time
 	refusalQuiet int
 
+	// groups are the poll groups (fixed at Listen).
+	groups []*pollGroup
+
 	closeOnce sync.Once
 	closeErr  error
 	stats     counters
@@ -105,6 +108,10 @@ func Listen(cfg Config) (*Listener, error) {
 	if err := l.core.AddPort(l.port()); err != nil {
 		_ = l.ln.Close()
 		return nil, fmt.Errorf("rdma: registering port %d: %w", cfg.PortID, err)
+	}
+	l.groups = make([]*pollGroup, cfg.PollGroups)
+	for i := range l.groups {
+		l.groups[i] = newPollGroup(l)
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.wg.Add(1)
@@ -196,6 +203,10 @@ func (l *Listener) Close() error {
 			q.drain()
 		}
 		l.wg.Wait()
+		for _, g := range l.groups {
+			close(g.stop)
+			<-g.done
+		}
 		if err := l.core.RemovePort(l.cfg.PortID); err != nil {
 			errs = append(errs, err)
 		}
@@ -301,7 +312,7 @@ func (l *Listener) setup(req *verbs.ConnRequest) {
 		return
 	}
 	l.queues[q] = struct{}{}
-	l.wg.Add(1) // the poller
+	l.wg.Add(1) // the queue, until its teardown (finish)
 	l.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(l.ctx, acceptTimeout)
@@ -317,7 +328,7 @@ func (l *Listener) setup(req *verbs.ConnRequest) {
 		l.stats.queues.Add(1)
 		q.log.Debug("rdma: queue connected", "depth", p.depth, "ord", p.ord, "sendq", p.sendQ)
 	}
-	go q.run()
+	l.pickGroup().add(q)
 }
 
 // reject answers a connect request with the NVMe-oF reject private data

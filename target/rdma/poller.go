@@ -2,7 +2,6 @@ package rdma
 
 import (
 	"errors"
-	"runtime"
 	"time"
 
 	"github.com/rdmablk/rdmablk/nvme"
@@ -13,103 +12,6 @@ import (
 // before the QP is destroyed outright (safety net against a provider that
 // never flushes).
 const flushTimeout = 10 * time.Second
-
-// run is the poller goroutine: it owns the QP, the CQ and every slot until
-// teardown has released them. It busy-polls while there is work and
-// otherwise arms the CQ and sleeps on the CQ's notify channel, the
-// completion channel, the connection's Done, and the kill/drain requests.
-func (q *queue) run() {
-	defer q.l.wg.Done()
-	var drainTimer *time.Timer
-	var drainC <-chan time.Time
-	drainCh := q.drainCh
-	spins := 0
-	spinLimit := max(q.l.cfg.PollSpins, 0)
-	budget := spinLimit // adaptive: see spinBudget
-	// A queue must bring its Fabrics Connect within ConnectTimeout.
-	var connTimer *time.Timer
-	var connC <-chan time.Time
-	if !q.connected && q.l.cfg.ConnectTimeout > 0 {
-		connTimer = time.NewTimer(q.l.cfg.ConnectTimeout)
-		connC = connTimer.C
-	}
-	for !q.dying {
-		if connC != nil && q.connected {
-			connTimer.Stop()
-			connC = nil
-		}
-		// Control events, non-blocking (cheap on the busy path).
-		select {
-		case <-connC:
-			q.connectTimedOut()
-		case <-q.killCh:
-			q.fatal("closed by the target core", nil)
-		case <-q.id.Done():
-			q.fatal("connection ended", q.id.Err())
-		case <-drainCh:
-			drainCh = nil
-			q.startDrain()
-			drainTimer = time.NewTimer(q.l.cfg.DrainTimeout)
-			drainC = drainTimer.C
-		case <-drainC:
-			q.fatal("drain timed out", errDrainTimeout)
-		default:
-		}
-		if q.dying {
-			break
-		}
-		worked := q.step()
-		if q.dying || (q.draining && q.drained()) {
-			break
-		}
-		if worked {
-			if spins > 0 {
-				budget = spinBudget(budget, spinLimit, spinFound)
-			}
-			spins = 0
-			continue
-		}
-		if spins < budget {
-			spins++
-			runtime.Gosched()
-			continue
-		}
-		budget = spinBudget(budget, spinLimit, spinSlept)
-		if err := q.cq.ReqNotify(); err != nil {
-			q.fatal("arming the CQ", err)
-			break
-		}
-		if q.step() {
-			spins = 0
-			continue
-		}
-		if q.dying || (q.draining && q.drained()) {
-			break
-		}
-		select {
-		case <-q.cq.Notify():
-		case t := <-q.compCh:
-			q.onComplete(t)
-		case <-connC:
-			q.connectTimedOut()
-		case <-q.killCh:
-		case <-q.id.Done():
-		case <-drainCh:
-		case <-drainC:
-			// A timer fires once: act on it here.
-			q.fatal("drain timed out", errDrainTimeout)
-		}
-		budget = spinBudget(budget, spinLimit, spinWoke)
-		spins = 0
-	}
-	if drainTimer != nil {
-		drainTimer.Stop()
-	}
-	if connTimer != nil {
-		connTimer.Stop()
-	}
-	q.teardown()
-}
 
 // Outcomes that adapt a poller's spin budget (spinBudget).
 const (

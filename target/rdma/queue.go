@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/target"
@@ -105,6 +107,15 @@ type queue struct {
 	draining bool
 	dying    bool // fatal error or teardown: nothing more is posted
 
+	// g is the poll group that owns the queue; ctl holds control events
+	// for it (ctl* bits); watchStop ends the watcher goroutine; the timers
+	// are the Fabrics Connect and drain deadlines.
+	g          *pollGroup
+	ctl        atomic.Uint32
+	watchStop  chan struct{}
+	watchDone  chan struct{}
+	connTimer  *time.Timer
+	drainTimer *time.Timer
 	// compCh carries slot indices from QueueConn.Complete (capacity =
 	// slots, so Complete never blocks).
 	compCh    chan int32
@@ -447,6 +458,9 @@ func (q *queue) Complete(r *target.Request) {
 	}
 	select {
 	case q.compCh <- int32(r.Tag):
+		if g := q.g; g != nil {
+			g.ring()
+		}
 	default:
 		q.log.Error("rdma: Complete called more than once", "tag", r.Tag)
 	}
