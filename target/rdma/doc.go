@@ -47,18 +47,31 @@
 //     memory is named by the keyed SGL the host sends;
 //   - the request slots (two per queue entry, as nvmet: a slot whose CQE
 //     SEND is still in flight cannot take the next command of its entry)
-//     with their target.Request, SGEs and wait-list links;
-//   - one poller goroutine that owns the QP, the CQ and every slot. Nothing
-//     else touches them, so the I/O path has no locks; the only hand-off is
-//     the completion channel fed by QueueConn.Complete (capacity = slots,
-//     so Complete never blocks). The poller busy-polls while there is work
-//     and, after a number of empty polls that adapts to whether spinning
-//     found work (at most Config.PollSpins; spinBudget), arms the CQ and
-//     sleeps on its completion channel, so an idle queue burns no CPU and
-//     many sparsely used queues do not spin. The poller also owns the
-//     queue's Fabrics Connect timer. Each poll is
-//     one batch for the core (target.Queue.BeginBatch / EndBatch): backend
-//     I/O the batch started (io_uring) reaches the device in one submission.
+//     with their target.Request, SGEs and wait-list links.
+//
+// Queues are served by poll groups (SPDK's model, DESIGN.md §3): a fixed
+// set of poller goroutines (Config.PollGroups, default one per
+// GOMAXPROCS), each owning many queues. A queue is assigned at connect to
+// the group with the fewest queues; from then on that group's goroutine
+// owns its QP, CQ and every slot, so the I/O path has no locks. One pass
+// steps each queue once (its CQ, the completions the core handed back,
+// waiting requests) and posts, per queue, one batch of receives and one
+// batch of sends; each step is one batch for the core
+// (target.Queue.BeginBatch / EndBatch), so backend I/O it started
+// (io_uring) reaches the device in one submission. While passes find work
+// the group keeps passing; after an adaptive number of empty passes (at
+// most Config.PollSpins, spinBudget) it arms every CQ, passes once more and
+// sleeps on its bell, so an idle target burns no CPU and an oversubscribed
+// one does not spin. QueueConn.Complete queues the slot on the queue's
+// completion channel (capacity = slots, so Complete never blocks) and
+// rings the group's bell: a backend completion reaches the owning group
+// without a goroutine hand-off. Each queue has one parked watcher
+// goroutine that rings the bell for its CQ notifications and records its
+// control events (core Close, connection end, drain) and timers (Fabrics
+// Connect, drain) as bits the group acts on. A queue that dies or has
+// drained leaves its group and is torn down (flushes awaited, core
+// completions awaited, resources released) on a goroutine of its own.
+// Config.LockPollerThreads pins each group to an OS thread.
 //
 // A connection counts as unconnected from its connect request until its
 // Fabrics Connect succeeds (or it ends). Unconnected connections are capped

@@ -31,9 +31,12 @@ type pollGroup struct {
 	stop chan struct{} // closed by Listener.Close after every queue is gone
 	done chan struct{} // closed when the goroutine returned
 
-	mu       sync.Mutex // guards incoming and load
+	mu       sync.Mutex // guards incoming, load and calls
 	incoming []*queue
 	load     int // queues assigned and not yet torn down
+	// calls run on the group goroutine at its next pass (tests inspect
+	// queue state there, where it is owned).
+	calls []func(qs []*queue)
 
 	queues []*queue // group goroutine only
 }
@@ -216,10 +219,24 @@ func (g *pollGroup) run() {
 // adopt takes the queues handed to the group since the last pass.
 func (g *pollGroup) adopt() {
 	g.mu.Lock()
-	in := g.incoming
-	g.incoming = nil
+	in, calls := g.incoming, g.calls
+	g.incoming, g.calls = nil, nil
 	g.mu.Unlock()
 	g.queues = append(g.queues, in...)
+	for _, f := range calls {
+		f(g.queues)
+	}
+}
+
+// inspect runs f on the group goroutine with the group's queues and waits
+// for it (tests).
+func (g *pollGroup) inspect(f func(qs []*queue)) {
+	done := make(chan struct{})
+	g.mu.Lock()
+	g.calls = append(g.calls, func(qs []*queue) { f(qs); close(done) })
+	g.mu.Unlock()
+	g.ring()
+	<-done
 }
 
 // passAll passes every queue once and releases those that finished. It
