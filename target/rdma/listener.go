@@ -62,7 +62,8 @@ type Listener struct {
 	dataBytes atomic.Int64
 }
 
-// testHooks observe the poller from tests (called on the poller goroutine).
+// testHooks observe the poller from tests (called on the goroutine of the
+// poll group that owns the queue).
 type testHooks struct {
 	// readPosted reports the RDMA READs in flight after posting one.
 	readPosted func(inFlight int)

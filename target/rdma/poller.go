@@ -626,7 +626,8 @@ func (q *queue) fatal(reason string, err error) {
 
 // teardown disconnects, destroys the core queue, waits until every posted
 // work request completed or was flushed and every request the core held
-// came back, then releases the resources. Runs on the poller goroutine.
+// came back, then releases the resources. Runs on the queue's teardown
+// goroutine (finish), after the queue left its poll group.
 //
 // Queue.Destroy comes before the wait for executing requests, not after:
 // the core holds Asynchronous Event Requests until an event or until the

@@ -28,8 +28,9 @@ func wrID(kind uint64, idx int32) uint64 { return kind<<56 | uint64(uint32(idx))
 func splitWRID(id uint64) (kind uint64, idx int32) { return id >> 56, int32(uint32(id)) }
 
 // queue is one RDMA connection = one NVMe queue. After setup every field
-// below is owned by the poller goroutine (run), except the channels and
-// Once values used by Complete, Close and drain.
+// below is owned by its poller — the goroutine of the poll group that owns
+// the queue, then the queue's teardown goroutine (finish) — except the
+// channels, ctl and the Once values used by Complete, Close and drain.
 type queue struct {
 	l      *Listener
 	log    *slog.Logger
@@ -448,7 +449,7 @@ func (q *queue) dataSGE(i int32, n uint32) verbs.SGE {
 }
 
 // Complete implements target.QueueConn. It hands a request the core left
-// pending back to the poller; it never blocks (the channel holds one entry
+// pending back to the queue's poller and rings its poll group; it never blocks (the channel holds one entry
 // per slot) and may be called from any goroutine, also after teardown
 // started.
 func (q *queue) Complete(r *target.Request) {
