@@ -110,6 +110,10 @@ func (q *queue) handleWC(wc *verbs.WorkCompletion) {
 		q.readCredits++
 		q.sendCredits++
 		r := &q.slots[idx]
+		if r.state != StateReadingFromHost {
+			q.log.Error("rdma: READ completion for a request not reading", "state", r.state)
+			return
+		}
 		if wc.Status != verbs.WCSuccess {
 			q.wcError("RDMA READ", wc)
 			q.releaseSlot(r) // the READ is over: its buffer may be reused
@@ -129,6 +133,10 @@ func (q *queue) handleWC(wc *verbs.WorkCompletion) {
 	case wrSend:
 		q.outstanding--
 		r := &q.slots[idx]
+		if r.state != StateCompleting {
+			q.log.Error("rdma: SEND completion for a request not completing", "state", r.state)
+			return
+		}
 		q.sendCredits += r.sendCredits
 		r.sendCredits = 0
 		if wc.Status != verbs.WCSuccess {
@@ -286,7 +294,6 @@ func (q *queue) fail(r *request, s nvme.Status, dw0 uint32) {
 	r.req.CQE.SetSQID(q.params.qid)
 	r.req.CQE.SetSQHD(q.core.Consume())
 	r.req.CQE.SetStatus(s)
-	r.state = StateExecuted
 	q.toCompletion(r)
 }
 
@@ -364,9 +371,8 @@ func (q *queue) postRead(r *request) {
 	}
 }
 
-// execute hands r to the core (StateReadyToExecute → StateExecuting).
+// execute hands r to the core (StateExecuting).
 func (q *queue) execute(r *request) {
-	r.state = StateReadyToExecute
 	r.req.CQE.Reset()
 	r.state = StateExecuting
 	q.executing++
@@ -387,14 +393,13 @@ func (q *queue) onComplete(t int32) {
 	q.onExecuted(&q.slots[t])
 }
 
-// onExecuted: the core is done with r (StateExecuted).
+// onExecuted: the core is done with r; its CQE is final.
 func (q *queue) onExecuted(r *request) {
 	q.executing--
 	if r.aer {
 		q.heldAER--
 		r.aer = false
 	}
-	r.state = StateExecuted
 	if q.dying {
 		q.releaseSlot(r)
 		return
@@ -446,7 +451,6 @@ func (q *queue) toCompletion(r *request) {
 // the send credits.
 func (q *queue) postCompletion(r *request) {
 	if r.state == StateWriteToHostPending {
-		r.state = StateWritingToHost
 		n := min(r.req.Length, r.length)
 		r.sge[0] = q.dataSGE(r.buf, n)
 		q.sendBatch[q.nSend] = verbs.SendWR{
@@ -464,7 +468,6 @@ func (q *queue) postCompletion(r *request) {
 		if h := q.l.hooks; h != nil && h.dataPosted != nil {
 			h.dataPosted(verbs.OpRDMAWrite, r.sge[0].Addr, n)
 		}
-		r.state = StateCompletePending
 	}
 	r.state = StateCompleting
 	q.repostHeld(r)
@@ -532,15 +535,15 @@ func (q *queue) progress() bool {
 	for moved := true; moved && !q.dying; {
 		moved = false
 		for !q.sendWait.empty() && q.sendCredits >= q.completionNeed(q.sendWait.peek(q)) {
-			q.postCompletion(q.sendWait.pop(q))
+			q.advance(q.sendWait.pop(q))
 			moved = true
 		}
 		for !q.readWait.empty() && q.readCredits > 0 && q.sendCredits > 0 {
-			q.postRead(q.readWait.pop(q))
+			q.advance(q.readWait.pop(q))
 			moved = true
 		}
 		for !q.bufWait.empty() && !q.dying && q.haveBuffer() {
-			q.gotBuffer(q.bufWait.pop(q))
+			q.advance(q.bufWait.pop(q))
 			moved = true
 		}
 		for q.backlogLen > 0 && len(q.freeSlots) > 0 && !q.dying {
@@ -553,6 +556,22 @@ func (q *queue) progress() bool {
 		worked = worked || moved
 	}
 	return worked
+}
+
+// advance moves a request whose waiting state's resource became available
+// (the caller checked it) to its next state: the state decides the
+// transition.
+func (q *queue) advance(r *request) {
+	switch r.state {
+	case StateNeedBuffer:
+		q.gotBuffer(r)
+	case StateReadFromHostPending:
+		q.postRead(r)
+	case StateWriteToHostPending, StateCompletePending:
+		q.postCompletion(r)
+	default:
+		q.log.Error("rdma: request on a wait list in a state that does not wait", "state", r.state)
+	}
 }
 
 // repostRecv queues receive buffer i for reposting.
