@@ -107,10 +107,11 @@ type Config struct {
 	PollGroups int
 	// LockPollerThreads locks each poll group to an OS thread
 	// (runtime.LockOSThread) and makes it spin without yielding the
-	// processor. Off by default: a locked goroutine that yields or sleeps
-	// hands its thread off through the kernel, which costs more than it
-	// saves unless the pollers have cores to themselves.
-	LockPollerThreads bool
+	// processor (runtime.Gosched on a locked thread would hand the thread
+	// off through the kernel); its spinning stays bounded by the adaptive
+	// budget. nil → true (one locked poller per core, as SPDK); false →
+	// pollers are ordinary goroutines that yield while they spin.
+	LockPollerThreads *bool
 	// SendWithInvalidate selects how a command whose keyed SGL asked for
 	// remote invalidation (subtype 0xF) is answered: true → SEND_WITH_INV
 	// carrying the host's rkey (the host then skips its LOCAL_INV); false

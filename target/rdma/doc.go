@@ -71,7 +71,8 @@
 // Connect, drain) as bits the group acts on. A queue that dies or has
 // drained leaves its group and is torn down (flushes awaited, core
 // completions awaited, resources released) on a goroutine of its own.
-// Config.LockPollerThreads pins each group to an OS thread.
+// By default each group is locked to an OS thread (Config.LockPollerThreads)
+// and spins without yielding, within its adaptive budget.
 //
 // A connection counts as unconnected from its connect request until its
 // Fabrics Connect succeeds (or it ends). Unconnected connections are capped

@@ -170,7 +170,8 @@ func (q *queue) finished() bool { return q.dying || (q.draining && q.drained()) 
 // run is the group goroutine.
 func (g *pollGroup) run() {
 	defer close(g.done)
-	if g.l.cfg.LockPollerThreads {
+	locked := g.l.cfg.LockPollerThreads == nil || *g.l.cfg.LockPollerThreads
+	if locked {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 	}
@@ -188,7 +189,7 @@ func (g *pollGroup) run() {
 		}
 		if spins < budget {
 			spins++
-			if !g.l.cfg.LockPollerThreads {
+			if !locked {
 				runtime.Gosched()
 			}
 			continue
