@@ -14,6 +14,12 @@ func BenchmarkIOQueueConnect(b *testing.B) {
 	for _, mdts := range []int{128 << 10, 1 << 20} {
 		b.Run(fmt.Sprintf("mdts=%dK", mdts>>10), func(b *testing.B) {
 			g := newRig(b, rigOpts{cfg: Config{MaxDataTransfer: mdts}})
+			// Registered bytes of one connected queue (what a device
+			// pins per queue).
+			h := g.connectQueue(rawOpts{qid: 1, depth: 128, dataSize: 4096}, testSubNQN, testHostNQN)
+			reg := g.l.Stats().RegisteredBytes
+			h.close()
+			g.waitQueues(0)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -21,6 +27,7 @@ func BenchmarkIOQueueConnect(b *testing.B) {
 				h.close()
 			}
 			b.StopTimer()
+			b.ReportMetric(float64(reg)/(1<<20), "reg-MiB/queue")
 		})
 	}
 }
