@@ -11,11 +11,11 @@ import (
 // backend, over the in-process soft fabric, with 32 commands outstanding.
 // allocs/op covers everything in the process (soft provider, core, host);
 // TestIOPathAllocatesNothing proves the transport's own share is zero.
-func BenchmarkRead4KNull(b *testing.B) { benchRead4KNull(b, true) }
+func BenchmarkRead4KNull(b *testing.B) { benchRead4KNull(b, false) }
 
-// BenchmarkRead4KNullUnlockedPollers is BenchmarkRead4KNull with poll
-// groups that are plain goroutines (Config.LockPollerThreads false).
-func BenchmarkRead4KNullUnlockedPollers(b *testing.B) { benchRead4KNull(b, false) }
+// BenchmarkRead4KNullLockedPollers is BenchmarkRead4KNull with the poll
+// groups locked to OS threads (Config.LockPollerThreads).
+func BenchmarkRead4KNullLockedPollers(b *testing.B) { benchRead4KNull(b, true) }
 
 func benchRead4KNull(b *testing.B, locked bool) {
 	tgt := newRealTarget(b, true)

@@ -71,8 +71,9 @@
 // Connect, drain) as bits the group acts on. A queue that dies or has
 // drained leaves its group and is torn down (flushes awaited, core
 // completions awaited, resources released) on a goroutine of its own.
-// By default each group is locked to an OS thread (Config.LockPollerThreads)
-// and spins without yielding, within its adaptive budget.
+// Groups are plain goroutines that yield while they spin; with
+// Config.LockPollerThreads each is locked to an OS thread and spins without
+// yielding (measured slower on a shared host: see the option).
 //
 // A connection counts as unconnected from its connect request until its
 // Fabrics Connect succeeds (or it ends). Unconnected connections are capped

@@ -170,7 +170,7 @@ func (q *queue) finished() bool { return q.dying || (q.draining && q.drained()) 
 // run is the group goroutine.
 func (g *pollGroup) run() {
 	defer close(g.done)
-	locked := g.l.cfg.LockPollerThreads == nil || *g.l.cfg.LockPollerThreads
+	locked := g.l.cfg.LockPollerThreads != nil && *g.l.cfg.LockPollerThreads
 	if locked {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
