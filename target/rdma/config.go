@@ -110,11 +110,11 @@ type Config struct {
 	// processor (runtime.Gosched on a locked thread would hand the thread
 	// off through the kernel); its spinning stays bounded by the adaptive
 	// budget. nil or false → pollers are ordinary goroutines that yield
-	// while they spin: on a shared host (2 cores, load ≈ 9) locked pollers
-	// were 24% slower in BenchmarkRead4KNull (n=20 interleaved, p=0.011),
-	// because every sleep and wake of a locked goroutine hands its thread
-	// off through the kernel. Lock them when they have cores to
-	// themselves.
+	// while they spin: on a shared host (2 cores, load 9–14) locked
+	// pollers were ~20% slower in BenchmarkRead4KNull (n=36 interleaved in
+	// both orders, p=0.045), as every sleep and wake of a locked goroutine
+	// hands its thread off through the kernel. Lock them when they have
+	// cores to themselves.
 	LockPollerThreads *bool
 	// SendWithInvalidate selects how a command whose keyed SGL asked for
 	// remote invalidation (subtype 0xF) is answered: true → SEND_WITH_INV
