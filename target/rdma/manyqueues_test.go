@@ -89,8 +89,8 @@ func TestManyQueuesMemory(t *testing.T) {
 	}
 	st = g.l.Stats()
 	rss2 := rssBytes()
-	t.Logf("after 4 KiB reads (%d in flight per queue) on all: target registered %d MiB, process RSS +%d MiB, %d commands",
-		qd, st.RegisteredBytes>>20, (rss2-rss0)>>20, st.Commands)
+	t.Logf("after 4 KiB reads (%d in flight per queue) on all: target registered %d MiB, process RSS +%d MiB (total %d MiB), %d commands",
+		qd, st.RegisteredBytes>>20, (rss2-rss0)>>20, rss2>>20, st.Commands)
 	if st.Queues != uint64(n) {
 		t.Fatalf("%d queues connected, want %d", st.Queues, n)
 	}
