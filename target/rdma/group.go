@@ -3,6 +3,7 @@ package rdma
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,6 +38,9 @@ type pollGroup struct {
 	// calls run on the group goroutine at its next pass (tests inspect
 	// queue state there, where it is owned).
 	calls []func(qs []*queue)
+	// news is set while incoming or calls hold something, so a pass need
+	// not take mu to find out.
+	news atomic.Bool
 
 	queues []*queue // group goroutine only
 }
@@ -95,6 +99,7 @@ func (g *pollGroup) add(q *queue) {
 	go q.watch()
 	g.mu.Lock()
 	g.incoming = append(g.incoming, q)
+	g.news.Store(true)
 	g.mu.Unlock()
 	g.ring()
 }
@@ -219,9 +224,13 @@ func (g *pollGroup) run() {
 
 // adopt takes the queues handed to the group since the last pass.
 func (g *pollGroup) adopt() {
+	if !g.news.Load() {
+		return
+	}
 	g.mu.Lock()
 	in, calls := g.incoming, g.calls
 	g.incoming, g.calls = nil, nil
+	g.news.Store(false)
 	g.mu.Unlock()
 	g.queues = append(g.queues, in...)
 	for _, f := range calls {
@@ -235,6 +244,7 @@ func (g *pollGroup) inspect(f func(qs []*queue)) {
 	done := make(chan struct{})
 	g.mu.Lock()
 	g.calls = append(g.calls, func(qs []*queue) { f(qs); close(done) })
+	g.news.Store(true)
 	g.mu.Unlock()
 	g.ring()
 	<-done
