@@ -1,6 +1,7 @@
 package rdma
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/rdmablk/rdmablk/nvme"
@@ -15,6 +16,18 @@ func sendReads(t *testing.T, h *rawHost, n int, cid0 uint16) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// heldRelease makes the fake core hold I/O until the returned func is
+// called; it is also called when the test ends, so a failing test does not
+// leave Close waiting for held commands.
+func heldRelease(t *testing.T, g *rig) func() {
+	ch := make(chan struct{})
+	g.core.hold.Store(&ch)
+	var once sync.Once
+	f := func() { once.Do(func() { close(ch) }) }
+	t.Cleanup(f)
+	return f
 }
 
 func expectOK(t *testing.T, g *rig, h *rawHost, n int) {
@@ -37,23 +50,23 @@ func TestDataBuffersGrowWithInFlight(t *testing.T) {
 	q := g.queueByQID(1)
 	st := g.l.Stats()
 	small := uint64(q.bootOff + bootSize)
-	if want := small + growChunkBytes; st.RegisteredBytes != want {
+	stride := uint64(q.dataStride)
+	if want := small + stride; st.RegisteredBytes != want {
 		t.Fatalf("after Connect: %d bytes registered, want %d (receive buffers + one 1 MiB chunk)", st.RegisteredBytes, want)
 	}
-	release := make(chan struct{})
-	g.core.hold.Store(&release)
+	release := heldRelease(t, g)
 	sendReads(t, h, 8, 100)
 	g.waitHeld(8)
-	if st := g.l.Stats(); st.RegisteredBytes != small+8*mdts {
-		t.Fatalf("8 commands in flight: %d bytes registered, want %d", st.RegisteredBytes, small+8*mdts)
+	if st := g.l.Stats(); st.RegisteredBytes != small+8*stride {
+		t.Fatalf("8 commands in flight: %d bytes registered, want %d", st.RegisteredBytes, small+8*stride)
 	}
-	close(release)
+	release()
 	expectOK(t, g, h, 8)
 	g.core.hold.Store(nil)
 	// Nothing more is registered for commands that fit in what is there.
 	sendReads(t, h, 8, 200)
 	expectOK(t, g, h, 8)
-	if st := g.l.Stats(); st.RegisteredBytes != small+8*mdts {
+	if st := g.l.Stats(); st.RegisteredBytes != small+8*stride {
 		t.Fatalf("after reuse: %d bytes registered", st.RegisteredBytes)
 	}
 }
@@ -64,15 +77,14 @@ func TestDataBufferCapWaits(t *testing.T) {
 	const mdts = 1 << 20
 	g := newRig(t, rigOpts{cfg: Config{MaxDataTransfer: mdts, MaxDataBufferBytes: growChunkBytes}})
 	h := g.connectQueue(rawOpts{qid: 1, depth: 32}, testSubNQN, testHostNQN)
-	release := make(chan struct{})
-	g.core.hold.Store(&release)
+	release := heldRelease(t, g)
 	sendReads(t, h, 8, 100)
 	g.waitHeld(1) // the first chunk's one buffer
 	st := g.waitStats("growth denied", func(s Stats) bool { return s.GrowthDenied > 0 })
 	q := g.queueByQID(1)
-	if small := uint64(q.bootOff + bootSize); st.RegisteredBytes != small+growChunkBytes {
+	if small := uint64(q.bootOff + bootSize); st.RegisteredBytes != small+uint64(q.dataStride) {
 		t.Fatalf("registered %d bytes past the cap", st.RegisteredBytes)
 	}
-	close(release)
+	release()
 	expectOK(t, g, h, 8)
 }

@@ -301,7 +301,7 @@ func (l *Listener) setup(req *verbs.ConnRequest) {
 		// a queue always has once connected): backends that pin memory
 		// for fixed buffers pin no more than that. q.mem stays mapped
 		// until every core request completed (release).
-		r.SetDataRegion(q.mem[:q.dataOff+q.growBase()*q.dataSize])
+		r.SetDataRegion(q.mem[:q.dataOff+q.growBase()*q.dataStride])
 	}
 	l.mu.Lock()
 	if l.closed {

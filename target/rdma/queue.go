@@ -54,9 +54,15 @@ type queue struct {
 	icdOff    int // offset of the in-capsule data buffers in mem
 	icdStride int // distance between in-capsule data buffers
 	dataSize  int // bytes per data buffer (MaxDataTransfer)
-	cqeOff    int // offset of the CQE buffers in mem
-	bootOff   int // offset of the bootstrap data buffer in mem
-	dataOff   int // offset of data buffer 0 in mem
+	// dataStride is the distance between data buffers: dataSize plus one
+	// page when dataSize is 64 KiB or more, so that buffers do not all
+	// start at the same offset modulo a power of two (the first pages of
+	// 32 buffers 1 MiB apart compete for the same CPU cache sets: a 4 KiB
+	// read benchmark ran 26% slower at 1 MiB than at 128 KiB).
+	dataStride int
+	cqeOff     int // offset of the CQE buffers in mem
+	bootOff    int // offset of the bootstrap data buffer in mem
+	dataOff    int // offset of data buffer 0 in mem
 	// bootIdx is the buffer index of the bootstrap buffer (bootSize bytes
 	// in the small registration): the only data buffer before Connect (the
 	// admin Connect's data comes by RDMA READ), retired once the data
@@ -209,6 +215,10 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 	}()
 	nslots := 2 * p.depth
 	q.dataSize = l.cfg.MaxDataTransfer
+	q.dataStride = q.dataSize
+	if q.dataSize >= 64<<10 {
+		q.dataStride += dataAlign
+	}
 	limit := regmem.MaxChunk
 	if l.cfg.mrChunk > 0 {
 		limit = l.cfg.mrChunk
@@ -229,7 +239,7 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 		return q, fmt.Errorf("%d bytes of receive and CQE buffers exceed one %d-byte memory region", small, limit)
 	}
 	q.dataOff = alignUp(small, regmem.HugePageSize)
-	total := q.dataOff + p.depth*q.dataSize
+	total := q.dataOff + p.depth*q.dataStride
 
 	if q.pd, err = dev.AllocPD(); err != nil {
 		return q, fmt.Errorf("alloc PD: %w", err)
@@ -349,7 +359,7 @@ func (q *queue) grow(first bool) error {
 	if !first {
 		n = min(depth-q.dataBufs, max(n, q.dataBufs))
 	}
-	bytes := n * q.dataSize
+	bytes := n * q.dataStride
 	if !q.l.reserveData(bytes, first) {
 		q.l.stats.growthDenied.Add(1)
 		return errNoGrowth
@@ -358,10 +368,10 @@ func (q *queue) grow(first bool) error {
 	if q.l.cfg.mrChunk > 0 {
 		limit = q.l.cfg.mrChunk
 	}
-	off := q.dataOff + q.dataBufs*q.dataSize
+	off := q.dataOff + q.dataBufs*q.dataStride
 	data := q.mem[off : off+bytes : off+bytes]
 	regmem.AdviseHuge(data)
-	reg, err := regmem.Register(q.pd, data, limit/q.dataSize*q.dataSize, verbs.AccessLocalWrite)
+	reg, err := regmem.Register(q.pd, data, limit/q.dataStride*q.dataStride, verbs.AccessLocalWrite)
 	if err != nil {
 		q.l.releaseData(bytes)
 		q.noGrow = true
@@ -370,7 +380,7 @@ func (q *queue) grow(first bool) error {
 	q.chunks = append(q.chunks, reg)
 	q.l.stats.registeredBytes.Add(uint64(bytes))
 	for i := range n {
-		q.bufBase[q.dataBufs+i] = reg.SGE(i*q.dataSize, 0)
+		q.bufBase[q.dataBufs+i] = reg.SGE(i*q.dataStride, 0)
 	}
 	for i := n - 1; i >= 0; i-- {
 		q.freeBufs = append(q.freeBufs, int32(q.dataBufs+i))
@@ -434,7 +444,7 @@ func (q *queue) dataBuf(i int32) []byte {
 	if i == q.bootIdx {
 		return q.mem[q.bootOff : q.bootOff+bootSize : q.bootOff+bootSize]
 	}
-	off := q.dataOff + int(i)*q.dataSize
+	off := q.dataOff + int(i)*q.dataStride
 	return q.mem[off : off+q.dataSize : off+q.dataSize]
 }
 
@@ -495,7 +505,7 @@ func (q *queue) release(leak bool) {
 		errs = append(errs, reg.Close())
 	}
 	q.chunks = nil
-	if n := q.dataBufs * q.dataSize; n > 0 {
+	if n := q.dataBufs * q.dataStride; n > 0 {
 		q.l.stats.registeredBytes.Add(^uint64(n - 1))
 		q.l.releaseData(n)
 		q.dataBufs = 0
