@@ -93,11 +93,7 @@ func (q *Queue) Execute(r *Request) (done bool) {
 	r.CQE = nvme.CQE{}
 	r.CQE.SetCID(r.SQE.CID())
 	r.CQE.SetSQID(q.qid)
-	q.head++
-	if q.head >= q.size {
-		q.head = 0
-	}
-	r.CQE.SetSQHD(uint16(q.head))
+	r.CQE.SetSQHD(q.Consume())
 	r.core = requestCore{state: stateExecuting, q: q}
 	q.stats.cmds.Add(1)
 	fabrics := r.SQE.IsFabrics()
@@ -143,6 +139,21 @@ func (q *Queue) Execute(r *Request) (done bool) {
 		return q.execAdmin(r, c)
 	}
 	return q.execIO(r, c)
+}
+
+// Consume advances the SQ head by one consumed submission queue entry and
+// returns the new SQHD (NVMe base spec §4.2.1: the head moves for every
+// entry the controller consumed, whatever its outcome). Execute calls it
+// for every command it runs; the transport calls it for a capsule it
+// answers itself without Execute (bad SGL, short capsule, Connect naming
+// another queue), so the SQHD of every later CQE stays exact. Transport
+// goroutine only, like Execute.
+func (q *Queue) Consume() uint16 {
+	q.head++
+	if q.head >= q.size {
+		q.head = 0
+	}
+	return uint16(q.head)
 }
 
 // Destroy ends the queue after the transport's connection ended. Transport

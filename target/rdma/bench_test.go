@@ -11,9 +11,15 @@ import (
 // backend, over the in-process soft fabric, with 32 commands outstanding.
 // allocs/op covers everything in the process (soft provider, core, host);
 // TestIOPathAllocatesNothing proves the transport's own share is zero.
-func BenchmarkRead4KNull(b *testing.B) {
+func BenchmarkRead4KNull(b *testing.B) { benchRead4KNull(b, false) }
+
+// BenchmarkRead4KNullLockedPollers is BenchmarkRead4KNull with the poll
+// groups locked to OS threads (Config.LockPollerThreads).
+func BenchmarkRead4KNullLockedPollers(b *testing.B) { benchRead4KNull(b, true) }
+
+func benchRead4KNull(b *testing.B, locked bool) {
 	tgt := newRealTarget(b, true)
-	g := newRig(b, rigOpts{realCore: true, cfg: Config{Target: tgt, PortID: 1}})
+	g := newRig(b, rigOpts{realCore: true, cfg: Config{Target: tgt, PortID: 1, LockPollerThreads: &locked}})
 	const depth = 32
 	io := g.enabledIOQueue(rawOpts{qid: 1, depth: depth, dataSize: depth * 4096})
 	sqes := make([][]byte, depth)

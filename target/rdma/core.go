@@ -19,6 +19,9 @@ type coreQueue interface {
 	// executing are completed through QueueConn.Complete afterwards.
 	Destroy()
 	QID() uint16
+	// Consume advances the SQ head for a capsule the transport answered
+	// itself (never passed to Execute) and returns the new SQHD.
+	Consume() uint16
 }
 
 // batcher is implemented by cores that can hold back backend I/O during

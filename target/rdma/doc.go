@@ -13,36 +13,98 @@
 //
 //   - a protection domain (one per connection, see below), one completion
 //     queue for both work queues, the RC queue pair and its ConnID;
-//   - one anonymous mapping (verbs/regmem: huge pages when the host
-//     has them reserved, else normal pages with transparent huge pages
-//     advised for the data buffer pool only) holding the data buffer pool (MaxDataTransfer bytes each,
-//     one per queue entry), the receive buffers (64 + in-capsule bytes
-//     each, one per queue entry) and the 16-byte CQE buffers (one per
-//     request slot). It is registered once, at connect, as memory regions
-//     of at most 1 GiB (the PVRDMA limit), each a whole number of data
-//     buffers, so no buffer straddles two regions. Data buffers and
-//     in-capsule data start on 4 KiB boundaries (each SQE takes the last
-//     64 bytes of a page, its in-capsule data the next page), so a file
-//     backend moves them with O_DIRECT straight to and from the file.
-//     All of it is registered with local write access only: target
-//     buffers never get remote rights; the host's memory is named by the
-//     keyed SGL the host sends;
+//   - one anonymous mapping (verbs/regmem.Reserve: address space only,
+//     resident when touched or registered) holding, in this order: the
+//     64-byte SQE of each queue entry (packed), the in-capsule data buffer
+//     of each queue entry (the negotiated in-capsule size, on a 4 KiB
+//     boundary; none on the admin queue), the 16-byte CQE buffers (one per
+//     request slot), one 4 KiB bootstrap data buffer, and on a 2 MiB
+//     boundary room for one data buffer (MaxDataTransfer bytes) per queue
+//     entry, buffers of 64 KiB and more one page apart beyond their size
+//     (no power-of-two stride, whose cache-set aliasing slowed 4 KiB I/O
+//     at 1 MiB MDTS). A receive is two SGEs, its SQE and its in-capsule buffer, so
+//     in-capsule data starts on a 4 KiB boundary (a file backend writes
+//     it with O_DIRECT) without wasting a page per SQE. SQEs, in-capsule,
+//     CQE and bootstrap buffers are registered at connect as one memory
+//     region. Data buffers are registered only after the host's Fabrics
+//     Connect succeeded, and then by what the queue has in flight: a first
+//     chunk of 1 MiB (one buffer at the default 1 MiB MDTS) at Connect,
+//     then, whenever a command finds no free buffer, a chunk as large as
+//     what is registered (doubling), up to one buffer per queue entry and,
+//     past the first chunk, within Config.MaxDataBufferBytes for the whole
+//     listener. Each chunk is registered as memory regions of at most
+//     1 GiB (the PVRDMA limit), each a whole number of buffers, so no
+//     buffer straddles two regions; chunks of 2 MiB and more get
+//     transparent huge pages advised. Before Connect the bootstrap buffer
+//     (enough for the admin Connect's 1,024 bytes of data, which come by
+//     RDMA READ) is the queue's only data buffer, and a keyed transfer
+//     longer than it is answered Data SGL Length Invalid: a connection
+//     that never sends a Connect pins kilobytes, not depth × MDTS.
+//     The core gets the registered-at-connect memory and the first data
+//     chunk as its data region (target.Queue.SetDataRegion: io_uring fixed
+//     buffers), so a backend that pins it for fixed I/O pins no more than
+//     the queue always has; buffers of later chunks are served by plain
+//     io_uring operations. All of it is registered with local write
+//     access only: target buffers never get remote rights; the host's
+//     memory is named by the keyed SGL the host sends;
 //   - the request slots (two per queue entry, as nvmet: a slot whose CQE
 //     SEND is still in flight cannot take the next command of its entry)
-//     with their target.Request, SGEs and wait-list links;
-//   - one poller goroutine that owns the QP, the CQ and every slot. Nothing
-//     else touches them, so the I/O path has no locks; the only hand-off is
-//     the completion channel fed by QueueConn.Complete (capacity = slots,
-//     so Complete never blocks). The poller busy-polls while there is work
-//     and, after Config.PollSpins empty polls, arms the CQ and sleeps on
-//     its completion channel, so an idle queue burns no CPU. Each poll is
-//     one batch for the core (target.Queue.BeginBatch / EndBatch): backend
-//     I/O the batch started (io_uring) reaches the device in one submission.
+//     with their target.Request, SGEs and wait-list links.
+//
+// Queues are served by poll groups (SPDK's model, DESIGN.md §3): a fixed
+// set of poller goroutines (Config.PollGroups, default one per
+// GOMAXPROCS), each owning many queues. A queue is assigned at connect to
+// the group with the fewest queues; from then on that group's goroutine
+// owns its QP, CQ and every slot, so the I/O path has no locks. One pass
+// steps each queue once (its CQ, the completions the core handed back,
+// waiting requests) and posts, per queue, one batch of receives and one
+// batch of sends; each step is one batch for the core
+// (target.Queue.BeginBatch / EndBatch), so backend I/O it started
+// (io_uring) reaches the device in one submission. While passes find work
+// the group keeps passing; after an adaptive number of empty passes (at
+// most Config.PollSpins, spinBudget) it arms every CQ, passes once more and
+// sleeps on its bell, so an idle target burns no CPU and an oversubscribed
+// one does not spin. QueueConn.Complete queues the slot on the queue's
+// completion channel (capacity = slots, so Complete never blocks) and
+// rings the group's bell: a backend completion reaches the owning group
+// without a goroutine hand-off. Each queue has one parked watcher
+// goroutine that rings the bell for its CQ notifications and records its
+// control events (core Close, connection end, drain) and timers (Fabrics
+// Connect, drain) as bits the group acts on. A queue that dies or has
+// drained leaves its group and is torn down (flushes awaited, core
+// completions awaited, resources released) on a goroutine of its own.
+// Groups are plain goroutines that yield while they spin; with
+// Config.LockPollerThreads each is locked to an OS thread and spins without
+// yielding (measured slower on a shared host: see the option).
+//
+// A connection counts as unconnected from its connect request until its
+// Fabrics Connect succeeds (or it ends). Unconnected connections are capped
+// per host address (Config.MaxUnconnectedPerHost) and in total
+// (Config.MaxUnconnectedQueues); requests over a cap get a CM reject (no
+// resources). One that has no successful Connect within
+// Config.ConnectTimeout is disconnected. Stats shows the counts, the
+// refusals, the timeouts and the registered bytes.
+//
+// # Graceful drain
+//
+// Listener.Close drains each queue: commands that hold a request slot
+// finish and their CQEs go out; capsules that arrive afterwards (or were
+// waiting for a slot) are neither executed nor answered, and the queue then
+// disconnects. The host's error recovery cancels those with its own
+// path-related status and retries them (on another path with multipath),
+// as after a crash. Answering them with Command Aborted due to SQ Deletion
+// (SCT 0) would make a Linux multipath host fail the I/O: it only fails
+// over on path-related statuses (SCT 3h).
 //
 // The data buffer pool is per queue (one PD per connection, below): its
 // free list is a stack owned by the poller, without locks. A command that
-// finds it empty waits in StateNeedBuffer and continues when a buffer is
-// returned; it is never failed for lack of one.
+// finds it empty, when the queue may not register more, waits in
+// StateNeedBuffer and continues when a buffer is returned; it is never
+// failed for lack of one. Pools are not shared across queues (yet): MRs
+// belong to one PD, so sharing needs one PD per device for every queue
+// (as nvmet and SPDK have), and the core's data region
+// (target.Queue.SetDataRegion) is one slice per queue fixed before the
+// first command, which a pool growing across queues does not fit.
 //
 // One protection domain per connection: a PD is the boundary the RDMA
 // device enforces between memory regions and queue pairs. With one PD per
@@ -70,12 +132,23 @@
 //     it: after execution for host writes, after the SEND completion (which
 //     implies the preceding RDMA WRITE completed) for host reads, and only
 //     after the RDMA READ completed or was flushed when the queue dies, so no
-//     buffer the device could still write is ever reused.
+//     buffer the device could still write is ever reused. The bootstrap
+//     buffer is not returned once the queue is connected. Registered
+//     chunks stay registered until the queue is released (no shrinking).
+//
+// # Tests that are slow or gated
+//
+// TestManyQueuesMemory connects RDMABLK_MANY_QUEUES I/O queues (depth 128)
+// and reports RSS and registered bytes with I/O on all of them (skipped
+// unless the variable is set). BenchmarkIOQueueConnect measures an I/O
+// queue's connect at MDTS 128 KiB and 1 MiB; BenchmarkIdleCPU the CPU of
+// an idle target with 64 queues.
 //
 // # Errors
 //
 // Per-command errors (bad SGL, short capsule with a readable CID) are
-// answered with an error CQE and the queue keeps working. Queue-fatal
+// answered with an error CQE and the queue keeps working; the SQ head
+// advances for them as for any consumed command (target.Queue.Consume). Queue-fatal
 // errors (a work completion error other than a flush, a capsule too short
 // to carry a CID, a failed post) disconnect only that queue; other queues and
 // hosts are unaffected. Nothing on the network path panics.

@@ -15,3 +15,7 @@ var errShortCapsule = errors.New("rdma: capsule shorter than 4 bytes")
 
 // errDrainTimeout: a queue did not drain within Config.DrainTimeout.
 var errDrainTimeout = errors.New("rdma: drain timed out")
+
+// errNoGrowth: a queue may not register more data buffers now (all
+// registered, a registration failed, or Config.MaxDataBufferBytes reached).
+var errNoGrowth = errors.New("rdma: no more data buffers")

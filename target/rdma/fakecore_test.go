@@ -97,6 +97,11 @@ type fakeQueue struct {
 
 func (q *fakeQueue) QID() uint16 { return q.qid }
 
+func (q *fakeQueue) Consume() uint16 {
+	q.head++
+	return q.head
+}
+
 func (q *fakeQueue) Destroy() {
 	if q.destroyed.Swap(true) {
 		q.c.violation("Destroy called twice")

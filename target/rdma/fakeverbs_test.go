@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/verbs"
@@ -40,7 +41,7 @@ type fakeMR struct {
 }
 
 func (m *fakeMR) Buf() []byte          { return m.buf }
-func (m *fakeMR) Addr() uint64         { return 0x10000000 }
+func (m *fakeMR) Addr() uint64         { return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(m.buf)))) }
 func (m *fakeMR) LKey() uint32         { return 0x1234 }
 func (m *fakeMR) RKey() uint32         { return 0x5678 }
 func (m *fakeMR) Access() verbs.Access { return m.access }
@@ -183,6 +184,14 @@ func newFakeRig(t testing.TB, attr verbs.DeviceAttr, cfg Config, p queueParams) 
 	q.core = cq
 	q.accepted = true
 	cq.(*fakeQueue).qid = p.qid // as if connected
+	if err := q.enableData(); err != nil {
+		t.Fatal(err)
+	}
+	for q.dataBufs < p.depth { // these tests count on one buffer per entry
+		if err := q.grow(false); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return &fakeRig{t: t, l: l, q: q, id: id, cq: dev.cq, qp: id.qp, core: core, fq: cq.(*fakeQueue)}
 }
 
@@ -201,7 +210,10 @@ func (fakeProvider) Resolve(context.Context, string, verbs.ResolveOptions) (verb
 // deliver writes capsule into receive buffer ri and injects its completion.
 func (g *fakeRig) deliver(ri int32, capsule []byte) {
 	g.t.Helper()
-	copy(g.q.recvBuf(ri), capsule)
+	copy(g.q.sqeBuf(ri), capsule)
+	if len(capsule) > nvme.SQESize {
+		copy(g.q.icdBuf(ri), capsule[nvme.SQESize:])
+	}
 	g.cq.inject(verbs.WorkCompletion{ID: wrID(wrRecv, ri), Opcode: verbs.WCRecv, ByteLen: uint32(len(capsule))})
 }
 
@@ -231,7 +243,7 @@ func (g *fakeRig) sendsOf(op verbs.Opcode) []verbs.SendWR {
 // cqeOf reads the CQE a posted SEND carries.
 func (g *fakeRig) cqeOf(wr verbs.SendWR) nvme.CQE {
 	g.t.Helper()
-	off := wr.SGL[0].Addr - g.q.reg.Addr(0)
+	off := wr.SGL[0].Addr - g.q.small.Addr(0)
 	c, ok := nvme.LoadCQE(g.q.mem[off : off+uint64(wr.SGL[0].Length)])
 	if !ok {
 		g.t.Fatal("short CQE")
@@ -256,7 +268,7 @@ func (g *fakeRig) onlyCQE() nvme.CQE {
 
 // memAt returns the registered bytes an SGE names.
 func (g *fakeRig) memAt(s verbs.SGE) []byte {
-	off := s.Addr - g.q.reg.Addr(0)
+	off := s.Addr - g.q.small.Addr(0)
 	return g.q.mem[off : off+uint64(s.Length)]
 }
 

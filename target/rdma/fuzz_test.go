@@ -57,7 +57,7 @@ func FuzzParseSGL(f *testing.F) {
 		var r request
 		r.reset()
 		r.req.SQE, _ = nvme.LoadSQE(capsule)
-		st := q.parseSGL(&r, capsule)
+		st := q.parseSGL(&r, capsule[nvme.SQESize:])
 		if !st.OK() {
 			return
 		}

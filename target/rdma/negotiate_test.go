@@ -113,7 +113,9 @@ func TestConfigNormalize(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Addr != "10.0.0.1:4420" || c.MaxQueueDepth != 1024 || c.InCapsuleDataSize != 4096 ||
-		c.MaxDataTransfer != 128<<10 || c.Logger == nil {
+		c.MaxDataTransfer != 1<<20 || c.Logger == nil || c.ConnectTimeout != DefaultConnectTimeout ||
+		c.MaxUnconnectedQueues != DefaultMaxUnconnectedQueues || c.MaxUnconnectedPerHost != DefaultMaxUnconnectedPerHost ||
+		c.MaxDataBufferBytes != DefaultMaxDataBufferBytes {
 		t.Fatalf("%+v", c)
 	}
 	c = Config{Provider: fakeProvider{}, core: newFakeCore(0), Addr: "[fe80::1]", InCapsuleDataSize: -1}

@@ -2,7 +2,6 @@ package rdma
 
 import (
 	"errors"
-	"runtime"
 	"time"
 
 	"github.com/rdmablk/rdmablk/nvme"
@@ -14,80 +13,41 @@ import (
 // never flushes).
 const flushTimeout = 10 * time.Second
 
-// run is the poller goroutine: it owns the QP, the CQ and every slot until
-// teardown has released them. It busy-polls while there is work and
-// otherwise arms the CQ and sleeps on the CQ's notify channel, the
-// completion channel, the connection's Done, and the kill/drain requests.
-func (q *queue) run() {
-	defer q.l.wg.Done()
-	var drainTimer *time.Timer
-	var drainC <-chan time.Time
-	drainCh := q.drainCh
-	spins := 0
-	spinLimit := q.l.cfg.PollSpins
-	for !q.dying {
-		// Control events, non-blocking (cheap on the busy path).
-		select {
-		case <-q.killCh:
-			q.fatal("closed by the target core", nil)
-		case <-q.id.Done():
-			q.fatal("connection ended", q.id.Err())
-		case <-drainCh:
-			drainCh = nil
-			q.draining = true
-			drainTimer = time.NewTimer(q.l.cfg.DrainTimeout)
-			drainC = drainTimer.C
-			if h := q.l.hooks; h != nil && h.draining != nil {
-				h.draining(q.params.qid)
-			}
-		case <-drainC:
-			q.fatal("drain timed out", errDrainTimeout)
-		default:
-		}
-		if q.dying {
-			break
-		}
-		worked := q.step()
-		if q.dying || (q.draining && q.drained()) {
-			break
-		}
-		if worked {
-			spins = 0
-			continue
-		}
-		if spins < spinLimit {
-			spins++
-			runtime.Gosched()
-			continue
-		}
-		if err := q.cq.ReqNotify(); err != nil {
-			q.fatal("arming the CQ", err)
-			break
-		}
-		if q.step() {
-			spins = 0
-			continue
-		}
-		if q.dying || (q.draining && q.drained()) {
-			break
-		}
-		select {
-		case <-q.cq.Notify():
-		case t := <-q.compCh:
-			q.onComplete(t)
-		case <-q.killCh:
-		case <-q.id.Done():
-		case <-drainCh:
-		case <-drainC:
-			// A timer fires once: act on it here.
-			q.fatal("drain timed out", errDrainTimeout)
-		}
-		spins = 0
+// Outcomes that adapt a poller's spin budget (spinBudget).
+const (
+	spinFound = iota // an empty poll was followed by work while spinning
+	spinSlept        // the budget ran out: the poller arms the CQ and sleeps
+	spinWoke         // the poller woke from its sleep
+)
+
+// spinBudget adapts how many empty polls a poller spins (yielding the
+// processor) before it sleeps, between 0 and limit: spinning that found
+// work doubles the budget, running out of it halves it, and each wake-up
+// adds one. A queue whose work comes in bursts keeps spinning through the
+// gaps; an idle or sparsely used queue — and so an oversubscribed host
+// with many of them — quickly stops spinning and sleeps on its channels
+// instead of yielding the CPU its peers (and the NIC's own work) need.
+func spinBudget(budget, limit, outcome int) int {
+	switch outcome {
+	case spinFound:
+		budget = 2*budget + 1
+	case spinSlept:
+		budget /= 2
+	case spinWoke:
+		budget++
 	}
-	if drainTimer != nil {
-		drainTimer.Stop()
+	return min(max(budget, 0), limit)
+}
+
+// connectTimedOut ends a queue whose host did not bring a successful
+// Fabrics Connect within Config.ConnectTimeout.
+func (q *queue) connectTimedOut() {
+	if q.connected {
+		return
 	}
-	q.teardown()
+	q.l.stats.connectTimeouts.Add(1)
+	q.l.noteRefusal("queue without a Fabrics Connect disconnected", q.src)
+	q.fatal("no Fabrics Connect within the connect timeout", nil)
 }
 
 // step polls the CQ once, takes every pending async completion, advances
@@ -130,7 +90,7 @@ func (q *queue) step() bool {
 // handleWC dispatches one work completion.
 func (q *queue) handleWC(wc *verbs.WorkCompletion) {
 	kind, idx := splitWRID(wc.ID)
-	if idx < 0 || (kind == wrRecv && int(idx) >= len(q.recvSGE)) || (kind != wrRecv && int(idx) >= len(q.slots)) {
+	if idx < 0 || (kind == wrRecv && int(idx) >= q.params.depth) || (kind != wrRecv && int(idx) >= len(q.slots)) {
 		q.log.Error("rdma: completion with unknown work request ID", "id", wc.ID)
 		return
 	}
@@ -150,6 +110,10 @@ func (q *queue) handleWC(wc *verbs.WorkCompletion) {
 		q.readCredits++
 		q.sendCredits++
 		r := &q.slots[idx]
+		if r.state != StateReadingFromHost {
+			q.log.Error("rdma: READ completion for a request not reading", "state", r.state)
+			return
+		}
 		if wc.Status != verbs.WCSuccess {
 			q.wcError("RDMA READ", wc)
 			q.releaseSlot(r) // the READ is over: its buffer may be reused
@@ -169,6 +133,10 @@ func (q *queue) handleWC(wc *verbs.WorkCompletion) {
 	case wrSend:
 		q.outstanding--
 		r := &q.slots[idx]
+		if r.state != StateCompleting {
+			q.log.Error("rdma: SEND completion for a request not completing", "state", r.state)
+			return
+		}
 		q.sendCredits += r.sendCredits
 		r.sendCredits = 0
 		if wc.Status != verbs.WCSuccess {
@@ -193,8 +161,44 @@ func (q *queue) wcError(op string, wc *verbs.WorkCompletion) {
 	q.fatal(op+" failed", errors.New(wc.Status.String()))
 }
 
+// startDrain begins a graceful drain (Listener.Close): commands that hold
+// a slot finish normally and their CQEs go out; capsules that found no slot
+// yet (the backlog) and every capsule arriving from now on are dropped,
+// neither executed nor answered. Once the slots are free the queue
+// disconnects, and the host's error recovery cancels the dropped commands
+// with its own path-related status and retries them on a path that works
+// (as after a crash, or kernel nvmet's teardown). Answering them instead
+// with Command Aborted due to SQ Deletion (SCT 0, SC 08h) would fail the
+// I/O on a multipath Linux host: only path-related statuses (SCT 3h, see
+// nvme_is_path_error) are failed over (issue 10 item 8).
+func (q *queue) startDrain() {
+	q.draining = true
+	for q.backlogLen > 0 {
+		q.backlogHead = (q.backlogHead + 1) % len(q.backlog)
+		q.backlogLen--
+		q.dropCapsule()
+	}
+	if h := q.l.hooks; h != nil && h.draining != nil {
+		h.draining(q.params.qid)
+	}
+}
+
+// dropCapsule accounts a capsule received during a drain and left
+// unanswered. Its receive buffer is not reposted: the queue ends soon, and
+// a host that keeps sending only waits (RNR) until the disconnect.
+func (q *queue) dropCapsule() {
+	q.st.drainDropped.Add(1)
+	if h := q.l.hooks; h != nil && h.dropped != nil {
+		h.dropped()
+	}
+}
+
 // onRecv starts the command received into receive buffer ri (n bytes).
 func (q *queue) onRecv(ri int32, n int) {
+	if q.draining {
+		q.dropCapsule()
+		return
+	}
 	if len(q.freeSlots) == 0 || q.backlogLen > 0 {
 		// Every slot is busy (CQE SENDs not yet completed); keep the
 		// command in arrival order until a slot frees up.
@@ -220,13 +224,8 @@ func (q *queue) startCommand(r *request, ri int32, n int) {
 	st.commands.Add(1)
 	r.state = StateNew
 	r.recv = ri
-	capsule := q.recvBuf(ri)
-	if n > len(capsule) {
-		n = len(capsule)
-	}
-	capsule = capsule[:n]
 	if n < nvme.SQESize {
-		cid, ok := shortCapsuleCID(capsule)
+		cid, ok := shortCapsuleCID(q.sqeBuf(ri)[:n])
 		if !ok {
 			// nvmet: "capsule size less than 64 bytes" is fatal. Without a
 			// CID there is no command to answer.
@@ -240,14 +239,8 @@ func (q *queue) startCommand(r *request, ri int32, n int) {
 		q.fail(r, nvme.StatusInvalidField.WithDNR(), 0)
 		return
 	}
-	r.req.SQE = nvme.SQE(capsule[:nvme.SQESize])
-	if q.draining {
-		// Listener.Close: answer without executing so the drain ends.
-		q.repostHeld(r)
-		q.fail(r, nvme.StatusAbortSQDeleted, 0)
-		return
-	}
-	status := q.parseSGL(r, capsule)
+	r.req.SQE = nvme.SQE(q.sqeBuf(ri))
+	status := q.parseSGL(r, q.icdBuf(ri)[:min(n-nvme.SQESize, q.params.icd)])
 	if r.req.Data == nil {
 		// No in-capsule data: the capsule's bytes are no longer needed.
 		q.repostHeld(r)
@@ -266,6 +259,13 @@ func (q *queue) startCommand(r *request, ri int32, n int) {
 		r.aer = true
 	}
 	if r.keyed {
+		if !q.connected && r.length > bootSize {
+			// Before Connect only the bootstrap buffer exists: no
+			// fabrics command carries more than its 1,024 bytes of
+			// Connect data.
+			q.fail(r, nvme.StatusDataSGLLengthInvalid.WithDNR(), 0)
+			return
+		}
 		q.needBuffer(r)
 		return
 	}
@@ -283,28 +283,45 @@ func (q *queue) repostHeld(r *request) {
 }
 
 // fail completes r with a transport-detected status (the core never sees
-// the command). SQID is the negotiated qid; SQHD is the last head pointer
-// the core reported on this queue.
+// the command). SQID is the negotiated qid; the capsule was consumed, so
+// the core's SQ head advances (Queue.Consume) and the CQE carries the new
+// SQHD, exactly as if the core had answered.
 func (q *queue) fail(r *request, s nvme.Status, dw0 uint32) {
 	q.st.commandErrors.Add(1)
 	r.req.CQE.Reset()
 	r.req.CQE.SetDW0(dw0)
 	r.req.CQE.SetCID(r.req.SQE.CID())
 	r.req.CQE.SetSQID(q.params.qid)
-	r.req.CQE.SetSQHD(q.lastSQHD)
+	r.req.CQE.SetSQHD(q.core.Consume())
 	r.req.CQE.SetStatus(s)
-	r.state = StateExecuted
 	q.toCompletion(r)
 }
 
-// needBuffer: StateNeedBuffer, waiting for a data buffer.
+// needBuffer: StateNeedBuffer, waiting for a data buffer. A queue with
+// none free registers its next chunk when it may (grow); otherwise the
+// command waits for a buffer to come back.
 func (q *queue) needBuffer(r *request) {
 	r.state = StateNeedBuffer
-	if q.bufWait.empty() && len(q.freeBufs) > 0 {
+	if q.bufWait.empty() && q.haveBuffer() {
 		q.gotBuffer(r)
 		return
 	}
 	q.bufWait.push(q, r)
+}
+
+// haveBuffer reports a free data buffer, growing the pool if none is free
+// and the queue may register more.
+func (q *queue) haveBuffer() bool {
+	if len(q.freeBufs) > 0 {
+		return true
+	}
+	if !q.connected {
+		return false
+	}
+	if err := q.grow(false); err != nil && !errors.Is(err, errNoGrowth) {
+		q.log.Warn("rdma: cannot register more data buffers; using those registered", "err", err)
+	}
+	return len(q.freeBufs) > 0
 }
 
 // gotBuffer takes a free data buffer for r and moves on.
@@ -354,9 +371,8 @@ func (q *queue) postRead(r *request) {
 	}
 }
 
-// execute hands r to the core (StateReadyToExecute → StateExecuting).
+// execute hands r to the core (StateExecuting).
 func (q *queue) execute(r *request) {
-	r.state = StateReadyToExecute
 	r.req.CQE.Reset()
 	r.state = StateExecuting
 	q.executing++
@@ -377,18 +393,23 @@ func (q *queue) onComplete(t int32) {
 	q.onExecuted(&q.slots[t])
 }
 
-// onExecuted: the core is done with r (StateExecuted).
+// onExecuted: the core is done with r; its CQE is final.
 func (q *queue) onExecuted(r *request) {
 	q.executing--
 	if r.aer {
 		q.heldAER--
 		r.aer = false
 	}
-	r.state = StateExecuted
-	q.lastSQHD = r.req.CQE.SQHD()
 	if q.dying {
 		q.releaseSlot(r)
 		return
+	}
+	if !q.connected && r.req.CQE.Status().OK() && isConnect(&r.req.SQE) {
+		q.onConnected()
+		if q.dying {
+			q.releaseSlot(r)
+			return
+		}
 	}
 	if r.req.Dir == nvme.DirHostToCtrl && r.buf >= 0 {
 		q.freeBuf(r)
@@ -430,7 +451,6 @@ func (q *queue) toCompletion(r *request) {
 // the send credits.
 func (q *queue) postCompletion(r *request) {
 	if r.state == StateWriteToHostPending {
-		r.state = StateWritingToHost
 		n := min(r.req.Length, r.length)
 		r.sge[0] = q.dataSGE(r.buf, n)
 		q.sendBatch[q.nSend] = verbs.SendWR{
@@ -448,7 +468,6 @@ func (q *queue) postCompletion(r *request) {
 		if h := q.l.hooks; h != nil && h.dataPosted != nil {
 			h.dataPosted(verbs.OpRDMAWrite, r.sge[0].Addr, n)
 		}
-		r.state = StateCompletePending
 	}
 	r.state = StateCompleting
 	q.repostHeld(r)
@@ -469,8 +488,26 @@ func (q *queue) postCompletion(r *request) {
 	r.sendCredits++
 }
 
-// freeBuf returns r's data buffer to the pool.
+// onConnected: the host's Fabrics Connect succeeded. The queue stops
+// counting against the unconnected caps and its data buffers are
+// registered; if that fails the queue dies (the host reconnects).
+func (q *queue) onConnected() {
+	q.l.leaveUnconnected(q)
+	if err := q.enableData(); err != nil {
+		q.fatal("no data buffers", err)
+	}
+}
+
+func isConnect(s *nvme.SQE) bool { return s.IsFabrics() && s.FCType() == nvme.FabricsConnect }
+
+// freeBuf returns r's data buffer to the pool (the bootstrap buffer only
+// while the queue is not connected).
 func (q *queue) freeBuf(r *request) {
+	if r.buf == q.bootIdx && q.connected {
+		r.buf = -1
+		r.req.Data = nil
+		return
+	}
 	q.freeBufs = append(q.freeBufs, r.buf)
 	r.buf = -1
 	r.req.Data = nil
@@ -498,15 +535,15 @@ func (q *queue) progress() bool {
 	for moved := true; moved && !q.dying; {
 		moved = false
 		for !q.sendWait.empty() && q.sendCredits >= q.completionNeed(q.sendWait.peek(q)) {
-			q.postCompletion(q.sendWait.pop(q))
+			q.advance(q.sendWait.pop(q))
 			moved = true
 		}
 		for !q.readWait.empty() && q.readCredits > 0 && q.sendCredits > 0 {
-			q.postRead(q.readWait.pop(q))
+			q.advance(q.readWait.pop(q))
 			moved = true
 		}
-		for !q.bufWait.empty() && len(q.freeBufs) > 0 && !q.dying {
-			q.gotBuffer(q.bufWait.pop(q))
+		for !q.bufWait.empty() && !q.dying && q.haveBuffer() {
+			q.advance(q.bufWait.pop(q))
 			moved = true
 		}
 		for q.backlogLen > 0 && len(q.freeSlots) > 0 && !q.dying {
@@ -521,9 +558,25 @@ func (q *queue) progress() bool {
 	return worked
 }
 
+// advance moves a request whose waiting state's resource became available
+// (the caller checked it) to its next state: the state decides the
+// transition.
+func (q *queue) advance(r *request) {
+	switch r.state {
+	case StateNeedBuffer:
+		q.gotBuffer(r)
+	case StateReadFromHostPending:
+		q.postRead(r)
+	case StateWriteToHostPending, StateCompletePending:
+		q.postCompletion(r)
+	default:
+		q.log.Error("rdma: request on a wait list in a state that does not wait", "state", r.state)
+	}
+}
+
 // repostRecv queues receive buffer i for reposting.
 func (q *queue) repostRecv(i int32) {
-	q.recvBatch[q.nRecv] = verbs.RecvWR{ID: wrID(wrRecv, i), SGL: q.recvSGE[i : i+1]}
+	q.recvBatch[q.nRecv] = verbs.RecvWR{ID: wrID(wrRecv, i), SGL: q.recvSGL(i)}
 	q.nRecv++
 }
 
@@ -568,9 +621,10 @@ func (q *queue) flushSends() {
 
 // drained reports that a graceful drain is complete: every slot is free
 // except AERs the core holds (they complete only when the queue is
-// destroyed), and no command waits for a slot.
+// destroyed; the host's error recovery cancels them). The backlog was
+// dropped when the drain began.
 func (q *queue) drained() bool {
-	return q.active-q.heldAER == 0 && q.backlogLen == 0
+	return q.active-q.heldAER == 0
 }
 
 // fatal marks the queue dead: nothing more is posted, batched work is
@@ -591,7 +645,8 @@ func (q *queue) fatal(reason string, err error) {
 
 // teardown disconnects, destroys the core queue, waits until every posted
 // work request completed or was flushed and every request the core held
-// came back, then releases the resources. Runs on the poller goroutine.
+// came back, then releases the resources. Runs on the queue's teardown
+// goroutine (finish), after the queue left its poll group.
 //
 // Queue.Destroy comes before the wait for executing requests, not after:
 // the core holds Asynchronous Event Requests until an event or until the
@@ -673,6 +728,7 @@ func (q *queue) teardown() {
 	}
 	q.release(leak)
 	_ = q.id.Close()
+	q.l.leaveUnconnected(q)
 	q.l.removeQueue(q)
 	close(q.done)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/target"
@@ -26,8 +28,9 @@ func wrID(kind uint64, idx int32) uint64 { return kind<<56 | uint64(uint32(idx))
 func splitWRID(id uint64) (kind uint64, idx int32) { return id >> 56, int32(uint32(id)) }
 
 // queue is one RDMA connection = one NVMe queue. After setup every field
-// below is owned by the poller goroutine (run), except the channels and
-// Once values used by Complete, Close and drain.
+// below is owned by its poller — the goroutine of the poll group that owns
+// the queue, then the queue's teardown goroutine (finish) — except the
+// channels, ctl and the Once values used by Complete, Close and drain.
 type queue struct {
 	l      *Listener
 	log    *slog.Logger
@@ -37,19 +40,48 @@ type queue struct {
 	pd      verbs.ProtectionDomain
 	cq      verbs.CompletionQueue
 	qp      verbs.QueuePair
-	region  *regmem.Region       // receive, data and CQE buffers
-	reg     *regmem.Registration // region's memory regions (≤ 1 GiB each)
-	mem     []byte               // region.Bytes()
+	region  *regmem.Region         // address space of every buffer below (regmem.Reserve)
+	small   *regmem.Registration   // receive, CQE and bootstrap buffers (one region, from accept)
+	chunks  []*regmem.Registration // data buffer chunks registered so far (after Connect)
+	mem     []byte                 // region.Bytes()
 	core    coreQueue
 	batch   batcher // core as a batcher, nil when it is not one
 	sendInv bool    // the device can SEND_WITH_INV
 
-	recvSize   int // bytes per receive buffer (64 + in-capsule data)
-	recvStride int // distance between receive buffers in mem
-	recvPad    int // offset of receive buffer 0 from recvOff
-	dataSize   int // bytes per data buffer (MaxDataTransfer)
-	recvOff    int // offset of the receive buffer area in mem
+	// A receive is two SGEs: its 64-byte SQE in a packed array at offset
+	// 0 of mem, and (with in-capsule data) its in-capsule data buffer of
+	// params.icd bytes on a dataAlign boundary in the array at icdOff.
+	icdOff    int // offset of the in-capsule data buffers in mem
+	icdStride int // distance between in-capsule data buffers
+	dataSize  int // bytes per data buffer (MaxDataTransfer)
+	// dataStride is the distance between data buffers: dataSize plus one
+	// page when dataSize is 64 KiB or more, so that buffers do not all
+	// start at the same offset modulo a power of two (the first pages of
+	// 32 buffers 1 MiB apart compete for the same CPU cache sets: a 4 KiB
+	// read benchmark ran 26% slower at 1 MiB than at 128 KiB).
+	dataStride int
 	cqeOff     int // offset of the CQE buffers in mem
+	bootOff    int // offset of the bootstrap data buffer in mem
+	dataOff    int // offset of data buffer 0 in mem
+	// bootIdx is the buffer index of the bootstrap buffer (bootSize bytes
+	// in the small registration): the only data buffer before Connect (the
+	// admin Connect's data comes by RDMA READ), retired once the data
+	// buffers are registered.
+	bootIdx int32
+	// connected: a Fabrics Connect succeeded on this queue and its first
+	// chunk of data buffers is registered (poller-owned).
+	connected bool
+	// dataBufs is the number of data buffers registered (they are
+	// 0..dataBufs-1, in chunks registered as commands needed them);
+	// bufBase[i] is the address and lkey of buffer i; noGrow stops
+	// growth after a failed registration.
+	dataBufs int
+	bufBase  []verbs.SGE
+	noGrow   bool
+	// src is the host address (no port) the unconnected caps count by;
+	// unconn is set while the queue counts against them.
+	src    string
+	unconn bool
 
 	slots     []request
 	freeSlots []int32 // stack of free slot indices
@@ -78,11 +110,19 @@ type queue struct {
 	executing   int // requests the core holds
 	active      int // slots not Free
 	heldAER     int // active slots that are AERs held by the core
-	lastSQHD    uint16
 
 	draining bool
 	dying    bool // fatal error or teardown: nothing more is posted
 
+	// g is the poll group that owns the queue; ctl holds control events
+	// for it (ctl* bits); watchStop ends the watcher goroutine; the timers
+	// are the Fabrics Connect and drain deadlines.
+	g          *pollGroup
+	ctl        atomic.Uint32
+	watchStop  chan struct{}
+	watchDone  chan struct{}
+	connTimer  *time.Timer
+	drainTimer *time.Timer
 	// compCh carries slot indices from QueueConn.Complete (capacity =
 	// slots, so Complete never blocks).
 	compCh    chan int32
@@ -140,9 +180,20 @@ func (w *waitList) pop(q *queue) *request {
 	return r
 }
 
-// newQueue allocates every resource of a connection: PD, CQ, QP, memory,
-// MR, request slots, and posts one receive per command slot. On error
-// everything allocated so far is released.
+// bootSize is the size of the bootstrap data buffer a queue has before its
+// Fabrics Connect succeeded: enough for the Connect data (1,024 bytes).
+const bootSize = 4096
+
+// newQueue allocates the resources of a connection that a host gets before
+// it proved itself with a Fabrics Connect: PD, CQ, QP, the request slots,
+// the receive and CQE buffers and one small bootstrap data buffer, all
+// registered as one memory region, and posts one receive per queue entry.
+// The data buffers (depth × MaxDataTransfer) only get address space here;
+// enableData registers a first chunk of them after a successful Connect and
+// grow more as commands in flight need them (issue 10 item 2: a silent
+// connection pins kilobytes, not megabytes; issue 12 item 4: a connected
+// queue pins what it has in flight). On error everything
+// allocated so far is released.
 func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.DeviceAttr, p queueParams) (q *queue, err error) {
 	q = &queue{
 		l:       l,
@@ -154,6 +205,7 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 		killCh:  make(chan struct{}),
 		drainCh: make(chan struct{}),
 		done:    make(chan struct{}),
+		bootIdx: int32(p.depth),
 	}
 	defer func() {
 		if err != nil {
@@ -163,25 +215,31 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 	}()
 	nslots := 2 * p.depth
 	q.dataSize = l.cfg.MaxDataTransfer
-	q.recvSize = nvme.SQESize + l.cfg.InCapsuleDataSize
-	// Memory regions of at most regmem.MaxChunk bytes, each a whole
-	// number of data buffers, so no buffer straddles two regions.
+	q.dataStride = q.dataSize
+	if q.dataSize >= 64<<10 {
+		q.dataStride += dataAlign
+	}
 	limit := regmem.MaxChunk
 	if l.cfg.mrChunk > 0 {
 		limit = l.cfg.mrChunk
 	}
-	chunk := limit / q.dataSize * q.dataSize
-	q.recvOff = p.depth * q.dataSize
-	q.recvStride, q.recvPad = recvLayout(l.cfg.InCapsuleDataSize)
-	small := p.depth*q.recvStride + nslots*nvme.CQESize
-	if small > chunk {
-		return q, fmt.Errorf("%d bytes of receive and CQE buffers exceed one %d-byte memory region", small, chunk)
+	// Layout: SQEs (packed), in-capsule data buffers (page-aligned),
+	// CQEs, the bootstrap buffer (one memory region), then on a huge page
+	// boundary the data buffers.
+	q.icdOff, q.icdStride, q.cqeOff, q.bootOff = smallLayout(p.depth, p.icd)
+	recvSGEs := 1
+	if p.icd > 0 {
+		recvSGEs = 2
+		if attr.MaxSGE > 0 && attr.MaxSGE < 2 {
+			return q, fmt.Errorf("device allows %d SGEs per receive, in-capsule data needs 2", attr.MaxSGE)
+		}
 	}
-	if q.recvOff/chunk != (q.recvOff+small-1)/chunk {
-		q.recvOff = (q.recvOff + chunk - 1) / chunk * chunk // start the next region
+	small := q.bootOff + bootSize
+	if small > limit {
+		return q, fmt.Errorf("%d bytes of receive and CQE buffers exceed one %d-byte memory region", small, limit)
 	}
-	q.cqeOff = q.recvOff + p.depth*q.recvStride
-	total := q.cqeOff + nslots*nvme.CQESize
+	q.dataOff = alignUp(small, regmem.HugePageSize)
+	total := q.dataOff + p.depth*q.dataStride
 
 	if q.pd, err = dev.AllocPD(); err != nil {
 		return q, fmt.Errorf("alloc PD: %w", err)
@@ -200,19 +258,19 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 			MaxSendWR:  p.sendQ,
 			MaxRecvWR:  p.depth,
 			MaxSendSGE: 1,
-			MaxRecvSGE: 1,
+			MaxRecvSGE: recvSGEs,
 		},
 	}); err != nil {
 		return q, fmt.Errorf("create QP: %w", err)
 	}
-	if q.region, err = regmem.Alloc(total); err != nil {
-		return q, fmt.Errorf("allocate %d bytes: %w", total, err)
+	if q.region, err = regmem.Reserve(total); err != nil {
+		return q, fmt.Errorf("reserve %d bytes: %w", total, err)
 	}
 	q.mem = q.region.Bytes()
-	regmem.AdviseHuge(q.mem[:p.depth*q.dataSize]) // the data buffer pool only
-	if q.reg, err = regmem.Register(q.pd, q.mem, chunk, verbs.AccessLocalWrite); err != nil {
-		return q, fmt.Errorf("register %d bytes: %w", len(q.mem), err)
+	if q.small, err = regmem.Register(q.pd, q.mem[:small], 0, verbs.AccessLocalWrite); err != nil {
+		return q, fmt.Errorf("register %d bytes: %w", small, err)
 	}
+	l.stats.registeredBytes.Add(uint64(small))
 
 	q.slots = make([]request, nslots)
 	q.freeSlots = make([]int32, 0, nslots)
@@ -222,17 +280,17 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 		r.reset()
 		off := q.cqeOff + i*nvme.CQESize
 		r.cqe = q.mem[off : off+nvme.CQESize : off+nvme.CQESize]
-		r.sge[1] = q.reg.SGE(off, nvme.CQESize)
+		r.sge[1] = q.small.SGE(off, nvme.CQESize)
 		r.req.Tag = uint32(i)
 		q.freeSlots = append(q.freeSlots, int32(i))
 	}
-	q.freeBufs = make([]int32, 0, p.depth)
-	for i := p.depth - 1; i >= 0; i-- {
-		q.freeBufs = append(q.freeBufs, int32(i))
-	}
-	q.recvSGE = make([]verbs.SGE, p.depth)
-	for i := range q.recvSGE {
-		q.recvSGE[i] = q.reg.SGE(q.recvOff+q.recvPad+i*q.recvStride, uint32(q.recvSize))
+	q.freeBufs = make([]int32, 0, p.depth+1)
+	q.freeBufs = append(q.freeBufs, q.bootIdx)
+	q.bufBase = make([]verbs.SGE, p.depth)
+	q.recvSGE = make([]verbs.SGE, 2*p.depth)
+	for i := range p.depth {
+		q.recvSGE[2*i] = q.small.SGE(i*nvme.SQESize, nvme.SQESize)
+		q.recvSGE[2*i+1] = q.small.SGE(q.icdOff+i*q.icdStride, uint32(p.icd))
 	}
 	q.bufWait.init()
 	q.readWait.init()
@@ -253,41 +311,155 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 	return q, nil
 }
 
+// enableData registers the queue's first chunk of data buffers after a
+// successful Fabrics Connect (poller goroutine); the bootstrap buffer is
+// retired (at once when free, else when returned). Further chunks are
+// registered by grow as commands in flight need them.
+func (q *queue) enableData() error {
+	if q.connected {
+		return nil
+	}
+	if err := q.grow(true); err != nil {
+		return err
+	}
+	q.connected = true
+	for i, b := range q.freeBufs {
+		if b == q.bootIdx {
+			q.freeBufs = append(q.freeBufs[:i], q.freeBufs[i+1:]...)
+			break
+		}
+	}
+	return nil
+}
+
+// growBase is the number of data buffers of the first chunk: 1 MiB worth,
+// at least one, at most the queue depth.
+func (q *queue) growBase() int {
+	return min(q.params.depth, max(1, growChunkBytes/q.dataSize))
+}
+
+// growChunkBytes is the size of a queue's first chunk of data buffers;
+// each further chunk doubles the buffers registered.
+const growChunkBytes = 1 << 20
+
+// grow registers the next chunk of data buffers (poller goroutine): the
+// first chunk (growBase buffers) at Connect, then as many buffers as are
+// registered already (doubling), up to one per queue entry. Each chunk is
+// registered in memory regions of at most regmem.MaxChunk bytes, each a
+// whole number of buffers, so no buffer straddles two regions. Except for
+// the first chunk, growth must fit under Config.MaxDataBufferBytes across
+// the listener; when it does not, the command waits for one of the
+// queue's own buffers (StateNeedBuffer), as it always could.
+func (q *queue) grow(first bool) error {
+	depth := q.params.depth
+	if q.dataBufs >= depth || q.noGrow {
+		return errNoGrowth
+	}
+	n := q.growBase()
+	if !first {
+		n = min(depth-q.dataBufs, max(n, q.dataBufs))
+	}
+	bytes := n * q.dataStride
+	if !q.l.reserveData(bytes, first) {
+		q.l.stats.growthDenied.Add(1)
+		return errNoGrowth
+	}
+	limit := regmem.MaxChunk
+	if q.l.cfg.mrChunk > 0 {
+		limit = q.l.cfg.mrChunk
+	}
+	off := q.dataOff + q.dataBufs*q.dataStride
+	data := q.mem[off : off+bytes : off+bytes]
+	regmem.AdviseHuge(data)
+	reg, err := regmem.Register(q.pd, data, limit/q.dataStride*q.dataStride, verbs.AccessLocalWrite)
+	if err != nil {
+		q.l.releaseData(bytes)
+		q.noGrow = true
+		return fmt.Errorf("register %d bytes of data buffers: %w", bytes, err)
+	}
+	q.chunks = append(q.chunks, reg)
+	q.l.stats.registeredBytes.Add(uint64(bytes))
+	for i := range n {
+		q.bufBase[q.dataBufs+i] = reg.SGE(i*q.dataStride, 0)
+	}
+	for i := n - 1; i >= 0; i-- {
+		q.freeBufs = append(q.freeBufs, int32(q.dataBufs+i))
+	}
+	q.dataBufs += n
+	return nil
+}
+
+func alignUp(n, a int) int { return (n + a - 1) / a * a }
+
+// smallLayout places the memory a queue registers at connect: depth packed
+// SQEs, depth in-capsule data buffers of icd bytes each on dataAlign
+// boundaries (so a file backend writes them with O_DIRECT), 2×depth CQEs,
+// and the bootstrap buffer; the region is bootOff + bootSize bytes.
+func smallLayout(depth, icd int) (icdOff, icdStride, cqeOff, bootOff int) {
+	icdOff = alignUp(depth*nvme.SQESize, dataAlign)
+	icdStride = alignUp(icd, dataAlign)
+	cqeOff = icdOff + depth*icdStride
+	bootOff = alignUp(cqeOff+2*depth*nvme.CQESize, dataAlign)
+	return
+}
+
 // dataAlign is the alignment of data buffers and of in-capsule data in
 // the registered memory: the O_DIRECT alignment of 4 KiB-sector devices,
 // so a file backend moves every transfer between the file and registered
 // memory directly (no bounce through the page cache).
 const dataAlign = 4096
 
-// recvLayout places receive buffers of 64 + icd bytes so that the
-// in-capsule data (after the 64-byte SQE) starts on a dataAlign boundary:
-// each SQE takes the last 64 bytes of an aligned block and its data
-// starts the next block. The price is dataAlign-64 bytes per queue entry.
-// Without in-capsule data the buffers are packed.
-func recvLayout(icd int) (stride, pad int) {
-	if icd <= 0 {
-		return nvme.SQESize, 0
-	}
-	return dataAlign + (icd+dataAlign-1)/dataAlign*dataAlign, dataAlign - nvme.SQESize
+// sqeBuf returns the SQE part of receive i.
+func (q *queue) sqeBuf(i int32) []byte {
+	off := int(i) * nvme.SQESize
+	return q.mem[off : off+nvme.SQESize : off+nvme.SQESize]
 }
 
-// recvBuf returns receive buffer i.
-func (q *queue) recvBuf(i int32) []byte {
-	off := q.recvOff + q.recvPad + int(i)*q.recvStride
-	return q.mem[off : off+q.recvSize : off+q.recvSize]
+// icdBuf returns the in-capsule data part of receive i (params.icd bytes).
+func (q *queue) icdBuf(i int32) []byte {
+	off := q.icdOff + int(i)*q.icdStride
+	return q.mem[off : off+q.params.icd : off+q.params.icd]
+}
+
+// recvSGL is the scatter list of receive i: the SQE, then the in-capsule
+// data buffer when the queue accepts in-capsule data.
+func (q *queue) recvSGL(i int32) []verbs.SGE {
+	if q.params.icd > 0 {
+		return q.recvSGE[2*i : 2*i+2]
+	}
+	return q.recvSGE[2*i : 2*i+1]
+}
+
+// bufSize is the capacity of data buffer i (the bootstrap buffer is
+// smaller).
+func (q *queue) bufSize(i int32) int {
+	if i == q.bootIdx {
+		return bootSize
+	}
+	return q.dataSize
 }
 
 // dataBuf returns data buffer i.
 func (q *queue) dataBuf(i int32) []byte {
-	off := int(i) * q.dataSize
+	if i == q.bootIdx {
+		return q.mem[q.bootOff : q.bootOff+bootSize : q.bootOff+bootSize]
+	}
+	off := q.dataOff + int(i)*q.dataStride
 	return q.mem[off : off+q.dataSize : off+q.dataSize]
 }
 
 // dataSGE describes the first n bytes of data buffer i.
-func (q *queue) dataSGE(i int32, n uint32) verbs.SGE { return q.reg.SGE(int(i)*q.dataSize, n) }
+func (q *queue) dataSGE(i int32, n uint32) verbs.SGE {
+	if i == q.bootIdx {
+		return q.small.SGE(q.bootOff, n)
+	}
+	s := q.bufBase[i]
+	s.Length = n
+	return s
+}
 
 // Complete implements target.QueueConn. It hands a request the core left
-// pending back to the poller; it never blocks (the channel holds one entry
+// pending back to the queue's poller and rings its poll group; it never blocks (the channel holds one entry
 // per slot) and may be called from any goroutine, also after teardown
 // started.
 func (q *queue) Complete(r *target.Request) {
@@ -297,6 +469,9 @@ func (q *queue) Complete(r *target.Request) {
 	}
 	select {
 	case q.compCh <- int32(r.Tag):
+		if g := q.g; g != nil {
+			g.ring()
+		}
 	default:
 		q.log.Error("rdma: Complete called more than once", "tag", r.Tag)
 	}
@@ -326,8 +501,19 @@ func (q *queue) release(leak bool) {
 	if q.qp != nil {
 		errs = append(errs, q.qp.Close())
 	}
-	if q.reg != nil {
-		errs = append(errs, q.reg.Close())
+	for _, reg := range q.chunks {
+		errs = append(errs, reg.Close())
+	}
+	q.chunks = nil
+	if n := q.dataBufs * q.dataStride; n > 0 {
+		q.l.stats.registeredBytes.Add(^uint64(n - 1))
+		q.l.releaseData(n)
+		q.dataBufs = 0
+	}
+	if q.small != nil {
+		errs = append(errs, q.small.Close())
+		q.l.stats.registeredBytes.Add(^uint64(q.bootOff + bootSize - 1))
+		q.small = nil
 	}
 	if q.cq != nil {
 		errs = append(errs, q.cq.Close())

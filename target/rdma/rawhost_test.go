@@ -59,6 +59,7 @@ type rawOpts struct {
 	private  []byte // raw private data instead of a CM request
 	capSize  int    // command buffer size (default 64 + 4096)
 	dataSize int    // registered data area (default 1 MiB)
+	local    string // local address (the host the target sees)
 }
 
 // dialRaw connects a raw host. A rejected connection returns the
@@ -80,7 +81,7 @@ func dialRaw(ctx context.Context, t testing.TB, prov verbs.Provider, addr string
 	if o.dataSize == 0 {
 		o.dataSize = 1 << 20
 	}
-	id, err := prov.Resolve(ctx, addr, verbs.ResolveOptions{})
+	id, err := prov.Resolve(ctx, addr, verbs.ResolveOptions{LocalAddr: o.local})
 	if err != nil {
 		return nil, err
 	}

@@ -59,9 +59,10 @@ func commandDirection(s *nvme.SQE) nvme.DataDirection {
 	return nvme.OpcodeDirection(s.Opcode())
 }
 
-// parseSGL validates the command's SGL1 against the capsule (the whole
-// received message, SQE included) and the queue's limits, and fills r's
-// data description. It returns a non-success status for per-command
+// parseSGL validates the command's SGL1 against the in-capsule data
+// received with it (icd: the bytes after the SQE, at most the queue's
+// in-capsule size) and the queue's limits, and fills r's data
+// description. It returns a non-success status for per-command
 // errors. The arithmetic is overflow-safe: keyed address + length is
 // checked against 2^64 without wrapping, and in-capsule spans go through
 // nvme.SGL.InCapsuleSpan, which compares offset and length separately
@@ -76,7 +77,7 @@ func commandDirection(s *nvme.SQE) nvme.DataDirection {
 // descriptor on a command without a data direction is InvalidField, as is
 // in-capsule data on a command that does not transfer to the controller
 // (nvmet_rdma_map_sgl_inline).
-func (q *queue) parseSGL(r *request, capsule []byte) nvme.Status {
+func (q *queue) parseSGL(r *request, icdata []byte) nvme.Status {
 	sqe := &r.req.SQE
 	dir := commandDirection(sqe)
 	r.req.Dir = dir
@@ -120,14 +121,13 @@ func (q *queue) parseSGL(r *request, capsule []byte) nvme.Status {
 		if dir != nvme.DirHostToCtrl {
 			return nvme.StatusInvalidField.WithDNR()
 		}
-		icd := min(len(capsule)-nvme.SQESize, q.params.icd)
+		icd := min(len(icdata), q.params.icd)
 		off, n, ok := sgl.InCapsuleSpan(icd)
 		if !ok {
 			return nvme.StatusSGLOffsetInvalid.WithDNR()
 		}
 		if n > 0 {
-			start := nvme.SQESize + off
-			r.req.Data = capsule[start : start+n : start+n]
+			r.req.Data = icdata[off : off+n : off+n]
 			r.req.Length = uint32(n)
 		}
 		return nvme.StatusSuccess

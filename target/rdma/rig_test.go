@@ -95,7 +95,7 @@ func (g *rig) mustDial(o rawOpts) *rawHost {
 // (CC.EN, IOSQES 6, IOCQES 4) and connects I/O queue o (its qid) to it.
 func (g *rig) enabledIOQueue(o rawOpts) *rawHost {
 	g.t.Helper()
-	admin := g.connectQueue(rawOpts{qid: 0, depth: 32}, testSubNQN, testHostNQN)
+	admin := g.connectQueue(rawOpts{qid: 0, depth: 32, local: o.local}, testSubNQN, testHostNQN)
 	var s nvme.SQE
 	s.SetPropertySet(nvme.PropCC, false, 1|4<<20|6<<16)
 	s.SetCID(2)

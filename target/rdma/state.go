@@ -7,12 +7,15 @@ import "strconv"
 // on a counted resource, never on a lock:
 //
 //	Free → New → NeedBuffer → ReadFromHostPending → ReadingFromHost →
-//	ReadyToExecute → Executing → Executed → WriteToHostPending →
-//	WritingToHost → CompletePending → Completing → Free
+//	Executing → WriteToHostPending → CompletePending → Completing → Free
 //
 // States a command does not need are skipped (a command without data goes
-// New → ReadyToExecute; a command rejected by the transport goes New →
-// CompletePending).
+// New → Executing → CompletePending; a command rejected by the transport
+// goes New → CompletePending). Every state is read: the waiting states
+// choose the transition a request takes when its resource frees up
+// (queue.advance), the in-flight states are checked against the work
+// completion or core completion that ends them, and Free/New tell a free
+// slot from an allocated one.
 type State uint8
 
 const (
@@ -30,24 +33,17 @@ const (
 	// StateReadingFromHost: the RDMA READ of the host's data is posted; the
 	// slot waits for its completion.
 	StateReadingFromHost
-	// StateReadyToExecute: any host data is in Request.Data; the request is
-	// about to be handed to the core.
-	StateReadyToExecute
 	// StateExecuting: the core owns the request (Execute returned false);
 	// the slot waits for QueueConn.Complete.
 	StateExecuting
-	// StateExecuted: the core finished; the CQE is final.
-	StateExecuted
 	// StateWriteToHostPending: a host read waits for two send-queue slots
-	// (its RDMA WRITE and the CQE SEND).
+	// (its unsignaled RDMA WRITE and the CQE SEND, posted together).
 	StateWriteToHostPending
-	// StateWritingToHost: the RDMA WRITE (unsignaled) is queued, chained
-	// before the CQE SEND in the same PostSend batch.
-	StateWritingToHost
 	// StateCompletePending: the CQE waits for a send-queue slot.
 	StateCompletePending
-	// StateCompleting: the CQE SEND is posted; the slot waits for its
-	// completion, then returns to Free.
+	// StateCompleting: the CQE SEND (and any RDMA WRITE before it) is
+	// posted; the slot waits for the SEND's completion, then returns to
+	// Free.
 	StateCompleting
 )
 
@@ -57,11 +53,8 @@ var stateNames = [...]string{
 	StateNeedBuffer:          "NeedBuffer",
 	StateReadFromHostPending: "ReadFromHostPending",
 	StateReadingFromHost:     "ReadingFromHost",
-	StateReadyToExecute:      "ReadyToExecute",
 	StateExecuting:           "Executing",
-	StateExecuted:            "Executed",
 	StateWriteToHostPending:  "WriteToHostPending",
-	StateWritingToHost:       "WritingToHost",
 	StateCompletePending:     "CompletePending",
 	StateCompleting:          "Completing",
 }

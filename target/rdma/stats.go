@@ -10,10 +10,29 @@ type Stats struct {
 	Rejected uint64
 	// Queues is the number of queues currently connected.
 	Queues uint64
+	// AcceptErrors counts errors from the provider listener's Accept that
+	// the accept loop retried.
+	AcceptErrors uint64
+	// Unconnected is the number of connections now between their connect
+	// request and a successful Fabrics Connect.
+	Unconnected uint64
+	// UnconnectedRejected counts connect requests refused because the
+	// unconnected caps (MaxUnconnectedQueues, MaxUnconnectedPerHost) were
+	// reached.
+	UnconnectedRejected uint64
+	// ConnectTimeouts counts queues disconnected for not bringing a
+	// successful Fabrics Connect within ConnectTimeout.
+	ConnectTimeouts uint64
+	// RegisteredBytes is the memory now registered with the device by
+	// the listener's queues (receive, CQE and data buffers).
+	RegisteredBytes uint64
+	// GrowthDenied counts times a queue wanted more data buffers than
+	// Config.MaxDataBufferBytes allowed (the command waited instead).
+	GrowthDenied uint64
 	// Commands counts command capsules received.
 	Commands uint64
 	// CommandErrors counts commands the transport answered itself with an
-	// error CQE (bad SGL, truncated capsule, queue draining).
+	// error CQE (bad SGL, truncated capsule, Connect for another queue).
 	CommandErrors uint64
 	// QueueErrors counts queues torn down by an error (not by a plain
 	// disconnect).
@@ -27,6 +46,9 @@ type Stats struct {
 	BytesToHost   uint64
 	// InCapsuleBytes counts in-capsule data bytes received.
 	InCapsuleBytes uint64
+	// DrainDropped counts capsules received during a graceful drain
+	// (Listener.Close) and left unanswered for the host to retry.
+	DrainDropped uint64
 }
 
 // counters are the live atomics behind Stats. The listener holds the
@@ -36,9 +58,13 @@ type Stats struct {
 // when it is released.
 type counters struct {
 	accepted, rejected, queues                 atomic.Uint64
+	acceptErrors, unconnectedRejected          atomic.Uint64
+	connectTimeouts, registeredBytes           atomic.Uint64
+	growthDenied                               atomic.Uint64
 	commands, commandErrors, queueErrors       atomic.Uint64
 	rdmaReads, rdmaWrites                      atomic.Uint64
 	bytesFromHost, bytesToHost, inCapsuleBytes atomic.Uint64
+	drainDropped                               atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -54,6 +80,7 @@ func (c *counters) snapshot() Stats {
 		BytesFromHost:  c.bytesFromHost.Load(),
 		BytesToHost:    c.bytesToHost.Load(),
 		InCapsuleBytes: c.inCapsuleBytes.Load(),
+		DrainDropped:   c.drainDropped.Load(),
 	}
 }
 
@@ -67,4 +94,5 @@ func (c *counters) addIO(dst *counters) {
 	dst.bytesFromHost.Add(c.bytesFromHost.Load())
 	dst.bytesToHost.Add(c.bytesToHost.Load())
 	dst.inCapsuleBytes.Add(c.inCapsuleBytes.Load())
+	dst.drainDropped.Add(c.drainDropped.Load())
 }

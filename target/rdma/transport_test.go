@@ -41,7 +41,7 @@ func TestPortRegistered(t *testing.T) {
 		p.TrSvcID == "" || p.TrSvcID == "0" || p.TSAS != want {
 		t.Fatalf("port %+v", p)
 	}
-	if c := p.Caps; !c.KeyedSGL || c.InCapsuleDataSize != 4096 || c.MaxDataTransfer != 128<<10 ||
+	if c := p.Caps; !c.KeyedSGL || c.InCapsuleDataSize != 4096 || c.MaxDataTransfer != 1<<20 ||
 		c.MaxQueueDepth != 64 || c.MaxSGLDescriptors != 1 || c.TrType != nvme.TrTypeRDMA {
 		t.Fatalf("caps %+v", c)
 	}
@@ -183,7 +183,7 @@ func TestRealCoreConnectSequence(t *testing.T) {
 		t.Fatal(err)
 	}
 	if id.IOCCSZ != (64+4096)/16 || id.IORCSZ != 1 || id.SGLS&nvme.SGLSKeyed == 0 || id.MSDBD != 1 ||
-		id.MDTS != 5 || id.SubNQN != testSubNQN {
+		id.MDTS != 8 || id.SubNQN != testSubNQN {
 		t.Fatalf("identify: IOCCSZ %d IORCSZ %d SGLS %#x MSDBD %d MDTS %d SubNQN %q",
 			id.IOCCSZ, id.IORCSZ, id.SGLS, id.MSDBD, id.MDTS, id.SubNQN)
 	}

@@ -12,6 +12,9 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/rdmablk/rdmablk/verbs"
@@ -47,6 +50,9 @@ type Provider struct {
 	closed bool
 
 	loopDone chan struct{}
+	// closing is closed by Close (wakes the event loop's back-off).
+	closing       chan struct{}
+	cmEventErrors atomic.Uint64
 }
 
 var _ verbs.Provider = (*Provider)(nil)
@@ -81,6 +87,7 @@ func New(opts Options) (*Provider, error) {
 		ids: map[uintptr]any{}, next: 1,
 		devs:     map[*C.struct_ibv_context]*device{},
 		loopDone: make(chan struct{}),
+		closing:  make(chan struct{}),
 	}
 	go p.eventLoop()
 	return p, nil
@@ -164,27 +171,48 @@ func (e cmEvent) String() string {
 	return C.GoString(C.rdma_event_str(uint32(e.typ)))
 }
 
-// eventLoop serves the event channel until Close.
+// eventLoop serves the event channel until Close. An error reading an
+// event never ends it (listeners would stop hearing connect requests
+// silently): it is logged, rate-limited, and retried after a back-off
+// (eventRetry).
 func (p *Provider) eventLoop() {
 	defer close(p.loopDone)
 	var ev C.struct_rb_cm_ev
+	retry := eventRetry{log: p.log}
 	for {
+		var failed C.int
 		err := p.efd.wait(func() bool {
 			e := C.rb_get_cm_event(p.ch, &ev)
 			if e != 0 {
-				if !isEAGAIN(e) {
-					p.log.Warn("rdma_get_cm_event", "errno", int(e))
+				if isEAGAIN(e) {
+					return false // park until the channel is readable
 				}
-				return false
+				failed = e
 			}
 			return true
 		})
 		if err != nil {
 			return
 		}
+		if failed != 0 {
+			p.cmEventErrors.Add(1)
+			t := time.NewTimer(retry.failed(syscall.Errno(failed), time.Now()))
+			select {
+			case <-t.C:
+			case <-p.closing:
+				t.Stop()
+				return
+			}
+			continue
+		}
+		retry.ok()
 		p.dispatch(&ev)
 	}
 }
+
+// CMEventErrors counts the errors reading the rdma_cm event channel that
+// the event loop met and retried.
+func (p *Provider) CMEventErrors() uint64 { return p.cmEventErrors.Load() }
 
 func (p *Provider) dispatch(ev *C.struct_rb_cm_ev) {
 	e := cmEvent{typ: ev.event, status: int(ev.status), param: verbs.ConnParam{
@@ -238,6 +266,7 @@ func (p *Provider) Close() error {
 	}
 	p.closed = true
 	p.mu.Unlock()
+	close(p.closing)
 	p.efd.close()
 	<-p.loopDone
 	C.rdma_destroy_event_channel(p.ch)

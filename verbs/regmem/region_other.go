@@ -18,6 +18,9 @@ func Alloc(n int) (*Region, error) {
 	return &Region{mem: make([]byte, n)}, nil
 }
 
+// Reserve is Alloc off Linux.
+func Reserve(n int) (*Region, error) { return Alloc(n) }
+
 func (r *Region) Bytes() []byte { return r.mem }
 func (r *Region) Huge() bool    { return false }
 func (r *Region) Free() error   { r.mem = nil; return nil }

@@ -44,6 +44,27 @@ func Alloc(n int) (*Region, error) {
 	return &Region{mem: m}, nil
 }
 
+// Reserve maps at least n bytes of zeroed memory on normal pages without
+// reserving swap or huge pages for them (MAP_NORESERVE): address space only,
+// which costs no resident memory until a page is touched or registered
+// (registration pins the pages it covers). For memory registered in parts,
+// later or never (a queue's data buffers, registered only after the host
+// proved itself with a Fabrics Connect). Use AdviseHuge on the parts that
+// are worth transparent huge pages.
+func Reserve(n int) (*Region, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("regmem: size %d", n)
+	}
+	pg := syscall.Getpagesize()
+	n = (n + pg - 1) / pg * pg
+	m, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE,
+		syscall.MAP_ANON|syscall.MAP_PRIVATE|syscall.MAP_NORESERVE)
+	if err != nil {
+		return nil, fmt.Errorf("regmem: mmap %d bytes: %w", n, err)
+	}
+	return &Region{mem: m}, nil
+}
+
 // AdviseHuge asks for transparent huge pages on the whole 2 MiB extents
 // inside b (a part of a Region). Use it for memory that is touched in
 // full under load (data buffer pools): a huge page is resident as a whole

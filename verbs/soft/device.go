@@ -2,8 +2,10 @@ package soft
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rdmablk/rdmablk/verbs"
 )
@@ -24,7 +26,17 @@ type device struct {
 	nMR     int
 	qpns    map[uint32]*qp
 
-	mrMu  sync.RWMutex // guards lkeys and rkeys
+	// keys is the current key table, replaced whole (copy on write) by
+	// addMR and removeMR under mrMu. Posts and remote accesses look keys up
+	// in a snapshot without any lock, so the data path of one QP never
+	// touches a cache line that every other QP of the device writes.
+	mrMu sync.Mutex // serializes key table writers
+	keys atomic.Pointer[keyTable]
+}
+
+// keyTable maps local and remote keys to their memory regions. Immutable
+// once published.
+type keyTable struct {
 	lkeys map[uint32]*memoryRegion
 	rkeys map[uint32]*memoryRegion
 }
@@ -32,12 +44,12 @@ type device struct {
 var _ verbs.Device = (*device)(nil)
 
 func newDevice(p *Provider, name string, attr verbs.DeviceAttr, maxMRPages int) *device {
-	return &device{
+	d := &device{
 		p: p, name: name, attr: attr, maxMRPages: maxMRPages,
-		qpns:  make(map[uint32]*qp),
-		lkeys: make(map[uint32]*memoryRegion),
-		rkeys: make(map[uint32]*memoryRegion),
+		qpns: make(map[uint32]*qp),
 	}
+	d.keys.Store(&keyTable{lkeys: map[uint32]*memoryRegion{}, rkeys: map[uint32]*memoryRegion{}})
+	return d
 }
 
 func (d *device) Name() string           { return d.name }
@@ -112,37 +124,42 @@ func (d *device) freeQPN(n uint32) {
 	d.mu.Unlock()
 }
 
-// addMR assigns unpredictable, distinct lkey and rkey to mr and publishes it.
+// addMR assigns unpredictable, distinct lkey and rkey to mr and publishes it
+// in a new key table.
 func (d *device) addMR(mr *memoryRegion) {
 	d.mrMu.Lock()
 	defer d.mrMu.Unlock()
+	old := d.keys.Load()
 	for {
 		l, r := rand.Uint32(), rand.Uint32()
-		if l == 0 || r == 0 || l == r || d.lkeys[l] != nil || d.rkeys[r] != nil ||
-			d.lkeys[r] != nil || d.rkeys[l] != nil {
+		if l == 0 || r == 0 || l == r || old.lkeys[l] != nil || old.rkeys[r] != nil ||
+			old.lkeys[r] != nil || old.rkeys[l] != nil {
 			continue
 		}
 		mr.lkey, mr.rkey = l, r
-		d.lkeys[l] = mr
-		d.rkeys[r] = mr
-		return
+		break
 	}
+	t := &keyTable{lkeys: maps.Clone(old.lkeys), rkeys: maps.Clone(old.rkeys)}
+	t.lkeys[mr.lkey] = mr
+	t.rkeys[mr.rkey] = mr
+	d.keys.Store(t)
 }
 
 func (d *device) removeMR(mr *memoryRegion) {
 	d.mrMu.Lock()
-	delete(d.lkeys, mr.lkey)
-	delete(d.rkeys, mr.rkey)
-	d.mrMu.Unlock()
+	defer d.mrMu.Unlock()
+	old := d.keys.Load()
+	t := &keyTable{lkeys: maps.Clone(old.lkeys), rkeys: maps.Clone(old.rkeys)}
+	delete(t.lkeys, mr.lkey)
+	delete(t.rkeys, mr.rkey)
+	d.keys.Store(t)
 }
 
 // remote resolves a remote access [addr, addr+length) through rkey for a QP
 // of pd needing right need. On success the MR is acquired (the caller
 // releases it after the access) and the bytes are returned.
 func (d *device) remote(rkey uint32, addr uint64, length uint32, need verbs.Access, pd *protectionDomain) (*memoryRegion, []byte, bool) {
-	d.mrMu.RLock()
-	mr := d.rkeys[rkey]
-	d.mrMu.RUnlock()
+	mr := d.keys.Load().rkeys[rkey]
 	if mr == nil || mr.pd != pd || mr.access&need == 0 || mr.invalidated.Load() {
 		return nil, nil, false
 	}
@@ -156,9 +173,7 @@ func (d *device) remote(rkey uint32, addr uint64, length uint32, need verbs.Acce
 // invalidate revokes remote access through rkey (SEND_WITH_INV). It fails
 // when rkey names no MR of pd.
 func (d *device) invalidate(rkey uint32, pd *protectionDomain) bool {
-	d.mrMu.RLock()
-	mr := d.rkeys[rkey]
-	d.mrMu.RUnlock()
+	mr := d.keys.Load().rkeys[rkey]
 	if mr == nil || mr.pd != pd {
 		return false
 	}

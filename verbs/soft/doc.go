@@ -26,6 +26,14 @@
 // and Poll never block; CompletionQueue.ReqNotify on a CQ that already
 // holds completions signals at once.
 //
+// Locks on the data path: posters of one queue are serialized by that
+// queue's post lock, which no engine takes; a post validates its work
+// requests and fills the free slots past the queue's tail without the QP
+// lock, then holds the QP lock only to check the state and publish the new
+// tail. Keys are looked up in an immutable key table swapped whole when an
+// MR is registered or closed, so neither posts nor the engines' remote
+// accesses take a device-wide lock.
+//
 // # Buffer lifetimes
 //
 // As in package verbs: registered memory belongs to the caller and must stay
@@ -106,6 +114,15 @@
 // service); other dial failures: verbs.ErrUnreachable. Disconnect from
 // either side closes both Done channels with ErrDisconnected and flushes
 // both QPs; closing a Listener leaves established connections alone.
+//
+// # Listener robustness
+//
+// A listener's accept loop ends only when the listener closes: an accept
+// error (EMFILE, ENFILE, ENOBUFS, ENOMEM, ECONNABORTED, anything) is logged
+// to Options.Logger at most once per 10 s and retried after a back-off
+// (5 ms doubling up to 1 s). Connections that have not sent their connect
+// request are capped (1,024 in all, 64 per peer host) and closed after
+// 10 s; connections over a cap are closed at once.
 //
 // # Fault injection
 //

@@ -82,10 +82,17 @@ func (f *Fabric) dial(ctx context.Context, addr, local string) (net.Conn, error)
 		return nil, &verbs.RejectError{}
 	}
 	f.nextConn++
-	if local == "" {
-		local = "fabric-client"
+	// The client's address is "host:port" like a TCP peer's: the host
+	// from the local address asked for (default "fabric-client"), a port
+	// unique per connection.
+	lhost := "fabric-client"
+	if local != "" {
+		lhost = local
+		if h, _, err := net.SplitHostPort(local); err == nil {
+			lhost = h
+		}
 	}
-	localAddr := fabricAddr(fmt.Sprintf("%s#%d", local, f.nextConn))
+	localAddr := fabricAddr(net.JoinHostPort(lhost, strconv.Itoa(f.nextConn)))
 	a, b := newMemConnPair(localAddr, fabricAddr(net.JoinHostPort(host, strconv.Itoa(port))))
 	select {
 	case l.conns <- b:

@@ -2,9 +2,12 @@ package soft
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rdmablk/rdmablk/verbs"
@@ -22,9 +25,30 @@ type listener struct {
 	done    chan struct{}
 	wg      sync.WaitGroup // accept loop and handshakes
 
-	mu      sync.Mutex // guards closed and pending
-	closed  bool
-	pending map[net.Conn]struct{} // connections still in the handshake
+	mu        sync.Mutex // guards closed and pending
+	closed    bool
+	pending   map[net.Conn]struct{} // connections still in the handshake
+	pendingBy map[string]int        // pending by peer host
+
+	acceptErrors atomic.Uint64 // Accept errors retried
+	refused      atomic.Uint64 // connections closed over the pending caps
+}
+
+// Caps on connections that have not sent their connect request yet (each
+// holds a descriptor and a goroutine for up to handshakeTimeout): in total
+// and per peer host. Connections over them are closed at once.
+const (
+	maxPendingHandshakes = 1024
+	maxPendingPerHost    = 64
+)
+
+// hostOf is the host part of a "host:port" address (the whole string
+// without a port).
+func hostOf(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
 }
 
 var _ verbs.Listener = (*listener)(nil)
@@ -32,9 +56,10 @@ var _ verbs.Listener = (*listener)(nil)
 func newListener(p *Provider, ln net.Listener, backlog int) *listener {
 	return &listener{
 		p: p, ln: ln,
-		backlog: make(chan *verbs.ConnRequest, backlog),
-		done:    make(chan struct{}),
-		pending: make(map[net.Conn]struct{}),
+		backlog:   make(chan *verbs.ConnRequest, backlog),
+		done:      make(chan struct{}),
+		pending:   make(map[net.Conn]struct{}),
+		pendingBy: make(map[string]int),
 	}
 }
 
@@ -51,25 +76,105 @@ func (l *listener) spawn(f func()) bool {
 	return ok
 }
 
+// Accept-loop back-off after an error from the socket's Accept (as
+// net/http's Server: 5 ms doubling up to 1 s), and the interval of the
+// rate-limited log line about such errors.
+const (
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+	acceptLogEvery   = 10 * time.Second
+)
+
+// acceptLoop takes incoming transport connections until the listener is
+// closed. An Accept error while the listener is open never ends it: out of
+// file descriptors (EMFILE, ENFILE), buffers or memory (ENOBUFS, ENOMEM),
+// an aborted connection (ECONNABORTED) — or anything else — is logged
+// (rate-limited) and retried after a back-off, so new hosts get in again as
+// soon as the pressure is gone (issue 10 item 1).
 func (l *listener) acceptLoop() {
+	var backoff time.Duration
+	var lastLog time.Time
+	suppressed := 0
 	for {
 		c, err := l.ln.Accept()
 		if err != nil {
-			return
+			if l.isClosed() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			l.acceptErrors.Add(1)
+			if backoff == 0 {
+				backoff = acceptBackoffMin
+			} else {
+				backoff = min(2*backoff, acceptBackoffMax)
+			}
+			if now := time.Now(); now.Sub(lastLog) >= acceptLogEvery {
+				l.p.log.Error("soft: accept failed; retrying", "addr", l.Addr(),
+					"err", err, "temporary", isTemporaryAcceptErr(err),
+					"backoff", backoff, "suppressed", suppressed)
+				lastLog, suppressed = now, 0
+			} else {
+				suppressed++
+			}
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-l.done:
+				t.Stop()
+				return
+			}
+			continue
 		}
+		backoff = 0
+		src := hostOf(c.RemoteAddr().String())
 		l.mu.Lock()
 		if l.closed {
 			l.mu.Unlock()
 			c.Close()
 			return
 		}
+		if len(l.pending) >= maxPendingHandshakes || l.pendingBy[src] >= maxPendingPerHost {
+			// A connection that sent no connect request yet holds a
+			// descriptor and a goroutine: a flood of them must not
+			// exhaust either (issue 10 items 1 and 2).
+			l.mu.Unlock()
+			c.Close()
+			l.refused.Add(1)
+			continue
+		}
 		l.pending[c] = struct{}{}
+		l.pendingBy[src]++
 		l.mu.Unlock()
 		if !l.spawn(func() { l.handshake(c) }) {
 			c.Close()
 		}
 	}
 }
+
+func (l *listener) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// isTemporaryAcceptErr reports the errors an accept(2) is expected to
+// recover from once the pressure is gone (only used for the log line: every
+// error but a closed listener is retried).
+func isTemporaryAcceptErr(err error) bool {
+	for _, e := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ECONNABORTED, syscall.ENOBUFS, syscall.ENOMEM} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// Refused counts connections closed because the pending-handshake caps
+// were reached.
+func (l *listener) Refused() uint64 { return l.refused.Load() }
+
+// AcceptErrors counts the errors the listener's accept loop met and
+// retried since Listen (soft listeners only; see acceptLoop).
+func (l *listener) AcceptErrors() uint64 { return l.acceptErrors.Load() }
 
 // handshake reads the connect request of an incoming connection and queues
 // it for Accept. A malformed request closes that connection only; a full
@@ -79,8 +184,14 @@ func (l *listener) handshake(c net.Conn) {
 	fr, fw := newFrameReader(c), newFrameWriter(c)
 	req, err := readRequest(fr)
 	stopped := timer.Stop()
+	src := hostOf(c.RemoteAddr().String())
 	l.mu.Lock()
 	delete(l.pending, c)
+	if n := l.pendingBy[src] - 1; n > 0 {
+		l.pendingBy[src] = n
+	} else {
+		delete(l.pendingBy, src)
+	}
 	closed := l.closed
 	l.mu.Unlock()
 	if err != nil || !stopped {

@@ -16,26 +16,35 @@ import (
 // WR is accepted and completes with WCLocProtErr / WCLocLenErr when the
 // send queue reaches it, moving the QP to the error state. Posting to a QP
 // in the error state is accepted; the WRs complete with WCWRFlushErr.
+//
+// Posters of one QP are serialized by sendPostMu, which no engine takes.
+// The WRs are validated and written into the free slots past sqTail (which
+// only posters touch) without q.mu; q.mu is held only to check the state
+// and publish the new tail, so the engines are never held up by a post.
 func (q *qp) PostSend(wrs []verbs.SendWR) (int, error) {
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
-		return 0, fmt.Errorf("%w: queue pair", verbs.ErrClosed)
-	}
-	if q.state == qpInit {
-		q.mu.Unlock()
-		return 0, fmt.Errorf("%w: QP %#x is not connected", verbs.ErrQPState, q.num)
-	}
-	q.dev.mrMu.RLock()
+	q.sendPostMu.Lock()
+	defer q.sendPostMu.Unlock()
+	keys := q.dev.keys.Load()
+	tail := q.sqTail // written only with sendPostMu held
 	n := 0
 	var err error
 	for i := range wrs {
-		if err = q.postSendLocked(&wrs[i]); err != nil {
+		if err = q.fillSend(&wrs[i], tail, keys); err != nil {
 			break
 		}
+		tail++
 		n++
 	}
-	q.dev.mrMu.RUnlock()
+	q.mu.Lock()
+	switch {
+	case q.closed:
+		q.mu.Unlock()
+		return 0, fmt.Errorf("%w: queue pair", verbs.ErrClosed)
+	case q.state == qpInit:
+		q.mu.Unlock()
+		return 0, fmt.Errorf("%w: QP %#x is not connected", verbs.ErrQPState, q.num)
+	}
+	q.sqTail = tail
 	if n > 0 && q.state == qpError {
 		q.flushLocked()
 	}
@@ -46,9 +55,9 @@ func (q *qp) PostSend(wrs []verbs.SendWR) (int, error) {
 	return n, err
 }
 
-// postSendLocked validates wr and fills the tail slot. Called with q.mu and
-// dev.mrMu (read) held.
-func (q *qp) postSendLocked(wr *verbs.SendWR) error {
+// fillSend validates wr and writes it into the slot of index tail, which no
+// engine reads before the tail is published. Called with sendPostMu held.
+func (q *qp) fillSend(wr *verbs.SendWR, tail uint64, keys *keyTable) error {
 	attr := &q.dev.attr
 	isRead := false
 	switch wr.Opcode {
@@ -81,12 +90,12 @@ func (q *qp) postSendLocked(wr *verbs.SendWR) error {
 			return fmt.Errorf("%w: inline RDMA READ", verbs.ErrInvalid)
 		}
 	}
-	if q.sqTail-q.sqFreed.Load() >= uint64(len(q.sq)) {
+	if tail-q.sqFreed.Load() >= uint64(len(q.sq)) {
 		return fmt.Errorf("%w: %d send WRs outstanding", verbs.ErrQueueFull, len(q.sq))
 	}
-	pos := int(q.sqTail % uint64(len(q.sq)))
+	pos := int(tail % uint64(len(q.sq)))
 	base := pos * q.cap.MaxSendSGE
-	s := q.slot(q.sqTail)
+	s := q.slot(tail)
 	*s = sendSlot{
 		id:       wr.ID,
 		op:       wr.Opcode,
@@ -103,12 +112,12 @@ func (q *qp) postSendLocked(wr *verbs.SendWR) error {
 		s.imm = wr.InvalidateRKey
 	}
 	if inline {
-		return q.postInlineLocked(s, wr, pos, base)
+		return q.fillInline(s, wr, pos, base, keys)
 	}
 	var total uint64
 	segs := q.sqSegs[base : base+nsge]
 	for j := range wr.SGL {
-		seg, st := q.localSegLocked(wr.SGL[j], isRead)
+		seg, st := q.localSeg(keys, wr.SGL[j], isRead)
 		if st != verbs.WCSuccess && !s.failed {
 			s.failed, s.status = true, st
 		}
@@ -124,15 +133,14 @@ func (q *qp) postSendLocked(wr *verbs.SendWR) error {
 	}
 	s.segs = segs
 	s.length = uint32(total)
-	q.sqTail++
 	return nil
 }
 
-// postInlineLocked copies the data of an inline WR into the slot. The SGE
+// fillInline copies the data of an inline WR into the slot. The SGE
 // addresses must lie in registered memory of this device (their lkeys are
 // used only to find it; access rights are not checked, as for inline data
 // on hardware).
-func (q *qp) postInlineLocked(s *sendSlot, wr *verbs.SendWR, pos, base int) error {
+func (q *qp) fillInline(s *sendSlot, wr *verbs.SendWR, pos, base int, keys *keyTable) error {
 	var total uint64
 	for _, sge := range wr.SGL {
 		total += uint64(sge.Length)
@@ -146,7 +154,7 @@ func (q *qp) postInlineLocked(s *sendSlot, wr *verbs.SendWR, pos, base int) erro
 		if sge.Length == 0 {
 			continue
 		}
-		mr := q.dev.lkeys[sge.LKey]
+		mr := keys.lkeys[sge.LKey]
 		if mr == nil {
 			return fmt.Errorf("%w: inline SGE lkey %#x not registered", verbs.ErrInvalid, sge.LKey)
 		}
@@ -160,15 +168,15 @@ func (q *qp) postInlineLocked(s *sendSlot, wr *verbs.SendWR, pos, base int) erro
 	segs[0] = dst
 	s.segs = segs
 	s.length = uint32(total)
-	q.sqTail++
 	return nil
 }
 
-// localSegLocked resolves a local SGE: the lkey must name a live MR of the
-// QP's PD, the span must lie inside it, and needWrite requires
-// AccessLocalWrite. Failures are WCLocProtErr, as on hardware.
-func (q *qp) localSegLocked(sge verbs.SGE, needWrite bool) ([]byte, verbs.WCStatus) {
-	mr := q.dev.lkeys[sge.LKey]
+// localSeg resolves a local SGE through the key table snapshot keys: the
+// lkey must name a live MR of the QP's PD, the span must lie inside it,
+// and needWrite requires AccessLocalWrite. Failures are WCLocProtErr, as
+// on hardware.
+func (q *qp) localSeg(keys *keyTable, sge verbs.SGE, needWrite bool) ([]byte, verbs.WCStatus) {
+	mr := keys.lkeys[sge.LKey]
 	if mr == nil || mr.pd != q.pd || mr.closing.Load() {
 		return nil, verbs.WCLocProtErr
 	}
@@ -188,13 +196,14 @@ func (q *qp) localSegLocked(sge verbs.SGE, needWrite bool) ([]byte, verbs.WCStat
 // checks (lkey, PD, bounds, local write) is reported when a message lands
 // in that receive: it completes with WCLocProtErr, the QP moves to the
 // error state and the sender's WR completes with WCRemOpErr.
+//
+// As PostSend: posters are serialized by recvPostMu and fill the slots past
+// rqTail without q.mu, which is held only to publish the new tail.
 func (q *qp) PostRecv(wrs []verbs.RecvWR) (int, error) {
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
-		return 0, fmt.Errorf("%w: queue pair", verbs.ErrClosed)
-	}
-	q.dev.mrMu.RLock()
+	q.recvPostMu.Lock()
+	defer q.recvPostMu.Unlock()
+	keys := q.dev.keys.Load()
+	tail := q.rqTail // written only with recvPostMu held
 	n := 0
 	var err error
 	for i := range wrs {
@@ -203,16 +212,16 @@ func (q *qp) PostRecv(wrs []verbs.RecvWR) (int, error) {
 			err = fmt.Errorf("%w: %d SGEs, QP allows %d", verbs.ErrInvalid, len(wr.SGL), q.cap.MaxRecvSGE)
 			break
 		}
-		if q.rqTail-q.rqFreed.Load() >= uint64(len(q.rq)) {
+		if tail-q.rqFreed.Load() >= uint64(len(q.rq)) {
 			err = fmt.Errorf("%w: %d receive WRs outstanding", verbs.ErrQueueFull, len(q.rq))
 			break
 		}
-		pos := int(q.rqTail % uint64(len(q.rq)))
+		pos := int(tail % uint64(len(q.rq)))
 		segs := q.rqSegs[pos*q.cap.MaxRecvSGE : pos*q.cap.MaxRecvSGE+len(wr.SGL)]
-		r := q.rslot(q.rqTail)
+		r := q.rslot(tail)
 		*r = recvSlot{id: wr.ID}
 		for j := range wr.SGL {
-			seg, st := q.localSegLocked(wr.SGL[j], true)
+			seg, st := q.localSeg(keys, wr.SGL[j], true)
 			if st != verbs.WCSuccess && r.status == verbs.WCSuccess {
 				r.status = st
 			}
@@ -220,10 +229,15 @@ func (q *qp) PostRecv(wrs []verbs.RecvWR) (int, error) {
 			r.total += uint64(wr.SGL[j].Length)
 		}
 		r.segs = segs
-		q.rqTail++
+		tail++
 		n++
 	}
-	q.dev.mrMu.RUnlock()
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return 0, fmt.Errorf("%w: queue pair", verbs.ErrClosed)
+	}
+	q.rqTail = tail
 	if n > 0 && q.state == qpError {
 		q.flushLocked()
 	}

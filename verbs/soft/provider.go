@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"syscall"
@@ -24,6 +25,11 @@ type Options struct {
 	Tune func(*verbs.DeviceAttr)
 	// DeviceName overrides the profile's device name.
 	DeviceName string
+	// Logger receives the provider's own events (accept errors a listener
+	// retried); nil → slog.Default().
+	Logger *slog.Logger
+	// listen replaces net.Listen in tests (injected accept errors).
+	listen func(network, addr string) (net.Listener, error)
 }
 
 // Provider is the soft verbs provider: one emulated RDMA device plus RDMA
@@ -31,6 +37,8 @@ type Options struct {
 type Provider struct {
 	fabric *Fabric
 	dev    *device
+	log    *slog.Logger
+	listen func(network, addr string) (net.Listener, error)
 
 	mu        sync.Mutex // guards closed, listeners, ids
 	closed    bool
@@ -57,8 +65,16 @@ func New(opts Options) *Provider {
 	}
 	p := &Provider{
 		fabric:    opts.Fabric,
+		log:       opts.Logger,
+		listen:    opts.listen,
 		listeners: make(map[*listener]struct{}),
 		ids:       make(map[*connID]struct{}),
+	}
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	if p.listen == nil {
+		p.listen = net.Listen
 	}
 	p.dev = newDevice(p, name, attr, prof.MaxMRPages)
 	return p
@@ -89,7 +105,7 @@ func (p *Provider) Listen(addr string, opts verbs.ListenOptions) (verbs.Listener
 	if p.fabric != nil {
 		ln, err = p.fabric.listen(addr)
 	} else {
-		ln, err = net.Listen("tcp", addr)
+		ln, err = p.listen("tcp", addr)
 		if err != nil {
 			err = fmt.Errorf("%w: listen %s: %v", verbs.ErrInvalid, addr, err)
 		}

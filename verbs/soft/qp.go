@@ -105,6 +105,13 @@ type qp struct {
 	sqFreed atomic.Uint64
 	rqFreed atomic.Uint64
 
+	// sendPostMu and recvPostMu serialize the posters of each queue (no
+	// engine takes them): a poster fills the slots past sqTail / rqTail,
+	// which nothing else reads, and publishes the new tail under mu. The
+	// tails are written with both the post lock and mu held.
+	sendPostMu sync.Mutex
+	recvPostMu sync.Mutex
+
 	mu     sync.Mutex // guards everything below
 	state  qpState
 	closed bool

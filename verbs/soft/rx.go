@@ -104,7 +104,10 @@ func (q *qp) deadLocked(msn uint32) bool {
 	return q.pushRespLocked(respItem{kind: respNak, syn: synDead, msn: msn})
 }
 
-// onRequest executes a SEND, WRITE or READ request from the peer.
+// onRequest executes a SEND, WRITE or READ request from the peer. Naming in
+// this file: a …Locked function is called with q.mu held and returns with
+// it still held; an …Unlock function is called with q.mu held and returns
+// with it released.
 func (q *qp) onRequest(h *header) error {
 	q.mu.Lock()
 	if q.state != qpRTS || q.link != linkUp {
@@ -126,18 +129,18 @@ func (q *qp) onRequest(h *header) error {
 	q.nakDrop = false
 	switch h.typ {
 	case frameSend:
-		return q.onSendLocked(h)
+		return q.onSendUnlock(h)
 	case frameWrite:
-		return q.onWriteLocked(h)
+		return q.onWriteUnlock(h)
 	default:
-		return q.onReadReqLocked(h)
+		return q.onReadReqUnlock(h)
 	}
 }
 
-// rnrLocked answers a request that needs a receive when none is posted:
+// rnrUnlock answers a request that needs a receive when none is posted:
 // RNR NAK, then drop requests until the requester retransmits this one.
-// It unlocks q.mu.
-func (q *qp) rnrLocked(h *header) error {
+// Called with q.mu held; returns with it released.
+func (q *qp) rnrUnlock(h *header) error {
 	q.nakDrop = true
 	q.rnrNaksSent++
 	ok := q.pushRespLocked(respItem{kind: respNak, syn: synRNR, msn: h.msn})
@@ -148,10 +151,10 @@ func (q *qp) rnrLocked(h *header) error {
 	return q.fr.discard(h.length)
 }
 
-// failRecvLocked completes the head receive with st, NAKs the request with
-// syn and moves the QP to the error state. It unlocks q.mu and, unless the
-// payload was consumed already, discards it.
-func (q *qp) failRecvLocked(h *header, st verbs.WCStatus, syn uint8, consumed bool) error {
+// failRecvUnlock completes the head receive with st, NAKs the request with
+// syn and moves the QP to the error state. Called with q.mu held; it
+// releases it and, unless the payload was consumed already, discards it.
+func (q *qp) failRecvUnlock(h *header, st verbs.WCStatus, syn uint8, consumed bool) error {
 	q.recvWCLocked(q.rslot(q.rqHead), st)
 	ok := q.nakErrorLocked(syn, h.msn)
 	q.mu.Unlock()
@@ -164,17 +167,19 @@ func (q *qp) failRecvLocked(h *header, st verbs.WCStatus, syn uint8, consumed bo
 	return q.fr.discard(h.length)
 }
 
-// onSendLocked lands a SEND in the next receive. Called with q.mu held.
-func (q *qp) onSendLocked(h *header) error {
+// onSendUnlock lands a SEND in the next receive. Called with q.mu held; it
+// releases it while the payload is read into the receive's memory, takes
+// it again to complete the receive, and returns with it released.
+func (q *qp) onSendUnlock(h *header) error {
 	if q.rqHead == q.rqTail {
-		return q.rnrLocked(h)
+		return q.rnrUnlock(h)
 	}
 	r := q.rslot(q.rqHead)
 	if r.status != verbs.WCSuccess {
-		return q.failRecvLocked(h, r.status, synRemOp, false)
+		return q.failRecvUnlock(h, r.status, synRemOp, false)
 	}
 	if uint64(h.length) > r.total {
-		return q.failRecvLocked(h, verbs.WCLocLenErr, synInvReq, false)
+		return q.failRecvUnlock(h, verbs.WCLocLenErr, synInvReq, false)
 	}
 	q.rqBusy = true
 	q.mu.Unlock()
@@ -204,7 +209,7 @@ func (q *qp) onSendLocked(h *header) error {
 		if !q.dev.invalidate(h.imm, q.pd) {
 			// As rxe: the receive completes with "remote invalid
 			// request" and the QP moves to the error state.
-			return q.failRecvLocked(h, verbs.WCRemInvReqErr, synInvReq, true)
+			return q.failRecvUnlock(h, verbs.WCRemInvReqErr, synInvReq, true)
 		}
 		wc.Flags, wc.InvalidatedRKey = verbs.WCWithInv, h.imm
 	}
@@ -218,18 +223,19 @@ func (q *qp) onSendLocked(h *header) error {
 	return nil
 }
 
-// onWriteLocked lands an RDMA WRITE (with immediate: also consumes a
-// receive). Called with q.mu held.
-func (q *qp) onWriteLocked(h *header) error {
+// onWriteUnlock lands an RDMA WRITE (with immediate: also consumes a
+// receive). Called with q.mu held; returns with it released (it is not
+// held while the payload is read into the MR).
+func (q *qp) onWriteUnlock(h *header) error {
 	imm := h.flags&flagImm != 0
 	var r *recvSlot
 	if imm {
 		if q.rqHead == q.rqTail {
-			return q.rnrLocked(h)
+			return q.rnrUnlock(h)
 		}
 		r = q.rslot(q.rqHead)
 		if r.status != verbs.WCSuccess {
-			return q.failRecvLocked(h, r.status, synRemOp, false)
+			return q.failRecvUnlock(h, r.status, synRemOp, false)
 		}
 		q.rqBusy = true
 	}
@@ -282,9 +288,9 @@ func (q *qp) onWriteLocked(h *header) error {
 	return nil
 }
 
-// onReadReqLocked checks an RDMA READ request and queues its response.
-// Called with q.mu held.
-func (q *qp) onReadReqLocked(h *header) error {
+// onReadReqUnlock checks an RDMA READ request and queues its response.
+// Called with q.mu held; returns with it released.
+func (q *qp) onReadReqUnlock(h *header) error {
 	q.mu.Unlock()
 	var mr *memoryRegion
 	var data []byte
