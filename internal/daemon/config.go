@@ -56,6 +56,34 @@ type TransportConfig struct {
 	// SendWithInvalidate: answer invalidating keyed SGLs with SEND_WITH_INV
 	// (unset: when the device can). See rdma.Config.SendWithInvalidate.
 	SendWithInvalidate *bool `mapstructure:"send_with_invalidate"`
+	// ConnectTimeout: how long a connection may stay without a successful
+	// Fabrics Connect (0: default 10s; negative: no limit).
+	ConnectTimeout time.Duration `mapstructure:"connect_timeout"`
+	// MaxUnconnectedQueues / MaxUnconnectedPerHost cap the connections
+	// waiting for their Fabrics Connect, in all and per host address
+	// (0: defaults 1024 / 256; negative: no cap).
+	MaxUnconnectedQueues  int `mapstructure:"max_unconnected_queues"`
+	MaxUnconnectedPerHost int `mapstructure:"max_unconnected_per_host"`
+	// MaxDataBufferMemory caps the data buffer memory each listener's
+	// queues register (a size: 1G; "" or 0: default 1 GiB; -1: no cap).
+	MaxDataBufferMemory string `mapstructure:"max_data_buffer_memory"`
+	// PollGroups: pollers that each own many queues (0: one per CPU).
+	PollGroups int `mapstructure:"poll_groups"`
+	// LockPollerThreads: lock each poll group to an OS thread (unset: no).
+	LockPollerThreads *bool `mapstructure:"lock_poller_threads"`
+}
+
+// dataBufferLimit is MaxDataBufferMemory in bytes for rdma.Config
+// (0: default, negative: no cap).
+func (t TransportConfig) dataBufferLimit() (int64, error) {
+	switch v := strings.TrimSpace(t.MaxDataBufferMemory); v {
+	case "", "0":
+		return 0, nil
+	case "-1":
+		return -1, nil
+	default:
+		return catalog.ParseSize(v)
+	}
 }
 
 // ListenerConfig is one NVMe-oF/RDMA listen address.
@@ -288,6 +316,13 @@ func (t TransportConfig) validate() []error {
 	}
 	if n := t.MaxQueueDepth; n != 0 && (n < 2 || n > 65535) {
 		errs = append(errs, fmt.Errorf("config: transport.max_queue_depth %d: want 2 to 65535 (0: default)", n))
+	}
+	if n := t.PollGroups; n < 0 || n > 1024 {
+		errs = append(errs, fmt.Errorf("config: transport.poll_groups %d: want 0 (one per CPU) to 1024", n))
+	}
+	if n, err := t.dataBufferLimit(); err != nil || n > 0 && n < 1<<20 {
+		errs = append(errs, fmt.Errorf("config: transport.max_data_buffer_memory %q: want a size of at least 1M (e.g. 1G), 0 for the default or -1 for no cap",
+			t.MaxDataBufferMemory))
 	}
 	return errs
 }

@@ -118,18 +118,25 @@ func (d *Daemon) start(cfg *Config) error {
 		}
 		log.Info("subsystem", "nqn", sc.NQN, "namespaces", len(sc.Namespaces), "allow_any_host", sc.AllowAnyHost)
 	}
+	bufLimit, _ := cfg.Transport.dataBufferLimit() // validated by Load
 	for i, lc := range cfg.Listeners {
 		l, err := rdma.Listen(rdma.Config{
-			Provider:           p,
-			Target:             d.tgt,
-			Addr:               lc.Addr,
-			PortID:             uint16(i + 1),
-			InCapsuleDataSize:  cfg.Transport.InCapsuleDataSize,
-			MaxDataTransfer:    cfg.Transport.MaxDataTransfer,
-			MaxQueueDepth:      cfg.Transport.MaxQueueDepth,
-			PollSpins:          cfg.Transport.PollSpins,
-			SendWithInvalidate: cfg.Transport.SendWithInvalidate,
-			Logger:             log,
+			Provider:              p,
+			Target:                d.tgt,
+			Addr:                  lc.Addr,
+			PortID:                uint16(i + 1),
+			InCapsuleDataSize:     cfg.Transport.InCapsuleDataSize,
+			MaxDataTransfer:       cfg.Transport.MaxDataTransfer,
+			MaxQueueDepth:         cfg.Transport.MaxQueueDepth,
+			PollSpins:             cfg.Transport.PollSpins,
+			SendWithInvalidate:    cfg.Transport.SendWithInvalidate,
+			ConnectTimeout:        cfg.Transport.ConnectTimeout,
+			MaxUnconnectedQueues:  cfg.Transport.MaxUnconnectedQueues,
+			MaxUnconnectedPerHost: cfg.Transport.MaxUnconnectedPerHost,
+			MaxDataBufferBytes:    bufLimit,
+			PollGroups:            cfg.Transport.PollGroups,
+			LockPollerThreads:     cfg.Transport.LockPollerThreads,
+			Logger:                log,
 		})
 		if err != nil {
 			return fmt.Errorf("listeners[%d].addr %q (--listen): %w", i, lc.Addr, listenCause(err))
@@ -147,6 +154,7 @@ func (d *Daemon) start(cfg *Config) error {
 		if err := m.Metrics.Registry().Register(buildInfo()); err != nil {
 			log.Debug("rdmablk_build_info not registered", "err", err)
 		}
+		m.Metrics.Registry().MustRegister(d.transportCollector())
 	} else if cfg.Metrics.Listen != "" {
 		d.metrics = startMetrics(cfg.Metrics.Listen, standaloneMetrics(d), log)
 	}

@@ -89,6 +89,6 @@ func (m *metricsServer) close() error {
 func standaloneMetrics(d *Daemon) http.Handler {
 	m := metrics.New()
 	m.WatchTarget(d.tgt)
-	m.Registry().MustRegister(buildInfo())
+	m.Registry().MustRegister(buildInfo(), d.transportCollector())
 	return m.Handler()
 }
