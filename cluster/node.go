@@ -154,13 +154,26 @@ func (n *Node) Apply(c catalog.Command) (catalog.Result, error) {
 	}
 	f := n.raft.Apply(b, n.cfg.ApplyTimeout)
 	if err := f.Error(); err != nil {
-		return catalog.Result{}, n.raftErr(err)
+		return catalog.Result{}, n.applyErr(err)
 	}
 	r, ok := f.Response().(applyResult)
 	if !ok {
 		return catalog.Result{}, fmt.Errorf("cluster: unexpected apply response %T", f.Response())
 	}
 	return r.res, r.err
+}
+
+// applyErr maps the error of an Apply future: before the entry was
+// enqueued (not leader, transfer, enqueue timeout) nothing happened and the
+// error says so; after it (leadership lost, shutdown) the outcome is
+// unknown.
+func (n *Node) applyErr(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrRaftShutdown):
+		id, addr := n.Leader()
+		return fmt.Errorf("%w (leader now %q at %q): %v", ErrOutcomeUnknown, id, addr, err)
+	}
+	return n.raftErr(err)
 }
 
 func (n *Node) raftErr(err error) error {

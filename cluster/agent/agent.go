@@ -16,6 +16,7 @@ import (
 
 	"github.com/rdmablk/rdmablk/cluster"
 	"github.com/rdmablk/rdmablk/cluster/api"
+	"github.com/rdmablk/rdmablk/cluster/api/server"
 	"github.com/rdmablk/rdmablk/cluster/catalog"
 	"github.com/rdmablk/rdmablk/cluster/metrics"
 	"github.com/rdmablk/rdmablk/cluster/reconcile"
@@ -60,10 +61,10 @@ type Agent struct {
 	cfg        Config
 	log        *slog.Logger
 	Node       *cluster.Node
-	API        *api.Server
+	API        *server.Server
 	Metrics    *metrics.Metrics
 	Reconciler *reconcile.Reconciler
-	listener   *api.Listener
+	listener   *server.Listener
 	self       catalog.Node
 
 	cancel   context.CancelFunc
@@ -103,8 +104,8 @@ func Start(cfg Config) (a *Agent, err error) {
 	}
 	a.Metrics.WatchRaft(a.Node)
 	a.Metrics.WatchTarget(cfg.Target)
-	a.API = api.NewServer(api.Options{Node: a.Node, Metrics: a.Metrics.Handler(), ClientTLS: cfg.ClientTLS, Logger: a.log})
-	a.listener, err = api.Listen(cfg.APIBind, cfg.ServerTLS, a.API, a.log)
+	a.API = server.New(server.Options{Node: a.Node, Metrics: a.Metrics.Handler(), ClientTLS: cfg.ClientTLS, Logger: a.log})
+	a.listener, err = server.Listen(cfg.APIBind, cfg.ServerTLS, a.API, a.log)
 	if err != nil {
 		return nil, fmt.Errorf("api listen %s: %w", cfg.APIBind, err)
 	}

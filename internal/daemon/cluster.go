@@ -8,6 +8,7 @@ import (
 
 	"github.com/rdmablk/rdmablk/cluster/agent"
 	"github.com/rdmablk/rdmablk/cluster/api"
+	"github.com/rdmablk/rdmablk/cluster/api/server"
 	"github.com/rdmablk/rdmablk/cluster/reconcile"
 	"github.com/rdmablk/rdmablk/target"
 )
@@ -23,7 +24,7 @@ func startCluster(cfg *Config, tgt *target.Target, disc *reconcile.Discovery, lo
 	var srvTLS, cliTLS *tls.Config
 	if cc.TLS.CertFile != "" {
 		var err error
-		if srvTLS, err = api.ServerTLS(cc.TLS.CertFile, cc.TLS.KeyFile, cc.TLS.ClientCAFile); err != nil {
+		if srvTLS, err = server.ServerTLS(cc.TLS.CertFile, cc.TLS.KeyFile, cc.TLS.ClientCAFile); err != nil {
 			return nil, err
 		}
 		if cliTLS, err = api.ClientTLS(cc.TLS.CAFile, cc.TLS.CertFile, cc.TLS.KeyFile); err != nil {

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/rdmablk/rdmablk/cluster/api"
+	"github.com/rdmablk/rdmablk/cluster/api/server"
 	"github.com/rdmablk/rdmablk/cluster/catalog"
 	"github.com/rdmablk/rdmablk/test/testproc"
 )
@@ -141,7 +142,7 @@ func TestControlAPITLS(t *testing.T) {
 	rogue := newTestCA(t, dir, "rogue")
 	rogueCert, rogueKey := rogue.issue(t, "admin", x509.ExtKeyUsageClientAuth)
 
-	srv, err := api.ServerTLS(nodeCert, nodeKey, ca.CAFile)
+	srv, err := server.ServerTLS(nodeCert, nodeKey, ca.CAFile)
 	if err != nil {
 		t.Fatal(err)
 	}

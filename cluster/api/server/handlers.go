@@ -1,12 +1,20 @@
-package api
+package server
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
+	"time"
 
+	"github.com/rdmablk/rdmablk/cluster/api"
 	"github.com/rdmablk/rdmablk/cluster/catalog"
 )
 
@@ -22,22 +30,90 @@ func (s *Server) apply(w http.ResponseWriter, c catalog.Command) (catalog.Result
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	st := s.o.Node.Status()
-	h := HealthResponse{Status: "ok", Node: st.ID, RaftState: st.State, Leader: st.LeaderID, Applied: st.AppliedIndex}
+	h := api.HealthResponse{Status: "ok", Node: st.ID, RaftState: st.State, Leader: st.LeaderID,
+		Applied: st.AppliedIndex, LastContact: st.LastContact}
 	code := http.StatusOK
 	if st.LeaderID == "" {
-		h.Status, code = CodeNoLeader, http.StatusServiceUnavailable
+		h.Status, code = api.CodeNoLeader, http.StatusServiceUnavailable
 	}
 	writeJSON(w, code, h)
 }
 
-func (s *Server) status(w http.ResponseWriter, _ *http.Request) {
-	resp := StatusResponse{Status: s.o.Node.Status()}
-	s.o.Node.View(func(st *catalog.State) { resp.Nodes = st.NodeList() })
+// status answers this node's view of the group; every other member is
+// asked for its own state and last contact through its API (in parallel,
+// bounded by memberProbeTimeout), so one answer shows the whole cluster.
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	st := s.o.Node.Status()
+	resp := api.StatusResponse{
+		ID: st.ID, State: st.State, Term: st.Term, LeaderID: st.LeaderID, LeaderAddr: st.LeaderAddr,
+		CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, LastIndex: st.LastIndex, LastContact: st.LastContact,
+	}
+	apiAddr := map[string]string{}
+	s.o.Node.View(func(cs *catalog.State) {
+		resp.Nodes = cs.NodeList()
+		for _, n := range resp.Nodes {
+			apiAddr[n.ID] = n.APIAddr
+		}
+	})
+	resp.Members = make([]api.Member, len(st.Members))
+	ctx, cancel := context.WithTimeout(r.Context(), memberProbeTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, m := range st.Members {
+		resp.Members[i] = api.Member{ID: m.ID, RaftAddr: m.RaftAddr, Voter: m.Voter}
+		if m.ID == st.ID {
+			resp.Members[i].State, resp.Members[i].LastContact = st.State, st.LastContact
+			continue
+		}
+		addr := apiAddr[m.ID]
+		if addr == "" {
+			resp.Members[i].State, resp.Members[i].Error = "unknown", "not registered in the catalogue"
+			continue
+		}
+		wg.Add(1)
+		go func(mm *api.Member) {
+			defer wg.Done()
+			h, err := s.probe(ctx, addr)
+			if err != nil {
+				mm.State, mm.Error = "unreachable", err.Error()
+				return
+			}
+			mm.State, mm.LastContact = h.RaftState, h.LastContact
+		}(&resp.Members[i])
+	}
+	wg.Wait()
+	slices.SortFunc(resp.Members, func(a, b api.Member) int { return strings.Compare(a.ID, b.ID) })
 	writeJSON(w, http.StatusOK, resp)
 }
 
+// memberProbeTimeout bounds how long status waits for other members.
+const memberProbeTimeout = 2 * time.Second
+
+// probe asks the member API at addr for its health (503 no_leader still
+// carries the body).
+func (s *Server) probe(ctx context.Context, addr string) (api.HealthResponse, error) {
+	var h api.HealthResponse
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.scheme()+"://"+addr+"/v1/health", nil)
+	if err != nil {
+		return h, err
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return h, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return h, err
+	}
+	if err := json.Unmarshal(b, &h); err != nil || h.Node == "" {
+		return h, api.DecodeError(resp.StatusCode, b)
+	}
+	return h, nil
+}
+
 func (s *Server) join(w http.ResponseWriter, r *http.Request) {
-	var req JoinRequest
+	var req api.JoinRequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
@@ -58,7 +134,7 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
-	var req RemoveRequest
+	var req api.RemoveRequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
@@ -86,7 +162,7 @@ func (s *Server) snapshot(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) internalApply(w http.ResponseWriter, r *http.Request) {
-	var req ApplyRequest
+	var req api.ApplyRequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
@@ -128,7 +204,7 @@ func randomID() string {
 }
 
 func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) {
-	var req CreateVolumeRequest
+	var req api.CreateVolumeRequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
@@ -149,7 +225,7 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) resizeVolume(w http.ResponseWriter, r *http.Request) {
-	var req ResizeVolumeRequest
+	var req api.ResizeVolumeRequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
@@ -191,7 +267,7 @@ func (s *Server) getSubsystem(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) createSubsystem(w http.ResponseWriter, r *http.Request) {
-	var req CreateSubsystemRequest
+	var req api.CreateSubsystemRequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
@@ -213,14 +289,14 @@ func (s *Server) deleteSubsystem(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) addNamespace(w http.ResponseWriter, r *http.Request) {
-	var req AddNamespaceRequest
+	var req api.AddNamespaceRequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
 	}
 	res, ok := s.apply(w, catalog.Command{Op: catalog.OpAddNamespace, NQN: r.PathValue("nqn"), NSID: req.NSID, Name: req.Volume})
 	if ok {
-		writeJSON(w, http.StatusCreated, AddNamespaceResponse{NSID: res.NSID, Subsystem: *res.Subsystem})
+		writeJSON(w, http.StatusCreated, api.AddNamespaceResponse{NSID: res.NSID, Subsystem: *res.Subsystem})
 	}
 }
 
@@ -236,7 +312,7 @@ func (s *Server) removeNamespace(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) addHost(w http.ResponseWriter, r *http.Request) {
-	var req HostRequest
+	var req api.HostRequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
@@ -253,7 +329,7 @@ func (s *Server) removeHost(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) setAllowAny(w http.ResponseWriter, r *http.Request) {
-	var req AllowAnyRequest
+	var req api.AllowAnyRequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
@@ -264,7 +340,7 @@ func (s *Server) setAllowAny(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) setANA(w http.ResponseWriter, r *http.Request) {
-	var req ANARequest
+	var req api.ANARequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return

@@ -1,4 +1,4 @@
-package api
+package server
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rdmablk/rdmablk/cluster"
+	"github.com/rdmablk/rdmablk/cluster/api"
 	"github.com/rdmablk/rdmablk/cluster/catalog"
 )
 
@@ -55,8 +56,8 @@ const (
 	maxBody      = 1 << 20
 )
 
-// NewServer builds the handler.
-func NewServer(o Options) *Server {
+// New builds the handler.
+func New(o Options) *Server {
 	if o.ForwardTimeout == 0 {
 		o.ForwardTimeout = 15 * time.Second
 	}
@@ -102,7 +103,7 @@ func (s *Server) routes() {
 		m.Handle("GET /metrics", s.o.Metrics)
 	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeErr(w, http.StatusNotFound, CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+		writeErr(w, http.StatusNotFound, api.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
 }
 
@@ -113,7 +114,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeErr(w http.ResponseWriter, status int, code, msg string) {
-	var b ErrorBody
+	var b api.ErrorBody
 	b.Error.Code, b.Error.Message = code, msg
 	writeJSON(w, status, b)
 }
@@ -261,7 +262,7 @@ func (s *Server) Propose(ctx context.Context, c catalog.Command) (catalog.Result
 				return res, err
 			}
 		}
-		body, _ := json.Marshal(ApplyRequest{Command: c})
+		body, _ := json.Marshal(api.ApplyRequest{Command: c})
 		st, resp, err := s.forward(ctx, http.MethodPost, "/v1/internal/apply", s.o.Node.ID(), body)
 		if errors.Is(err, errSelfLeader) {
 			continue
@@ -270,7 +271,7 @@ func (s *Server) Propose(ctx context.Context, c catalog.Command) (catalog.Result
 			return catalog.Result{}, err
 		}
 		if st != http.StatusOK {
-			return catalog.Result{}, decodeError(st, resp)
+			return catalog.Result{}, api.DecodeError(st, resp)
 		}
 		var res catalog.Result
 		if err := json.Unmarshal(resp, &res); err != nil {
@@ -278,12 +279,4 @@ func (s *Server) Propose(ctx context.Context, c catalog.Command) (catalog.Result
 		}
 		return res, nil
 	}
-}
-
-func decodeError(status int, body []byte) *Error {
-	var eb ErrorBody
-	if json.Unmarshal(body, &eb) != nil || eb.Error.Code == "" {
-		return &Error{Status: status, Code: CodeInternal, Message: string(bytes.TrimSpace(body))}
-	}
-	return &Error{Status: status, Code: eb.Error.Code, Message: eb.Error.Message}
 }
