@@ -32,8 +32,12 @@ type Config struct {
 	// advertised). Tests use it to cut a node off the network.
 	StreamLayer raft.StreamLayer
 
-	// Raft timing; zero takes raft's defaults (1 s heartbeat and election
-	// timeouts, 500 ms leader lease). Tests shorten them.
+	// Raft timing; zero takes DefaultHeartbeatTimeout,
+	// DefaultElectionTimeout and DefaultLeaderLeaseTimeout, which suit a
+	// busy host (raft's own 1 s / 1 s / 500 ms made a loaded 2-core
+	// machine change terms every half minute). A leader that fails is
+	// replaced after one to two election timeouts. LeaderLeaseTimeout is
+	// capped at HeartbeatTimeout. Tests shorten them.
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
@@ -51,6 +55,13 @@ type Config struct {
 	RaftLogLevel string
 }
 
+// Raft timing defaults (see Config).
+const (
+	DefaultHeartbeatTimeout   = 2 * time.Second
+	DefaultElectionTimeout    = 2 * time.Second
+	DefaultLeaderLeaseTimeout = time.Second
+)
+
 func (c *Config) check() error {
 	if !catalog.ValidName(c.ID) {
 		return fmt.Errorf("%w: node id %q", ErrBadConfig, c.ID)
@@ -62,6 +73,15 @@ func (c *Config) check() error {
 		if _, err := net.ResolveTCPAddr("tcp", c.RaftAdvertise); err != nil {
 			return fmt.Errorf("%w: raft advertise %q: %v", ErrBadConfig, c.RaftAdvertise, err)
 		}
+	}
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if c.ElectionTimeout == 0 {
+		c.ElectionTimeout = DefaultElectionTimeout
+	}
+	if c.LeaderLeaseTimeout == 0 {
+		c.LeaderLeaseTimeout = DefaultLeaderLeaseTimeout
 	}
 	if c.ApplyTimeout == 0 {
 		c.ApplyTimeout = 10 * time.Second

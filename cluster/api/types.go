@@ -15,6 +15,9 @@ type CreateVolumeRequest struct {
 	BlockSize int `json:"block_size,omitempty"`
 	// Node owns the volume; empty means the node the client talked to.
 	Node string `json:"node,omitempty"`
+	// RequestID makes retries idempotent: a create with the ID of one
+	// that succeeded answers that volume. Client fills it when empty.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // ResizeVolumeRequest is the body of POST /v1/volumes/{name}/resize.
@@ -31,6 +34,8 @@ type CreateSubsystemRequest struct {
 	Model        string   `json:"model,omitempty"`
 	AllowAnyHost bool     `json:"allow_any_host"`
 	Hosts        []string `json:"hosts,omitempty"`
+	// RequestID: as in CreateVolumeRequest.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // AddNamespaceRequest is the body of POST /v1/subsystems/{nqn}/namespaces.

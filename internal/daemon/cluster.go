@@ -31,13 +31,29 @@ func startCluster(cfg *Config, tgt *target.Target, disc *reconcile.Discovery, lo
 			return nil, err
 		}
 	}
+	var tokens []server.TokenEntry
+	if cc.Auth.TokensFile != "" {
+		var err error
+		if tokens, err = server.LoadTokens(cc.Auth.TokensFile); err != nil {
+			return nil, fmt.Errorf("cluster.auth.tokens_file: %w", err)
+		}
+	}
+	var nodeToken string
+	if cc.Auth.NodeTokenFile != "" {
+		var err error
+		if nodeToken, err = agent.NodeToken(cc.Auth.NodeTokenFile, cc.Bootstrap, log); err != nil {
+			return nil, fmt.Errorf("cluster.auth.node_token_file: %w", err)
+		}
+	}
 	a, err := agent.Start(agent.Config{
 		NodeID: cc.NodeID, DataDir: dir,
 		RaftBind: cc.RaftBind, RaftAdvertise: cc.RaftAdvertise,
 		APIBind: cc.APIBind, APIAdvertise: cc.APIAdvertise,
 		Bootstrap: cc.Bootstrap, Join: cc.Join,
 		ServerTLS: srvTLS, ClientTLS: cliTLS,
+		Tokens: tokens, NodeToken: nodeToken, Insecure: cc.Auth.Insecure,
 		HeartbeatTimeout: cc.Raft.HeartbeatTimeout, ElectionTimeout: cc.Raft.ElectionTimeout,
+		LeaderLeaseTimeout: cc.Raft.LeaderLeaseTimeout, ApplyTimeout: cc.Raft.ApplyTimeout,
 		SnapshotThreshold: cc.Raft.SnapshotThreshold, RaftLogLevel: cc.Raft.LogLevel,
 		Target: tgt, Discovery: disc, Resync: cc.Resync, Logger: log,
 	})

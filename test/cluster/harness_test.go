@@ -111,10 +111,22 @@ type member struct {
 	c        *api.Client
 }
 
+// testNodeToken is the in-process clusters' node token (the nodes'
+// identity towards each other when they have no node certificate).
+const testNodeToken = "test-cluster-node-token"
+
 // apiTLS is the control API's TLS for every member of a test cluster:
 // server is the API's (client certificates required), client what members
 // and the test's m.c use to reach an API.
-type apiTLS struct{ server, client *tls.Config }
+// perNode, when set, gives each member its own (node-certificate)
+// configuration instead.
+type apiTLS struct {
+	server, client *tls.Config
+	perNode        func(id string) (server, client *tls.Config)
+	// noToken leaves the node token out: node certificates are the only
+	// node identities.
+	noToken bool
+}
 
 // startMember starts (or restarts, with the same dir and raft address) a
 // member. raftAddr "" picks a port.
@@ -129,9 +141,16 @@ func startMemberTLS(t testing.TB, id, dir, raftAddr string, bootstrap bool, join
 	var srvTLS, cliTLS *tls.Config
 	if tc != nil {
 		srvTLS, cliTLS = tc.server, tc.client
+		if tc.perNode != nil {
+			srvTLS, cliTLS = tc.perNode(id)
+		}
 	}
 	if raftAddr == "" {
 		raftAddr = "127.0.0.1:0"
+	}
+	token := testNodeToken
+	if tc != nil && tc.noToken {
+		token = ""
 	}
 	var layer *cutLayer
 	var err error
@@ -157,7 +176,7 @@ func startMemberTLS(t testing.TB, id, dir, raftAddr string, bootstrap bool, join
 		HeartbeatTimeout: 400 * time.Millisecond, ElectionTimeout: 400 * time.Millisecond,
 		SnapshotThreshold: 64, TrailingLogs: 32, SnapshotInterval: 200 * time.Millisecond,
 		Target: m.tgt, Discovery: disc, Logger: quietLogger().With("node", id), Resync: 2 * time.Second,
-		ServerTLS: srvTLS, ClientTLS: cliTLS,
+		ServerTLS: srvTLS, ClientTLS: cliTLS, NodeToken: token,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -120,8 +121,21 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 	}
 	n := req.Node
 	if !catalog.ValidName(n.ID) || n.RaftAddr == "" || n.APIAddr == "" {
-		writeError(w, fmt.Errorf("%w: join needs node id, raft_addr and api_addr", catalog.ErrInvalid))
+		writeError(w, fmt.Errorf("%w: join needs node id (%s), raft_addr and api_addr", catalog.ErrInvalid, catalog.NamePattern))
 		return
+	}
+	if id := principal(r).NodeID; id != "" && id != n.ID {
+		writeError(w, fmt.Errorf("%w: the certificate of node %s cannot join node %s", errForbidden, id, n.ID))
+		return
+	}
+	if !s.isMember(n.ID, n.RaftAddr) {
+		ctx, cancel := context.WithTimeout(r.Context(), joinCheckTimeout)
+		err := s.o.VerifyJoin(ctx, n)
+		cancel()
+		if err != nil {
+			writeError(w, fmt.Errorf("%w: node %s not added: %v", catalog.ErrConflict, n.ID, err))
+			return
+		}
 	}
 	if err := s.o.Node.AddVoter(n.ID, n.RaftAddr); err != nil {
 		writeError(w, err)
@@ -131,6 +145,42 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 	if ok {
 		writeJSON(w, http.StatusOK, res.Node)
 	}
+}
+
+// joinCheckTimeout bounds the reachability check of a joining node.
+const joinCheckTimeout = 5 * time.Second
+
+// isMember reports whether id is already a member at raftAddr (a repeated
+// join: nothing changes, no check needed).
+func (s *Server) isMember(id, raftAddr string) bool {
+	for _, m := range s.o.Node.Status().Members {
+		if m.ID == id && m.RaftAddr == raftAddr {
+			return true
+		}
+	}
+	return false
+}
+
+// verifyJoin is the default join check: the node answers at its API
+// address as the ID it claims, and its raft address accepts connections.
+// A member that nobody serves would cost the cluster its quorum (a
+// one-node cluster that adds an unreachable voter can never elect a
+// leader again).
+func (s *Server) verifyJoin(ctx context.Context, n catalog.Node) error {
+	h, err := s.probe(ctx, n.APIAddr)
+	if err != nil {
+		return fmt.Errorf("its API at %s does not answer: %v", n.APIAddr, err)
+	}
+	if h.Node != n.ID {
+		return fmt.Errorf("the API at %s is node %q, not %q", n.APIAddr, h.Node, n.ID)
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", n.RaftAddr)
+	if err != nil {
+		return fmt.Errorf("its raft address %s does not accept connections: %v", n.RaftAddr, err)
+	}
+	c.Close()
+	return nil
 }
 
 func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
@@ -161,13 +211,32 @@ func (s *Server) snapshot(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"snapshot": "taken"})
 }
 
+// internalOps are the commands nodes propose through internal/apply:
+// their own registration and their volumes' states. Everything else goes
+// through the typed endpoints, where the leader builds the command (a
+// client never supplies a path, UUID or NGUID).
+var internalOps = map[catalog.Op]bool{
+	catalog.OpRegisterNode:   true,
+	catalog.OpSetVolumeState: true,
+	catalog.OpPurgeVolume:    true,
+}
+
 func (s *Server) internalApply(w http.ResponseWriter, r *http.Request) {
 	var req api.ApplyRequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
 	}
-	res, err := s.o.Node.Apply(req.Command)
+	c := req.Command
+	if !internalOps[c.Op] {
+		writeError(w, fmt.Errorf("%w: internal/apply does not take %q commands", errForbidden, c.Op))
+		return
+	}
+	if id := principal(r).NodeID; id != "" && c.Op == catalog.OpRegisterNode && (c.Node == nil || c.Node.ID != id) {
+		writeError(w, fmt.Errorf("%w: node %s may register only itself", errForbidden, id))
+		return
+	}
+	res, err := s.o.Node.Apply(c)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -195,6 +264,7 @@ func (s *Server) getVolume(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
+// randomID returns a fresh UUID (version 4) as 32 hex digits.
 func randomID() string {
 	var b [16]byte
 	rand.Read(b[:])
@@ -209,17 +279,17 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if req.BlockSize == 0 {
-		req.BlockSize = 512
-	}
 	if req.Node == "" {
 		req.Node = s.origin(r)
 	}
-	v := &catalog.Volume{
-		Name: req.Name, UUID: randomID(), NGUID: randomID(), Size: req.Size, BlockSize: req.BlockSize,
-		Path: req.Name + ".img", Node: req.Node,
+	v, err := catalog.NewVolume(catalog.VolumeSpec{
+		Name: req.Name, Size: req.Size, BlockSize: req.BlockSize, Node: req.Node, RequestID: req.RequestID,
+	}, randomID(), randomID())
+	if err != nil {
+		writeError(w, err)
+		return
 	}
-	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpCreateVolume, Volume: v}); ok {
+	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpCreateVolume, Volume: &v}); ok {
 		writeJSON(w, http.StatusCreated, res.Volume)
 	}
 }
@@ -231,6 +301,13 @@ func (s *Server) resizeVolume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpResizeVolume, Name: r.PathValue("name"), Size: req.Size}); ok {
+		writeJSON(w, http.StatusOK, res.Volume)
+	}
+}
+
+// repairVolume clears a volume's error so that its owner retries it now.
+func (s *Server) repairVolume(w http.ResponseWriter, r *http.Request) {
+	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpRepairVolume, Name: r.PathValue("name")}); ok {
 		writeJSON(w, http.StatusOK, res.Volume)
 	}
 }
@@ -276,7 +353,7 @@ func (s *Server) createSubsystem(w http.ResponseWriter, r *http.Request) {
 		req.Node = s.origin(r)
 	}
 	sub := &catalog.Subsystem{NQN: req.NQN, Node: req.Node, Serial: req.Serial, Model: req.Model,
-		AllowAnyHost: req.AllowAnyHost, Hosts: req.Hosts}
+		AllowAnyHost: req.AllowAnyHost, Hosts: req.Hosts, RequestID: req.RequestID}
 	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpCreateSubsystem, Subsystem: sub}); ok {
 		writeJSON(w, http.StatusCreated, res.Subsystem)
 	}

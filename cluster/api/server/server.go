@@ -10,6 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rdmablk/rdmablk/cluster"
@@ -40,7 +42,18 @@ type Options struct {
 	ClientTLS *tls.Config
 	// ForwardTimeout bounds how long a write waits for a leader (0 = 15 s).
 	ForwardTimeout time.Duration
-	Logger         *slog.Logger
+	// Auth authorises requests; nil grants every role to everyone (tests
+	// and insecure mode only).
+	Auth *Auth
+	// NodeToken, when set, is presented (Authorization: Bearer) to other
+	// nodes' APIs as this node's identity, next to ClientTLS's certificate.
+	NodeToken string
+	// VerifyJoin checks, before a join changes membership, that the
+	// joining node answers at its API address as the node ID it claims and
+	// that its raft address accepts connections. nil = the default check;
+	// tests may replace it.
+	VerifyJoin func(ctx context.Context, n catalog.Node) error
+	Logger     *slog.Logger
 }
 
 // Server is the HTTP handler of one node's control API.
@@ -51,9 +64,11 @@ type Server struct {
 }
 
 const (
-	fwdHeader    = "X-Rdmablk-Forwarded"
-	originHeader = "X-Rdmablk-Origin-Node"
-	maxBody      = 1 << 20
+	fwdHeader         = "X-Rdmablk-Forwarded"
+	originHeader      = "X-Rdmablk-Origin-Node"
+	callerRolesHeader = "X-Rdmablk-Caller-Roles"
+	callerNameHeader  = "X-Rdmablk-Caller"
+	maxBody           = 1 << 20
 )
 
 // New builds the handler.
@@ -64,47 +79,75 @@ func New(o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.Auth == nil {
+		o.Auth = NewAuth(nil, RoleAll)
+	}
 	tr := &http.Transport{TLSClientConfig: o.ClientTLS, MaxIdleConnsPerHost: 16}
 	s := &Server{o: o, mux: http.NewServeMux(), http: &http.Client{Transport: tr}}
+	if s.o.VerifyJoin == nil {
+		s.o.VerifyJoin = s.verifyJoin
+	}
 	s.routes()
 	return s
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. A path that exists under another
+// method is 405 with Allow; an unknown path 404 (both JSON).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pat := s.mux.Handler(r); pat != "" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		r2 := r.Clone(r.Context())
+		r2.Method = m
+		if _, pat := s.mux.Handler(r2); pat != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeErr(w, http.StatusMethodNotAllowed, api.CodeMethod, fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+		return
+	}
+	writeErr(w, http.StatusNotFound, api.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+}
 
 func (s *Server) routes() {
 	m := s.mux
-	m.HandleFunc("GET /v1/health", s.health)
-	m.HandleFunc("GET /v1/cluster/status", s.status)
-	m.HandleFunc("POST /v1/cluster/join", s.write(s.join))
-	m.HandleFunc("POST /v1/cluster/remove", s.write(s.remove))
-	m.HandleFunc("POST /v1/cluster/snapshot", s.snapshot)
-	m.HandleFunc("POST /v1/internal/apply", s.write(s.internalApply))
+	read := func(h http.HandlerFunc) http.HandlerFunc { return s.guard(RoleReader, h) }
+	admin := func(h http.HandlerFunc) http.HandlerFunc { return s.guard(RoleAdmin, s.write(h)) }
+	node := func(h http.HandlerFunc) http.HandlerFunc { return s.guard(RoleNode, s.write(h)) }
 
-	m.HandleFunc("GET /v1/volumes", s.listVolumes)
-	m.HandleFunc("POST /v1/volumes", s.write(s.createVolume))
-	m.HandleFunc("GET /v1/volumes/{name}", s.getVolume)
-	m.HandleFunc("POST /v1/volumes/{name}/resize", s.write(s.resizeVolume))
-	m.HandleFunc("DELETE /v1/volumes/{name}", s.write(s.deleteVolume))
+	m.HandleFunc("GET /v1/health", s.health) // open: load balancers and probes
+	m.HandleFunc("GET /v1/cluster/status", read(s.status))
+	m.HandleFunc("POST /v1/cluster/join", node(s.join))
+	m.HandleFunc("POST /v1/cluster/remove", node(s.remove))
+	m.HandleFunc("POST /v1/cluster/snapshot", s.guard(RoleAdmin, s.snapshot))
+	m.HandleFunc("POST /v1/internal/apply", node(s.internalApply))
 
-	m.HandleFunc("GET /v1/subsystems", s.listSubsystems)
-	m.HandleFunc("POST /v1/subsystems", s.write(s.createSubsystem))
-	m.HandleFunc("GET /v1/subsystems/{nqn}", s.getSubsystem)
-	m.HandleFunc("DELETE /v1/subsystems/{nqn}", s.write(s.deleteSubsystem))
-	m.HandleFunc("POST /v1/subsystems/{nqn}/namespaces", s.write(s.addNamespace))
-	m.HandleFunc("DELETE /v1/subsystems/{nqn}/namespaces/{nsid}", s.write(s.removeNamespace))
-	m.HandleFunc("POST /v1/subsystems/{nqn}/hosts", s.write(s.addHost))
-	m.HandleFunc("DELETE /v1/subsystems/{nqn}/hosts/{host}", s.write(s.removeHost))
-	m.HandleFunc("PUT /v1/subsystems/{nqn}/allow-any", s.write(s.setAllowAny))
-	m.HandleFunc("PUT /v1/subsystems/{nqn}/ana", s.write(s.setANA))
+	m.HandleFunc("GET /v1/volumes", read(s.listVolumes))
+	m.HandleFunc("POST /v1/volumes", admin(s.createVolume))
+	m.HandleFunc("GET /v1/volumes/{name}", read(s.getVolume))
+	m.HandleFunc("POST /v1/volumes/{name}/resize", admin(s.resizeVolume))
+	m.HandleFunc("POST /v1/volumes/{name}/repair", admin(s.repairVolume))
+	m.HandleFunc("DELETE /v1/volumes/{name}", admin(s.deleteVolume))
+
+	m.HandleFunc("GET /v1/subsystems", read(s.listSubsystems))
+	m.HandleFunc("POST /v1/subsystems", admin(s.createSubsystem))
+	m.HandleFunc("GET /v1/subsystems/{nqn}", read(s.getSubsystem))
+	m.HandleFunc("DELETE /v1/subsystems/{nqn}", admin(s.deleteSubsystem))
+	m.HandleFunc("POST /v1/subsystems/{nqn}/namespaces", admin(s.addNamespace))
+	m.HandleFunc("DELETE /v1/subsystems/{nqn}/namespaces/{nsid}", admin(s.removeNamespace))
+	m.HandleFunc("POST /v1/subsystems/{nqn}/hosts", admin(s.addHost))
+	m.HandleFunc("DELETE /v1/subsystems/{nqn}/hosts/{host}", admin(s.removeHost))
+	m.HandleFunc("PUT /v1/subsystems/{nqn}/allow-any", admin(s.setAllowAny))
+	m.HandleFunc("PUT /v1/subsystems/{nqn}/ana", admin(s.setANA))
 
 	if s.o.Metrics != nil {
-		m.Handle("GET /metrics", s.o.Metrics)
+		m.Handle("GET /metrics", read(s.o.Metrics.ServeHTTP))
 	}
-	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeErr(w, http.StatusNotFound, api.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
-	})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -142,11 +185,16 @@ func (s *Server) origin(r *http.Request) string {
 	return s.o.Node.ID()
 }
 
-// write wraps a handler that must run on the leader: on a follower the
-// request is forwarded (once) to the leader and its answer relayed.
+// write wraps a handler that must run on the leader. On a follower the
+// request is forwarded (once) to the leader and its answer relayed; on the
+// leader it runs locally, and when leadership moved away before the
+// command was handed to raft (503 not_leader: nothing happened) it is
+// retried, forwarded to the new leader, until Options.ForwardTimeout. A
+// request that arrived forwarded is never forwarded again: its sender
+// retries.
 func (s *Server) write(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.o.Node.IsLeader() || r.Header.Get(fwdHeader) != "" {
+		if r.Header.Get(fwdHeader) != "" {
 			h(w, r)
 			return
 		}
@@ -157,19 +205,63 @@ func (s *Server) write(h http.HandlerFunc) http.HandlerFunc {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.o.ForwardTimeout)
 		defer cancel()
-		status, resp, err := s.forward(ctx, r.Method, r.URL.RequestURI(), s.origin(r), body)
-		if errors.Is(err, errSelfLeader) {
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			h(w, r)
+		delay := 10 * time.Millisecond
+		for {
+			var status int
+			var resp []byte
+			var hdr http.Header
+			if s.o.Node.IsLeader() {
+				bw := &bufferedWriter{hdr: http.Header{}}
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				h(bw, r)
+				status, resp, hdr = bw.status, bw.buf.Bytes(), bw.hdr
+			} else {
+				status, resp, err = s.forward(ctx, r.Method, r.URL.RequestURI(), s.origin(r), principal(r), body)
+				if errors.Is(err, errSelfLeader) {
+					continue
+				}
+				if err != nil {
+					writeError(w, err)
+					return
+				}
+			}
+			if status == http.StatusServiceUnavailable && api.DecodeError(status, resp).Code == api.CodeNotLeader {
+				select {
+				case <-ctx.Done():
+				case <-time.After(delay):
+					delay = min(2*delay, 500*time.Millisecond)
+					continue
+				}
+			}
+			for k, v := range hdr {
+				w.Header()[k] = v
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			w.Write(resp)
 			return
 		}
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		w.Write(resp)
+	}
+}
+
+// bufferedWriter holds a handler's answer so that write can decide to
+// retry instead of relaying it.
+type bufferedWriter struct {
+	hdr    http.Header
+	status int
+	buf    bytes.Buffer
+}
+
+func (b *bufferedWriter) Header() http.Header { return b.hdr }
+func (b *bufferedWriter) Write(p []byte) (int, error) {
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	return b.buf.Write(p)
+}
+func (b *bufferedWriter) WriteHeader(st int) {
+	if b.status == 0 {
+		b.status = st
 	}
 }
 
@@ -192,6 +284,13 @@ func (s *Server) leaderAPI() (string, bool, error) {
 	return addr, false, nil
 }
 
+// identify adds this node's token (if any) to a request to another node.
+func (s *Server) identify(req *http.Request) {
+	if s.o.NodeToken != "" {
+		req.Header.Set("Authorization", "Bearer "+s.o.NodeToken)
+	}
+}
+
 func (s *Server) scheme() string {
 	if s.o.ClientTLS != nil {
 		return "https"
@@ -201,7 +300,7 @@ func (s *Server) scheme() string {
 
 // forward sends the request to the leader, retrying while there is no
 // leader or the leader changes, until ctx ends.
-func (s *Server) forward(ctx context.Context, method, uri, origin string, body []byte) (int, []byte, error) {
+func (s *Server) forward(ctx context.Context, method, uri, origin string, caller Principal, body []byte) (int, []byte, error) {
 	delay := 20 * time.Millisecond
 	var last error
 	for {
@@ -210,7 +309,7 @@ func (s *Server) forward(ctx context.Context, method, uri, origin string, body [
 			return 0, nil, errSelfLeader
 		}
 		if err == nil {
-			st, resp, ferr := s.send(ctx, method, s.scheme()+"://"+addr+uri, origin, body)
+			st, resp, ferr := s.send(ctx, method, s.scheme()+"://"+addr+uri, origin, caller, body)
 			if ferr == nil && st != http.StatusServiceUnavailable {
 				return st, resp, nil
 			}
@@ -231,13 +330,18 @@ func (s *Server) forward(ctx context.Context, method, uri, origin string, body [
 	}
 }
 
-func (s *Server) send(ctx context.Context, method, url, origin string, body []byte) (int, []byte, error) {
+// send sends one forwarded request as this node, on behalf of caller
+// (whose roles the receiving leader then applies).
+func (s *Server) send(ctx context.Context, method, url, origin string, caller Principal, body []byte) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, err
 	}
 	req.Header.Set(fwdHeader, s.o.Node.ID())
 	req.Header.Set(originHeader, origin)
+	req.Header.Set(callerRolesHeader, strconv.Itoa(int(caller.Roles)))
+	req.Header.Set(callerNameHeader, caller.Name)
+	s.identify(req)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.http.Do(req)
 	if err != nil {
@@ -249,34 +353,52 @@ func (s *Server) send(ctx context.Context, method, url, origin string, body []by
 }
 
 // Propose applies c on the leader, wherever it is: locally when this
-// node leads, else through the leader's /v1/internal/apply. It retries
-// through elections until ctx ends.
+// node leads, else through the leader's /v1/internal/apply. It retries,
+// with backoff, through elections, leadership loss and outcome-unknown
+// answers until ctx ends, so c must be idempotent (the commands nodes
+// propose are: registration, volume state, purge).
 func (s *Server) Propose(ctx context.Context, c catalog.Command) (catalog.Result, error) {
 	if c.V == 0 {
 		c.V = catalog.CommandVersion
 	}
+	body, _ := json.Marshal(api.ApplyRequest{Command: c})
+	self := Principal{Name: "node:" + s.o.Node.ID(), Roles: RoleNode | RoleReader, NodeID: s.o.Node.ID()}
+	delay := 10 * time.Millisecond
 	for {
-		if s.o.Node.IsLeader() {
-			res, err := s.o.Node.Apply(c)
-			if !errors.Is(err, cluster.ErrNotLeader) {
-				return res, err
-			}
+		res, err := s.proposeOnce(ctx, c, self, body)
+		if !retryable(err) {
+			return res, err
 		}
-		body, _ := json.Marshal(api.ApplyRequest{Command: c})
-		st, resp, err := s.forward(ctx, http.MethodPost, "/v1/internal/apply", s.o.Node.ID(), body)
-		if errors.Is(err, errSelfLeader) {
-			continue
+		select {
+		case <-ctx.Done():
+			return res, err
+		case <-time.After(delay):
 		}
-		if err != nil {
-			return catalog.Result{}, err
-		}
-		if st != http.StatusOK {
-			return catalog.Result{}, api.DecodeError(st, resp)
-		}
-		var res catalog.Result
-		if err := json.Unmarshal(resp, &res); err != nil {
-			return catalog.Result{}, fmt.Errorf("api: apply response: %w", err)
-		}
-		return res, nil
+		delay = min(2*delay, 500*time.Millisecond)
 	}
+}
+
+// retryable: nothing happened (no leader, not the leader) or the outcome
+// is unknown; an idempotent command may be sent again.
+func retryable(err error) bool {
+	return errors.Is(err, cluster.ErrNotLeader) || errors.Is(err, cluster.ErrOutcomeUnknown) ||
+		errors.Is(err, api.ErrNotLeader) || errors.Is(err, api.ErrOutcomeUnknown) || errors.Is(err, errSelfLeader)
+}
+
+func (s *Server) proposeOnce(ctx context.Context, c catalog.Command, self Principal, body []byte) (catalog.Result, error) {
+	if s.o.Node.IsLeader() {
+		return s.o.Node.Apply(c)
+	}
+	st, resp, err := s.forward(ctx, http.MethodPost, "/v1/internal/apply", s.o.Node.ID(), self, body)
+	if err != nil {
+		return catalog.Result{}, err
+	}
+	if st != http.StatusOK {
+		return catalog.Result{}, api.DecodeError(st, resp)
+	}
+	var res catalog.Result
+	if err := json.Unmarshal(resp, &res); err != nil {
+		return catalog.Result{}, fmt.Errorf("api: apply response: %w", err)
+	}
+	return res, nil
 }
