@@ -59,7 +59,7 @@ func script() []struct {
 		{c(OpCreateSubsystem, func(c *Command) { c.Subsystem = &Subsystem{NQN: "bogus", Node: "n1"} }), ErrInvalid},
 		{c(OpAddNamespace, func(c *Command) { c.NQN, c.Name = nqnA, "v2" }), ErrConflict}, // other node
 		{c(OpAddNamespace, func(c *Command) { c.NQN, c.Name = nqnA, "v1" }), nil},
-		{c(OpAddNamespace, func(c *Command) { c.NQN, c.Name = nqnA, "v1" }), nil},                         // a retry: same answer
+		{c(OpAddNamespace, func(c *Command) { c.NQN, c.Name = nqnA, "v1" }), nil},                    // a retry: same answer
 		{c(OpAddNamespace, func(c *Command) { c.NQN, c.Name, c.NSID = nqnA, "v1", 7 }), ErrConflict}, // exported twice
 		{c(OpDeleteVolume, func(c *Command) { c.Name = "v1" }), ErrConflict},
 		{c(OpAddHost, func(c *Command) { c.NQN, c.Host = nqnA, hostA }), nil},

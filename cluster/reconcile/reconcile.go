@@ -79,8 +79,8 @@ type Reconciler struct {
 
 	mu      sync.Mutex // serialises passes; guards everything below
 	vols    map[string]*openVol
-	subs    map[string]bool   // subsystems this reconciler added
-	ns      map[nsKey]string  // namespaces it attached → volume
+	subs    map[string]bool     // subsystems this reconciler added
+	ns      map[nsKey]string    // namespaces it attached → volume
 	pending map[string]proposal // volume → state last proposed
 	discFP  string
 }

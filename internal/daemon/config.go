@@ -124,13 +124,13 @@ type ClusterAuth struct {
 
 // ClusterRaft tunes raft (zero = defaults).
 type ClusterRaft struct {
-	HeartbeatTimeout  time.Duration `mapstructure:"heartbeat_timeout"`
-	ElectionTimeout   time.Duration `mapstructure:"election_timeout"`
+	HeartbeatTimeout time.Duration `mapstructure:"heartbeat_timeout"`
+	ElectionTimeout  time.Duration `mapstructure:"election_timeout"`
 	// LeaderLeaseTimeout and CommitTimeout: see cluster.Config.
 	LeaderLeaseTimeout time.Duration `mapstructure:"leader_lease_timeout"`
 	ApplyTimeout       time.Duration `mapstructure:"apply_timeout"`
-	SnapshotThreshold uint64        `mapstructure:"snapshot_threshold"`
-	LogLevel          string        `mapstructure:"log_level"`
+	SnapshotThreshold  uint64        `mapstructure:"snapshot_threshold"`
+	LogLevel           string        `mapstructure:"log_level"`
 }
 
 // NewViper returns a viper instance holding the embedded default
