@@ -119,7 +119,7 @@ func (s *State) createVolume(c Command) (Result, error) {
 			return Result{}, fmt.Errorf("%w: volume %q is still being deleted", ErrConflict, v.Name)
 		}
 		if v.RequestID != "" && old.RequestID == v.RequestID {
-			return Result{Volume: &old}, nil // a retry of the create that made it
+			return replayCreate(old, v)
 		}
 		return Result{}, fmt.Errorf("%w: volume %q", ErrExists, v.Name)
 	}
@@ -142,6 +142,20 @@ func (s *State) createVolume(c Command) (Result, error) {
 	nv.State, nv.Message = VolumeCreating, ""
 	s.Volumes[nv.Name] = nv
 	return Result{Volume: &nv}, nil
+}
+
+// replayCreate answers a retried create (same request ID) with what the
+// first attempt answered: the volume as created (state creating, the
+// requested size), not what it has become since, so that the retry is
+// indistinguishable from the original success. A request ID reused for a
+// different volume is a client bug: conflict.
+func replayCreate(old Volume, v *Volume) (Result, error) {
+	if old.Node != v.Node || old.BlockSize != v.BlockSize || old.Path != v.Path || v.Size > old.Size {
+		return Result{}, fmt.Errorf("%w: request id %q was used to create volume %q with another spec", ErrConflict, v.RequestID, old.Name)
+	}
+	out := old
+	out.Size, out.State, out.Message = v.Size, VolumeCreating, ""
+	return Result{Volume: &out}, nil
 }
 
 func (s *State) liveVolume(name string) (Volume, error) {
@@ -260,9 +274,15 @@ func (s *State) createSubsystem(c Command) (Result, error) {
 		return Result{}, fmt.Errorf("%w: node %q", ErrNotFound, sub.Node)
 	}
 	if old, ok := s.Subsystems[sub.NQN]; ok {
-		if sub.RequestID != "" && old.RequestID == sub.RequestID {
-			out := old.clone()
-			return Result{Subsystem: &out}, nil // a retry of the create that made it
+		if sub.RequestID != "" && old.RequestID == sub.RequestID && old.Node == sub.Node {
+			// A retry of the create that made it: the same answer as then.
+			out := Subsystem{NQN: sub.NQN, Node: sub.Node, Serial: sub.Serial, Model: sub.Model,
+				AllowAnyHost: sub.AllowAnyHost, Namespaces: map[uint32]string{}, RequestID: sub.RequestID}
+			out.Hosts = slices.Compact(slices.Sorted(slices.Values(sub.Hosts)))
+			if out.Hosts == nil {
+				out.Hosts = []string{}
+			}
+			return Result{Subsystem: &out}, nil
 		}
 		return Result{}, fmt.Errorf("%w: subsystem %q", ErrExists, sub.NQN)
 	}

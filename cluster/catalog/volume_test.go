@@ -84,9 +84,20 @@ func TestCreateIdempotent(t *testing.T) {
 	}
 	retry := vol("v", "n1", 1<<20)
 	retry.UUID, retry.NGUID, retry.RequestID = hexID("other-u"), hexID("other-g"), "req-1"
+	if _, err := s.Apply(Command{V: CommandVersion, Op: OpSetVolumeState, Name: "v", State: VolumeOnline}); err != nil {
+		t.Fatal(err)
+	}
 	res, err := s.Apply(Command{V: CommandVersion, Op: OpCreateVolume, Volume: retry})
-	if err != nil || res.Volume.UUID != v.UUID {
-		t.Fatalf("retry: %+v %v", res.Volume, err)
+	if err != nil || res.Volume.UUID != v.UUID || res.Volume.State != VolumeCreating {
+		t.Fatalf("retry: %+v %v (want the first answer: same UUID, state creating)", res.Volume, err)
+	}
+	if s.Volumes["v"].State != VolumeOnline {
+		t.Fatalf("a replayed create changed the volume: %+v", s.Volumes["v"])
+	}
+	other := *retry
+	other.Node = "n2"
+	if err := create(s, &other); !errors.Is(err, ErrConflict) {
+		t.Fatalf("request id reused for another spec: %v", err)
 	}
 	for _, id := range []string{"req-2", ""} {
 		o := vol("v", "n1", 1<<20)

@@ -2,11 +2,17 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,16 +22,30 @@ import (
 // adminFlags are the control API flags of the admin commands.
 type adminFlags struct {
 	g                      *globals
-	api                    string
+	api                    string // one or more node addresses, comma-separated
 	tlsCA, tlsCert, tlsKey string
+	tokenFile              string
 }
 
 func (a *adminFlags) register(cmd *cobra.Command) {
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&a.api, "api", envOr("RDMABLK_API", "127.0.0.1:7420"), "control API of any cluster node (host:port or URL; env RDMABLK_API)")
+	pf.StringVar(&a.api, "api", envOr("RDMABLK_API", "127.0.0.1:7420"), "control API of any cluster node (host:port or URL, several comma-separated to fail over; env RDMABLK_API)")
 	pf.StringVar(&a.tlsCA, "tls-ca", "", "CA certificate that signed the API's certificate (enables HTTPS)")
 	pf.StringVar(&a.tlsCert, "tls-cert", "", "client certificate for the API")
 	pf.StringVar(&a.tlsKey, "tls-key", "", "client key for the API")
+	pf.StringVar(&a.tokenFile, "api-token-file", os.Getenv("RDMABLK_API_TOKEN_FILE"), "file holding a bearer token for the API (env RDMABLK_API_TOKEN_FILE; or the token itself in RDMABLK_API_TOKEN)")
+}
+
+// token returns the bearer token from --api-token-file or RDMABLK_API_TOKEN.
+func (a *adminFlags) token() (string, error) {
+	if a.tokenFile != "" {
+		b, err := os.ReadFile(a.tokenFile)
+		if err != nil {
+			return "", fmt.Errorf("--api-token-file: %w", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	return os.Getenv("RDMABLK_API_TOKEN"), nil
 }
 
 func envOr(k, def string) string {
@@ -36,14 +56,22 @@ func envOr(k, def string) string {
 }
 
 func (a *adminFlags) client() (*api.Client, error) {
-	if a.tlsCA == "" && a.tlsCert == "" {
-		return api.NewClient(a.api, nil), nil
-	}
-	tc, err := api.ClientTLS(a.tlsCA, a.tlsCert, a.tlsKey)
+	tok, err := a.token()
 	if err != nil {
 		return nil, err
 	}
-	return api.NewClient(a.api, tc), nil
+	var c *api.Client
+	if a.tlsCA == "" && a.tlsCert == "" {
+		c = api.NewClient(a.api, nil)
+	} else {
+		tc, err := api.ClientTLS(a.tlsCA, a.tlsCert, a.tlsKey)
+		if err != nil {
+			return nil, err
+		}
+		c = api.NewClient(a.api, tc)
+	}
+	c.SetToken(tok)
+	return c, nil
 }
 
 func (a *adminFlags) ctx() (context.Context, context.CancelFunc) {
@@ -87,14 +115,14 @@ func newClusterCmd(g *globals) *cobra.Command {
 			s := v.(api.StatusResponse)
 			fmt.Fprintf(w, "node\t%s (%s)\nleader\t%s %s\nterm\t%d\ncommit index\t%d\napplied index\t%d\n\n",
 				s.ID, s.State, s.LeaderID, s.LeaderAddr, s.Term, s.CommitIndex, s.AppliedIndex)
-			fmt.Fprintln(w, "ID\tRAFT\tAPI\tVOTER\tLISTENERS")
+			fmt.Fprintln(w, "ID\tSTATE\tLAST CONTACT\tRAFT\tAPI\tVOTER\tLISTENERS")
 			api := map[string]string{}
 			ls := map[string]int{}
 			for _, n := range s.Nodes {
 				api[n.ID], ls[n.ID] = n.APIAddr, len(n.Listeners)
 			}
-			for _, m := range s.Members {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%d\n", m.ID, m.RaftAddr, api[m.ID], m.Voter, ls[m.ID])
+			for _, m := range s.Members { // sorted by ID by the server
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%v\t%d\n", m.ID, m.State, lastContact(m), m.RaftAddr, api[m.ID], m.Voter, ls[m.ID])
 			}
 		})
 	var id, raftAddr, apiAddr string
@@ -116,6 +144,57 @@ func newClusterCmd(g *globals) *cobra.Command {
 	snap.RunE = a.run(func(ctx context.Context, c *api.Client) (any, error) {
 		return map[string]string{"snapshot": "taken"}, c.Snapshot(ctx)
 	}, nil)
-	cmd.AddCommand(status, join, remove, snap)
+	cmd.AddCommand(status, join, remove, snap, newTokenCmd(a))
 	return cmd
+}
+
+// lastContact renders a member's last contact with the leader: "-" on
+// the leader, "unreachable: why" when it could not be asked, else the age.
+func lastContact(m api.Member) string {
+	switch {
+	case m.Error != "":
+		return m.Error
+	case m.State == "Leader":
+		return "-"
+	case m.LastContact.IsZero():
+		return "never"
+	}
+	return time.Since(m.LastContact).Round(time.Millisecond).String() + " ago"
+}
+
+// newTokenCmd is "cluster token create": a fresh bearer token and the
+// line for the tokens file (which stores only its hash).
+func newTokenCmd(a *adminFlags) *cobra.Command {
+	tok := &cobra.Command{Use: "token", Short: "bearer tokens for the control API (docs/security.md)"}
+	var role, name string
+	create := &cobra.Command{Use: "create --role admin|reader|node --name NAME", Short: "make a token: prints the secret and the tokens_file line", Args: cobra.NoArgs}
+	create.Flags().StringVar(&role, "role", "admin", "role: admin, reader or node")
+	create.Flags().StringVar(&name, "name", "", "who the token is for (required; no spaces)")
+	create.RunE = func(cmd *cobra.Command, _ []string) error {
+		switch role {
+		case "admin", "reader", "node":
+		default:
+			return fmt.Errorf("--role %q: want admin, reader or node", role)
+		}
+		if name == "" || strings.ContainsAny(name, " \t\n") {
+			return fmt.Errorf("--name is required (no spaces)")
+		}
+		var raw [32]byte
+		if _, err := rand.Read(raw[:]); err != nil {
+			return err
+		}
+		secret := base64.RawURLEncoding.EncodeToString(raw[:])
+		sum := sha256.Sum256([]byte(secret))
+		line := fmt.Sprintf("%s %s sha256:%s", role, name, hex.EncodeToString(sum[:]))
+		out := cmd.OutOrStdout()
+		if a.g.json {
+			e := json.NewEncoder(out)
+			e.SetIndent("", "  ")
+			return e.Encode(map[string]string{"token": secret, "tokens_file_line": line, "role": role, "name": name})
+		}
+		fmt.Fprintf(out, "token (give it to %s; it is not stored anywhere):\n  %s\nline for cluster.auth.tokens_file on every node:\n  %s\n", name, secret, line)
+		return nil
+	}
+	tok.AddCommand(create)
+	return tok
 }
