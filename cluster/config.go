@@ -49,8 +49,10 @@ type Config struct {
 	SnapshotInterval time.Duration
 	// ApplyTimeout bounds one write (0 = 10 s).
 	ApplyTimeout time.Duration
-	// Logger receives node events; raft's own log goes to it at
-	// RaftLogLevel ("warn" if empty) and above.
+	// Logger receives node events; it is expected to carry the node's ID
+	// (the Node never adds a "node" key itself). Raft's own log goes to it
+	// at RaftLogLevel ("warn" if empty) and above, as records with raft's
+	// fields as attributes (hclog.go).
 	Logger       *slog.Logger
 	RaftLogLevel string
 }

@@ -109,7 +109,7 @@ func Open(cfg Config) (n *Node, err error) {
 			if err != nil {
 				return nil, fmt.Errorf("cluster: bootstrap: %w", err)
 			}
-			n.log.Info("cluster bootstrapped", "node", cfg.ID, "raft_addr", n.trans.LocalAddr())
+			n.log.Info("cluster bootstrapped", "raft_addr", n.trans.LocalAddr())
 		}
 	}
 	n.raft, err = raft.NewRaft(rc, n.fsm, n.store, n.store, snaps, n.trans)
@@ -219,7 +219,7 @@ func (n *Node) AddVoter(id, raftAddr string) error {
 	if err := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ApplyTimeout).Error(); err != nil {
 		return n.raftErr(err)
 	}
-	n.log.Info("cluster member added", "node", id, "raft_addr", raftAddr)
+	n.log.Info("cluster member added", "member", id, "raft_addr", raftAddr)
 	return nil
 }
 
@@ -231,7 +231,7 @@ func (n *Node) RemoveServer(id string) error {
 	if err := n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ApplyTimeout).Error(); err != nil {
 		return n.raftErr(err)
 	}
-	n.log.Info("cluster member removed", "node", id)
+	n.log.Info("cluster member removed", "member", id)
 	return nil
 }
 
