@@ -211,7 +211,7 @@ func (a *Auth) identify(r *http.Request) (Principal, error) {
 		sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 		tp, found := a.lookup(sum)
 		if !found {
-			return p, fmt.Errorf("%w: unknown bearer token", errUnauthenticated)
+			return p, fmt.Errorf("%w: unknown bearer token (neither in the tokens file nor the node token)", errUnauthenticated)
 		}
 		tp.Roles |= p.Roles
 		if tp.NodeID == "" {
@@ -254,7 +254,7 @@ func (s *Server) guard(want Role, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.o.Auth.identify(r)
 		if err != nil {
-			writeError(w, err)
+			writeError(w, fmt.Errorf("%w; %s %s needs %s", err, r.Method, r.URL.Path, need(want)))
 			return
 		}
 		if p.Roles&RoleNode != 0 && r.Header.Get(fwdHeader) != "" {
@@ -266,7 +266,7 @@ func (s *Server) guard(want Role, h http.HandlerFunc) http.HandlerFunc {
 			}
 		}
 		if p.Roles&want == 0 {
-			if p.Roles == RoleNone && p.Name == "anonymous" {
+			if p.Name == "anonymous" { // presented no identity at all
 				writeError(w, fmt.Errorf("%w: %s %s needs %s", errUnauthenticated, r.Method, r.URL.Path, need(want)))
 			} else {
 				writeError(w, fmt.Errorf("%w: %s (roles: %s) may not %s %s: it needs %s", errForbidden, p.Name, p.Roles, r.Method, r.URL.Path, need(want)))
