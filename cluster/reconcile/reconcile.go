@@ -27,7 +27,18 @@ type Catalog interface {
 	Watch() (<-chan struct{}, func())
 }
 
-// Proposer applies commands through the leader (*api.Server).
+// Target is what the reconciler needs of the node's NVMe target
+// (*target.Target): its subsystems and ports, and the discovery notice.
+// All methods may be called from the reconciler's goroutine at any time.
+type Target interface {
+	Subsystem(nqn string) (*target.Subsystem, bool)
+	AddSubsystem(c target.SubsystemConfig) (*target.Subsystem, error)
+	RemoveSubsystem(nqn string) error
+	Ports() []target.Port
+	NotifyDiscoveryChanged()
+}
+
+// Proposer applies commands through the leader (*server.Server).
 type Proposer interface {
 	Propose(ctx context.Context, c catalog.Command) (catalog.Result, error)
 }
@@ -41,7 +52,7 @@ type Options struct {
 	// VolumeDir holds the backing files (catalog Volume.Path is relative
 	// to it). Created if missing.
 	VolumeDir string
-	Target    *target.Target
+	Target    Target
 	Catalog   Catalog
 	Proposer  Proposer
 	// Metrics, when set, meters every volume's I/O.
@@ -62,10 +73,15 @@ type openVol struct {
 	nguid [16]byte
 }
 
-// proposal is a volume state this node proposed, and what the catalogue
-// said when it did: while the catalogue still says the same, the proposal
-// is in flight and not repeated.
-type proposal struct{ want, seen string }
+// proposal is a volume state this node proposed and the catalogue index
+// it had read then: until the catalogue moves on, the proposal is in
+// flight (committed on the leader, not yet applied here) and is not
+// repeated. Once the index moves and the state still differs (an admin's
+// repair, say), it is proposed again.
+type proposal struct {
+	want  string
+	index uint64
+}
 
 type nsKey struct {
 	nqn  string
@@ -130,6 +146,7 @@ type desired struct {
 	tombstones []catalog.Volume          // owned here, deleted
 	subs       map[string]catalog.Subsystem
 	remoteFP   string
+	index      uint64 // catalogue index read
 }
 
 func (r *Reconciler) desired() desired {
@@ -151,6 +168,7 @@ func (r *Reconciler) desired() desired {
 			}
 		}
 		d.remoteFP = remoteFingerprint(st, r.o.NodeID)
+		d.index = st.Index
 	})
 	return d
 }
@@ -172,7 +190,7 @@ func (r *Reconciler) Sync(ctx context.Context) error {
 			state, msg = catalog.VolumeError, err.Error()
 		}
 		if v.State != state || v.Message != msg {
-			p := proposal{want: state + "\x00" + msg, seen: v.State + "\x00" + v.Message}
+			p := proposal{want: state + "\x00" + msg, index: d.index}
 			if r.pending[v.Name] != p {
 				if _, err := r.o.Proposer.Propose(ctx, catalog.Command{Op: catalog.OpSetVolumeState, Name: v.Name, State: state, Message: msg}); err != nil {
 					errs = append(errs, fmt.Errorf("report volume %s %s: %w", v.Name, state, err))
