@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rdmablk/rdmablk/cluster/api"
+	"github.com/rdmablk/rdmablk/cluster/catalog"
 )
 
 // adminFlags are the control API flags of the admin commands.
@@ -110,9 +111,12 @@ func newClusterCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "cluster", Short: "cluster membership and status (control API)"}
 	a.register(cmd)
 	status := &cobra.Command{Use: "status", Short: "leader, term, members, commit and applied index", Args: cobra.NoArgs}
-	status.RunE = a.run(func(ctx context.Context, c *api.Client) (any, error) { return c.Status(ctx) },
+	status.RunE = a.run(func(ctx context.Context, c *api.Client) (any, error) {
+		st, err := c.Status(ctx)
+		return statusView{st, listenerViews(st.Nodes)}, err
+	},
 		func(w io.Writer, v any) {
-			s := v.(api.StatusResponse)
+			s := v.(statusView).StatusResponse
 			fmt.Fprintf(w, "node\t%s (%s)\nleader\t%s %s\nterm\t%d\ncommit index\t%d\napplied index\t%d\n\n",
 				s.ID, s.State, s.LeaderID, s.LeaderAddr, s.Term, s.CommitIndex, s.AppliedIndex)
 			fmt.Fprintln(w, "ID\tSTATE\tLAST CONTACT\tRAFT\tAPI\tVOTER\tLISTENERS")
@@ -146,6 +150,41 @@ func newClusterCmd(g *globals) *cobra.Command {
 	}, nil)
 	cmd.AddCommand(status, join, remove, snap, newTokenCmd(a))
 	return cmd
+}
+
+// statusView is the status with enums as names for --json: each node's
+// listeners say "rdma"/"ipv4" rather than NVMe's TRTYPE/ADRFAM codes.
+type statusView struct {
+	api.StatusResponse
+	Nodes []nodeView `json:"nodes"`
+}
+
+type nodeView struct {
+	ID            string         `json:"id"`
+	APIAddr       string         `json:"api_addr"`
+	RaftAddr      string         `json:"raft_addr"`
+	VolumeFSBytes int64          `json:"volume_fs_bytes,omitempty"`
+	Listeners     []listenerView `json:"listeners,omitempty"`
+}
+
+type listenerView struct {
+	PortID  uint16 `json:"port_id"`
+	TrType  string `json:"trtype"`
+	AdrFam  string `json:"adrfam"`
+	TrAddr  string `json:"traddr"`
+	TrSvcID string `json:"trsvcid"`
+}
+
+func listenerViews(ns []catalog.Node) []nodeView {
+	out := make([]nodeView, 0, len(ns))
+	for _, n := range ns {
+		v := nodeView{ID: n.ID, APIAddr: n.APIAddr, RaftAddr: n.RaftAddr, VolumeFSBytes: n.VolumeFSBytes}
+		for _, l := range n.Listeners {
+			v.Listeners = append(v.Listeners, listenerView{PortID: l.PortID, TrType: trType(l.TrType), AdrFam: adrFam(l.AdrFam), TrAddr: l.TrAddr, TrSvcID: l.TrSvcID})
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 // lastContact renders a member's last contact with the leader: "-" on
