@@ -13,8 +13,6 @@ const (
 	hostA = "nqn.2026-11.io.example:host-a"
 )
 
-func id16(b byte) string { return strings.Repeat(string("0123456789abcdef"[b%16]), 32) }
-
 // hexID returns a 32-hex-digit ID derived from s (distinct for distinct
 // short s).
 func hexID(s string) string {

@@ -141,16 +141,6 @@ func NewAuth(tokens []TokenEntry, open Role) *Auth {
 	return a
 }
 
-// HasTokens reports whether any token grants one of roles.
-func (a *Auth) HasTokens(roles Role) bool {
-	for _, p := range a.tokens {
-		if p.Roles&roles != 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // LoadTokens reads a tokens file: one token a line, "ROLE NAME sha256:HEX"
 // (ROLE node, admin or reader; the hash is HashToken of the secret, which
 // the file never holds); blank lines and lines starting with # are
