@@ -45,6 +45,8 @@ var quiet = []struct {
 }{
 	{"no known peers, aborting election", slog.LevelDebug},
 	{"heartbeat timeout reached, not part of a stable configuration or a non-voter, not triggering a leader election", slog.LevelDebug},
+	// The leader walks a new or lagging follower's log back: routine.
+	{"appendEntries rejected, sending older logs", slog.LevelInfo},
 }
 
 func (w slogWriter) Write(p []byte) (int, error) {
@@ -74,6 +76,11 @@ func (w slogWriter) record(line []byte) {
 		if strings.HasPrefix(msg, q.prefix) {
 			lvl = q.level
 		}
+	}
+	// A node that just joined has an empty log: the leader's first
+	// append finds nothing before it.
+	if msg == "failed to get previous log" && m["last-index"] == float64(0) {
+		lvl = slog.LevelDebug
 	}
 	// The first election after bootstrap names no previous leader.
 	if strings.HasPrefix(msg, "heartbeat timeout reached, starting election") && m["last-leader-id"] == "" {

@@ -69,7 +69,9 @@ type Config struct {
 	Target    *target.Target
 	Discovery *reconcile.Discovery // nil: no cross-node discovery entries
 	Resync    time.Duration
-	Logger    *slog.Logger
+	// Logger receives the member's log; the agent adds the "node" key
+	// (so Logger must not carry one).
+	Logger *slog.Logger
 }
 
 // Agent is a running member.
