@@ -55,7 +55,17 @@ func TLSLayer(inner raft.StreamLayer, server, client *tls.Config) (raft.StreamLa
 	if server == nil || client == nil || server.ClientAuth != tls.RequireAndVerifyClientCert {
 		return nil, fmt.Errorf("%w: raft over TLS needs a server configuration that requires client certificates and a client one", ErrBadConfig)
 	}
+	server, client = server.Clone(), client.Clone()
+	server.VerifyConnection, client.VerifyConnection = verifyNodePeer, verifyNodePeer
 	return &tlsLayer{inner: inner, server: server, client: client}, nil
+}
+
+// verifyNodePeer fails a raft handshake whose peer is not a node.
+func verifyNodePeer(st tls.ConnectionState) error {
+	if len(st.PeerCertificates) == 0 || !isNodeCert(st.PeerCertificates[0].URIs) {
+		return errors.New("raft: peer certificate has no rdmablk://node/<id> URI SAN")
+	}
+	return nil
 }
 
 type tlsLayer struct {
@@ -66,19 +76,17 @@ type tlsLayer struct {
 // handshakeTimeout bounds a raft TLS handshake.
 const handshakeTimeout = 10 * time.Second
 
+// Accept returns the next connection as a TLS server connection whose
+// handshake runs on its first read or write, on raft's per-connection
+// goroutine: a peer that stalls its handshake holds only its own
+// connection, never the accept loop. A peer that is not a node fails the
+// handshake (VerifyConnection) and raft drops the connection.
 func (t *tlsLayer) Accept() (net.Conn, error) {
-	for {
-		c, err := t.inner.Accept()
-		if err != nil {
-			return nil, err
-		}
-		tc := tls.Server(c, t.server)
-		if err := handshake(tc); err != nil {
-			c.Close() // one bad peer must not stop raft from accepting
-			continue
-		}
-		return tc, nil
+	c, err := t.inner.Accept()
+	if err != nil {
+		return nil, err
 	}
+	return tls.Server(c, t.server), nil
 }
 
 func (t *tlsLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
@@ -106,10 +114,6 @@ func handshake(tc *tls.Conn) error {
 		return err
 	}
 	tc.SetDeadline(time.Time{})
-	st := tc.ConnectionState()
-	if len(st.PeerCertificates) == 0 || !isNodeCert(st.PeerCertificates[0].URIs) {
-		return errors.New("peer certificate has no rdmablk://node/<id> URI SAN")
-	}
 	return nil
 }
 
