@@ -103,9 +103,15 @@ func Start(cfg Config) (a *Agent, err error) {
 		cfg.APIBind = "127.0.0.1:7420"
 	}
 	a = &Agent{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), Metrics: metrics.New()}
+	// Refuse an exposure nobody asked for before anything is opened.
+	auth, err := apiAuth(cfg, a.log)
+	if err != nil {
+		return nil, err
+	}
+	self := a // the error returns below set a to nil
 	defer func() {
 		if err != nil {
-			a.Stop()
+			self.Stop()
 		}
 	}()
 	layer := cfg.StreamLayer
@@ -114,6 +120,12 @@ func Start(cfg Config) (a *Agent, err error) {
 			if layer, err = cluster.TCPLayer(cfg.RaftBind, cfg.RaftAdvertise); err != nil {
 				return nil, fmt.Errorf("cluster: raft listen %s: %w", cfg.RaftBind, err)
 			}
+			own := layer
+			defer func() {
+				if err != nil && a == nil { // raft never took it over
+					own.Close()
+				}
+			}()
 		}
 		if layer, err = cluster.TLSLayer(layer, cfg.ServerTLS, cfg.ClientTLS); err != nil {
 			return nil, err
@@ -135,10 +147,6 @@ func Start(cfg Config) (a *Agent, err error) {
 	}
 	a.Metrics.WatchRaft(a.Node)
 	a.Metrics.WatchTarget(cfg.Target)
-	auth, err := apiAuth(cfg, a.log)
-	if err != nil {
-		return nil, err
-	}
 	a.API = server.New(server.Options{Node: a.Node, Metrics: a.Metrics.Handler(), ClientTLS: cfg.ClientTLS,
 		Auth: auth, NodeToken: cfg.NodeToken, Logger: a.log})
 	a.listener, err = server.Listen(cfg.APIBind, cfg.ServerTLS, a.API, a.log)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rdmablk/rdmablk/cluster"
 	"github.com/rdmablk/rdmablk/cluster/api/server"
+	"github.com/rdmablk/rdmablk/target"
 )
 
 // TestAPIExposure: which binds and identity setups start, and with what
@@ -84,5 +85,26 @@ func TestNodeToken(t *testing.T) {
 	os.WriteFile(short, []byte("abc\n"), 0o600)
 	if _, err := NodeToken(short, false, log); err == nil || !strings.Contains(err.Error(), "too short") {
 		t.Fatalf("short: %v", err)
+	}
+}
+
+// TestStartRefusedCleanly: a refused start returns the error (no panic)
+// and leaves nothing running: the same data directory starts afterwards.
+func TestStartRefusedCleanly(t *testing.T) {
+	tgt := target.New(target.Options{Workers: 1, Logger: slog.New(slog.DiscardHandler)})
+	defer tgt.Close()
+	dir := t.TempDir()
+	cfg := Config{NodeID: "n1", DataDir: dir, RaftBind: "127.0.0.1:0", APIBind: "0.0.0.0:0", Bootstrap: true,
+		Target: tgt, Logger: slog.New(slog.DiscardHandler)}
+	if a, err := Start(cfg); err == nil || a != nil || !strings.Contains(err.Error(), "has no TLS") {
+		t.Fatalf("Start: %v %v", a, err)
+	}
+	cfg.APIBind = "127.0.0.1:0"
+	a, err := Start(cfg)
+	if err != nil {
+		t.Fatalf("restart on the same data dir: %v", err)
+	}
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
 	}
 }
