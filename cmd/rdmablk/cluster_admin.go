@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -95,10 +97,13 @@ func (a *adminFlags) run(fn func(ctx context.Context, c *api.Client) (any, error
 			return err
 		}
 		out := cmd.OutOrStdout()
-		if a.g.json || table == nil {
+		if a.g.json {
 			e := json.NewEncoder(out)
 			e.SetIndent("", "  ")
 			return e.Encode(v)
+		}
+		if table == nil {
+			table = keyValues
 		}
 		tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 		table(tw, v)
@@ -150,6 +155,20 @@ func newClusterCmd(g *globals) *cobra.Command {
 	}, nil)
 	cmd.AddCommand(status, join, remove, snap, newTokenCmd(a))
 	return cmd
+}
+
+// keyValues prints a result map as "key: value" lines sorted by key
+// (the plain output of actions without a table; --json prints the map).
+func keyValues(w io.Writer, v any) {
+	b, err := json.Marshal(v)
+	var m map[string]any
+	if err != nil || json.Unmarshal(b, &m) != nil {
+		fmt.Fprintln(w, v)
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(w, "%s:\t%v\n", k, m[k])
+	}
 }
 
 // statusView is the status with enums as names for --json: each node's
