@@ -207,12 +207,11 @@ func listenerViews(ns []catalog.Node) []nodeView {
 }
 
 // lastContact renders a member's last contact with the leader: "-" on
-// the leader, "unreachable: why" when it could not be asked, else the age.
+// the leader and when it could not be asked (STATE says unreachable; the
+// reason is in --json's "error"), else the age.
 func lastContact(m api.Member) string {
 	switch {
-	case m.Error != "":
-		return m.Error
-	case m.State == "Leader":
+	case m.Error != "", m.State == "Leader":
 		return "-"
 	case m.LastContact.IsZero():
 		return "never"
