@@ -86,11 +86,20 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		body = b
 	}
 	delay := retryMin
+	unknown := false // an earlier attempt may have taken effect
 	for {
 		i := int(c.next.Load()) % len(c.bases)
 		err := c.once(ctx, c.bases[i], method, path, body, out)
+		if unknown && ownEffect(method, path, err) {
+			return nil
+		}
 		if !c.retry(err) || ctx.Err() != nil || path == "/v1/health" {
 			return err
+		}
+		var ue *Error
+		if errors.As(err, &ue) && ue.Code == CodeUnknown ||
+			!errors.As(err, &ue) && method != http.MethodGet && !errors.Is(err, syscall.ECONNREFUSED) {
+			unknown = true
 		}
 		var ae *Error
 		if !errors.As(err, &ae) { // the node did not answer: try another
@@ -103,6 +112,25 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		}
 		delay = min(2*delay, retryMax)
 	}
+}
+
+// ownEffect reports whether err, answering a retry of a write whose
+// earlier attempt may have taken effect, is that attempt's effect: a
+// delete that finds nothing to delete, a host added twice. (Creates need
+// no such rule: their request ID makes the retry answer the first
+// attempt's result.)
+func ownEffect(method, path string, err error) bool {
+	var ae *Error
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch {
+	case method == http.MethodDelete && ae.Code == CodeNotFound:
+		return true
+	case method == http.MethodPost && strings.HasSuffix(path, "/hosts") && ae.Code == CodeExists:
+		return true
+	}
+	return false
 }
 
 // retry reports whether err is worth another attempt.

@@ -110,3 +110,39 @@ func TestErrorSentinels(t *testing.T) {
 		t.Errorf("non-JSON body: %+v", err)
 	}
 }
+
+// TestClientRetryOwnEffect: after an unknown outcome, a delete that finds
+// nothing and a host that is already there are the first attempt's
+// effect, not errors; without an unknown outcome they stay errors.
+func TestClientRetryOwnEffect(t *testing.T) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls[r.Method+r.URL.Path]++
+		n := calls[r.Method+r.URL.Path]
+		mu.Unlock()
+		switch {
+		case n == 1 && r.URL.Path != "/v1/volumes/plain":
+			writeErr(w, 503, CodeUnknown)
+		case r.Method == http.MethodDelete:
+			writeErr(w, 404, CodeNotFound)
+		default:
+			writeErr(w, 409, CodeExists)
+		}
+	}))
+	defer srv.Close()
+	c := NewClient(srv.URL, nil)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.DeleteVolume(ctx, "v"); err != nil {
+		t.Errorf("delete after unknown outcome: %v", err)
+	}
+	if err := c.AddHost(ctx, "nqn.2026-11.io.rdmablk:s", "nqn.2026-11.io.example:h"); err != nil {
+		t.Errorf("add host after unknown outcome: %v", err)
+	}
+	if err := c.DeleteVolume(ctx, "plain"); !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("plain delete of a missing volume: %v", err)
+	}
+}

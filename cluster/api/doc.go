@@ -27,8 +27,10 @@
 // not_leader and on outcome_unknown, until its context ends. This is safe
 // because every write it retries is idempotent: creates carry a
 // client-generated request ID that the catalogue remembers (a retried
-// create answers the object its first attempt made), deletes and state
-// changes converge.
+// create answers the object its first attempt made), and after an attempt
+// whose outcome is unknown a delete that finds nothing or a host that is
+// already allowed counts as that attempt's success. Other writes (remove
+// namespace, ANA, allow-any) converge or fail plainly.
 //
 // # Ownership
 //
