@@ -47,6 +47,12 @@ var quiet = []struct {
 	{"heartbeat timeout reached, not part of a stable configuration or a non-voter, not triggering a leader election", slog.LevelDebug},
 	// The leader walks a new or lagging follower's log back: routine.
 	{"appendEntries rejected, sending older logs", slog.LevelInfo},
+	// A peer that is down or restarting: raft retries with backoff; the
+	// cluster is degraded, not broken (raft logs these as ERROR).
+	{"failed to make requestVote RPC", slog.LevelWarn},
+	{"failed to appendEntries to", slog.LevelWarn},
+	{"failed to heartbeat to", slog.LevelWarn},
+	{"failed to make pre-vote RPC", slog.LevelWarn},
 }
 
 func (w slogWriter) Write(p []byte) (int, error) {

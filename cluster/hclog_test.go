@@ -37,7 +37,7 @@ func TestHCLogToSlog(t *testing.T) {
 	}
 	want := []struct{ level, msg, key, val string }{
 		{"WARN", "raft: failed to contact", "server_id", "n2"},
-		{"ERROR", "raft: failed to appendEntries to", "raft_node", "x"},
+		{"WARN", "raft: failed to appendEntries to", "raft_node", "x"}, // a peer down: degraded, not broken
 		{"DEBUG", "raft: no known peers, aborting election", "component", "raft"},
 		{"INFO", "raft: heartbeat timeout reached, starting election", "last_leader_id", ""},
 	}
