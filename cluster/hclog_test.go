@@ -20,6 +20,7 @@ func TestHCLogToSlog(t *testing.T) {
 	hl.Error("failed to appendEntries to", "peer", "n3", "node", "x")
 	hl.Warn("no known peers, aborting election")
 	hl.Warn("heartbeat timeout reached, starting election", "last-leader-addr", "", "last-leader-id", "")
+	hl.Error("failed to take snapshot", "error", "disk full")
 
 	var recs []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
@@ -32,7 +33,7 @@ func TestHCLogToSlog(t *testing.T) {
 		}
 		recs = append(recs, m)
 	}
-	if len(recs) != 4 {
+	if len(recs) != 5 {
 		t.Fatalf("%d records: %s", len(recs), buf.String())
 	}
 	want := []struct{ level, msg, key, val string }{
@@ -40,6 +41,7 @@ func TestHCLogToSlog(t *testing.T) {
 		{"WARN", "raft: failed to appendEntries to", "raft_node", "x"}, // a peer down: degraded, not broken
 		{"DEBUG", "raft: no known peers, aborting election", "component", "raft"},
 		{"INFO", "raft: heartbeat timeout reached, starting election", "last_leader_id", ""},
+		{"ERROR", "raft: failed to take snapshot", "error", "disk full"},
 	}
 	for i, w := range want {
 		r := recs[i]
