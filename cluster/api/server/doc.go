@@ -12,6 +12,29 @@
 // while there is no leader (an election) the follower retries until
 // Options.ForwardTimeout, then answers 503 with code "no_leader".
 //
+// # Roles
+//
+// Every endpoint but GET /v1/health needs a role (auth.go, and
+// docs/security.md): reader for reads and /metrics, admin for the admin
+// writes, node for join, remove and internal/apply. Identities are client
+// certificates (URI SAN rdmablk://ROLE/NAME) and bearer tokens stored as
+// SHA-256. No identity is 401, a missing role 403, both JSON naming the
+// role needed. A node forwarding a write sends the caller's roles along;
+// the leader believes them only from a node. internal/apply takes only
+// the commands nodes propose (registration of themselves, volume state,
+// purge): everything else is built by the leader from typed requests.
+// A join is checked first (Options.VerifyJoin): the node must answer as
+// itself at its API address and accept connections at its raft address.
+//
+// # Retries
+//
+// A write whose leader lost leadership before raft took it (503
+// not_leader) is retried here, forwarded to the new leader, until
+// Options.ForwardTimeout; one whose outcome is unknown is answered 503
+// outcome_unknown and left to the client (creates are idempotent by
+// request ID). Propose retries through both, for the nodes' own
+// idempotent commands.
+//
 // # Goroutines
 //
 // Handlers run on net/http's goroutines; the status handler asks the other
