@@ -101,10 +101,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 			!errors.As(err, &ue) && method != http.MethodGet && !errors.Is(err, syscall.ECONNREFUSED) {
 			unknown = true
 		}
-		var ae *Error
-		if !errors.As(err, &ae) { // the node did not answer: try another
-			c.next.CompareAndSwap(uint32(i), uint32(i+1))
-		}
+		// Try the next node: this one did not answer, or it knows no
+		// leader (it may be the one cut off from the others).
+		c.next.CompareAndSwap(uint32(i), uint32(i+1))
 		select {
 		case <-ctx.Done():
 			return err
