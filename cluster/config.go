@@ -32,8 +32,12 @@ type Config struct {
 	// advertised). Tests use it to cut a node off the network.
 	StreamLayer raft.StreamLayer
 
-	// Raft timing; zero takes raft's defaults (1 s heartbeat and election
-	// timeouts, 500 ms leader lease). Tests shorten them.
+	// Raft timing; zero takes DefaultHeartbeatTimeout,
+	// DefaultElectionTimeout and DefaultLeaderLeaseTimeout, which suit a
+	// busy host (raft's own 1 s / 1 s / 500 ms made a loaded 2-core
+	// machine change terms every half minute). A leader that fails is
+	// replaced after one to two election timeouts. LeaderLeaseTimeout is
+	// capped at HeartbeatTimeout. Tests shorten them.
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
@@ -45,11 +49,20 @@ type Config struct {
 	SnapshotInterval time.Duration
 	// ApplyTimeout bounds one write (0 = 10 s).
 	ApplyTimeout time.Duration
-	// Logger receives node events; raft's own log goes to it at
-	// RaftLogLevel ("warn" if empty) and above.
+	// Logger receives node events; it is expected to carry the node's ID
+	// (the Node never adds a "node" key itself). Raft's own log goes to it
+	// at RaftLogLevel ("warn" if empty) and above, as records with raft's
+	// fields as attributes (hclog.go).
 	Logger       *slog.Logger
 	RaftLogLevel string
 }
+
+// Raft timing defaults (see Config).
+const (
+	DefaultHeartbeatTimeout   = 2 * time.Second
+	DefaultElectionTimeout    = 2 * time.Second
+	DefaultLeaderLeaseTimeout = time.Second
+)
 
 func (c *Config) check() error {
 	if !catalog.ValidName(c.ID) {
@@ -62,6 +75,15 @@ func (c *Config) check() error {
 		if _, err := net.ResolveTCPAddr("tcp", c.RaftAdvertise); err != nil {
 			return fmt.Errorf("%w: raft advertise %q: %v", ErrBadConfig, c.RaftAdvertise, err)
 		}
+	}
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if c.ElectionTimeout == 0 {
+		c.ElectionTimeout = DefaultElectionTimeout
+	}
+	if c.LeaderLeaseTimeout == 0 {
+		c.LeaderLeaseTimeout = DefaultLeaderLeaseTimeout
 	}
 	if c.ApplyTimeout == 0 {
 		c.ApplyTimeout = 10 * time.Second

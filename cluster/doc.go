@@ -2,12 +2,22 @@
 // whose replicated state machine is the catalogue (package
 // cluster/catalog). The raft log and stable store are raft-boltdb/v2
 // (bbolt) in <dir>/raft.db, snapshots are files under <dir>/snapshots,
-// and peers talk over raft's TCP transport with an advertise address.
+// and peers talk over raft's TCP transport with an advertise address, or
+// over any StreamLayer (TLSLayer: mutual TLS between node certificates).
 //
 // Subpackages: cluster/catalog (the state and its commands), cluster/api
-// (the versioned HTTP/JSON control API, its client, forwarding of writes
-// to the leader, Prometheus metrics) and cluster/reconcile (each node
-// makes its target match what the catalogue says it owns).
+// (the control API's client and wire types; no raft), cluster/api/server
+// (the API's handlers, roles, forwarding of writes to the leader),
+// cluster/metrics (Prometheus), cluster/reconcile (each node makes its
+// target match what the catalogue says it owns) and cluster/agent (one
+// member, as the daemon runs it).
+//
+// # Timing
+//
+// Raft's timeouts default to DefaultHeartbeatTimeout (2 s),
+// DefaultElectionTimeout (2 s) and DefaultLeaderLeaseTimeout (1 s): long
+// enough that a busy host does not depose a healthy leader, short enough
+// that a failed one is replaced in a few seconds. All are configurable.
 //
 // # Ownership and lifetimes
 //
@@ -29,6 +39,10 @@
 // # Errors
 //
 // Writes on a follower fail with ErrNotLeader (a *NotLeaderError naming the
-// leader when known); the API layer forwards them. Catalogue rejections are
-// the catalog sentinels, returned unchanged from Apply.
+// leader when known): nothing happened, the API layer forwards them. A
+// write that raft accepted but whose leader lost leadership (or shut down)
+// before it knew the outcome fails with ErrOutcomeUnknown: it may still
+// commit, so only idempotent writes are retried (creates carry request
+// IDs). Catalogue rejections are the catalog sentinels, returned unchanged
+// from Apply.
 package cluster

@@ -11,6 +11,10 @@ var (
 	ErrNotLeader = errors.New("cluster: not the leader")
 	// ErrClosed: the Node was closed.
 	ErrClosed = errors.New("cluster: node closed")
+	// ErrOutcomeUnknown: the command was handed to raft but leadership was
+	// lost (or raft shut down) before it was known to be committed; it may
+	// still commit under the next leader. Retry only idempotent writes.
+	ErrOutcomeUnknown = errors.New("cluster: outcome unknown (leadership lost while committing)")
 	// ErrTimeout: raft did not commit within the apply timeout.
 	ErrTimeout = errors.New("cluster: timed out")
 	// ErrBadConfig: a Config field is missing or malformed.

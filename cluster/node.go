@@ -109,7 +109,7 @@ func Open(cfg Config) (n *Node, err error) {
 			if err != nil {
 				return nil, fmt.Errorf("cluster: bootstrap: %w", err)
 			}
-			n.log.Info("cluster bootstrapped", "node", cfg.ID, "raft_addr", n.trans.LocalAddr())
+			n.log.Info("cluster bootstrapped", "raft_addr", n.trans.LocalAddr())
 		}
 	}
 	n.raft, err = raft.NewRaft(rc, n.fsm, n.store, n.store, snaps, n.trans)
@@ -154,13 +154,26 @@ func (n *Node) Apply(c catalog.Command) (catalog.Result, error) {
 	}
 	f := n.raft.Apply(b, n.cfg.ApplyTimeout)
 	if err := f.Error(); err != nil {
-		return catalog.Result{}, n.raftErr(err)
+		return catalog.Result{}, n.applyErr(err)
 	}
 	r, ok := f.Response().(applyResult)
 	if !ok {
 		return catalog.Result{}, fmt.Errorf("cluster: unexpected apply response %T", f.Response())
 	}
 	return r.res, r.err
+}
+
+// applyErr maps the error of an Apply future: before the entry was
+// enqueued (not leader, transfer, enqueue timeout) nothing happened and the
+// error says so; after it (leadership lost, shutdown) the outcome is
+// unknown.
+func (n *Node) applyErr(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrRaftShutdown):
+		id, addr := n.Leader()
+		return fmt.Errorf("%w (leader now %q at %q): %v", ErrOutcomeUnknown, id, addr, err)
+	}
+	return n.raftErr(err)
 }
 
 func (n *Node) raftErr(err error) error {
@@ -206,7 +219,7 @@ func (n *Node) AddVoter(id, raftAddr string) error {
 	if err := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, n.cfg.ApplyTimeout).Error(); err != nil {
 		return n.raftErr(err)
 	}
-	n.log.Info("cluster member added", "node", id, "raft_addr", raftAddr)
+	n.log.Info("cluster member added", "member", id, "raft_addr", raftAddr)
 	return nil
 }
 
@@ -218,7 +231,7 @@ func (n *Node) RemoveServer(id string) error {
 	if err := n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ApplyTimeout).Error(); err != nil {
 		return n.raftErr(err)
 	}
-	n.log.Info("cluster member removed", "node", id)
+	n.log.Info("cluster member removed", "member", id)
 	return nil
 }
 

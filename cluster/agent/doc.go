@@ -1,8 +1,21 @@
 // Package agent runs one cluster member inside rdmablkd: the raft node
-// (package cluster), the control API and /metrics (cluster/api,
+// (package cluster), the control API and /metrics (cluster/api/server,
 // cluster/metrics), the reconciler and the cluster discovery source
 // (cluster/reconcile), and the join / self-registration loop. The daemon
 // and the multi-node tests build members with it.
+//
+// # Security
+//
+// Start decides the API's exposure (docs/security.md): roles come from
+// client certificates (URI SAN rdmablk://ROLE/NAME) and hashed bearer
+// tokens; the node token is accepted as the node role and presented to
+// other nodes; without certificates or tokens, reader and admin are open
+// to whoever reaches a loopback API. A non-loopback API without TLS, or
+// one where anyone would be admin, is refused unless Config.Insecure
+// (which warns). With mutual TLS configured, raft runs over it too
+// (cluster.TLSLayer). The size of the volume directory's filesystem is
+// measured once at start (statfs) and registered with the node, so that
+// creates larger than it are refused.
 //
 // # Lifetimes
 //

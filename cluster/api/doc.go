@@ -1,33 +1,39 @@
-// Package api is the cluster's control API: versioned HTTP/JSON under
-// /v1/ (volumes, subsystems, cluster membership, health), Prometheus
-// /metrics, and Client, the Go client the admin CLI and the nodes use.
+// Package api is the client side of the cluster's control API: Client
+// (the Go client the admin CLI and the nodes use), the request and response
+// wire types of /v1/, the error body and its mapping to sentinels, and the
+// client TLS configuration. It imports no raft, bbolt, prometheus or target
+// package, so the guest CLI links none of them (the server is package
+// cluster/api/server).
 //
 // # Any node answers
 //
 // Reads are served from the receiving node's catalogue (it may lag the
 // leader by the replication delay). Writes on a follower are forwarded to
-// the leader's API, whose address the catalogue holds, with the
-// X-Rdmablk-Forwarded header set so that they are never forwarded twice;
-// while there is no leader (an election) the follower retries until
-// Options.ForwardTimeout, then answers 503 with code "no_leader". Callers
-// never need to know who leads.
+// the leader; callers never need to know who leads.
 //
 // # Errors
 //
 // Every error is a JSON body {"error": {"code": ..., "message": ...}} with
-// the HTTP status that fits: 400 invalid, 404 not_found, 409 exists or
-// conflict, 503 no_leader / not_leader, 504 timeout, 500 internal. Client
-// methods return *Error, which errors.Is matches against the catalog
-// sentinels (ErrNotFound, ErrExists, ...).
+// the HTTP status that fits: 400 invalid, 401 unauthenticated, 403
+// forbidden, 404 not_found, 405 method_not_allowed, 409 exists or
+// conflict, 503 no_leader / not_leader / outcome_unknown, 504 timeout, 500
+// internal. Client methods return *Error, which errors.Is matches against
+// the catalog sentinels (ErrNotFound, ErrExists, ...) and this package's
+// (ErrNotLeader, ErrOutcomeUnknown, ...).
 //
-// # Security
+// # Retries
 //
-// The daemon binds the API to localhost by default. With TLS configured
-// (ServerTLS), clients must present a certificate signed by the client CA;
-// nodes use their own certificate as client certificate when forwarding.
+// Client retries writes with backoff while there is no leader, on
+// not_leader and on outcome_unknown, until its context ends. This is safe
+// because every write it retries is idempotent: creates carry a
+// client-generated request ID that the catalogue remembers (a retried
+// create answers the object its first attempt made), and after an attempt
+// whose outcome is unknown a delete that finds nothing or a host that is
+// already allowed counts as that attempt's success. Other writes (remove
+// namespace, ANA, allow-any) converge or fail plainly.
 //
 // # Ownership
 //
-// Request and response bodies are read fully (bounded to 1 MiB) and not
-// retained. The Server holds no state of its own beyond its Options.
+// Request and response bodies are read fully (responses bounded to 64 MiB)
+// and not retained. A Client is safe for concurrent use.
 package api

@@ -1,11 +1,11 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 
-	"github.com/rdmablk/rdmablk/cluster"
 	"github.com/rdmablk/rdmablk/cluster/catalog"
 )
 
@@ -19,6 +19,28 @@ const (
 	CodeNoLeader  = "no_leader"
 	CodeTimeout   = "timeout"
 	CodeInternal  = "internal"
+	// CodeUnknown: the write was handed to raft but the leader lost its
+	// leadership (or timed out) before it knew whether it committed. It
+	// may or may not have taken effect; a retry of an idempotent write
+	// (creates carry a request ID) settles it.
+	CodeUnknown = "outcome_unknown"
+	// CodeUnauthenticated (401): no usable identity was presented.
+	CodeUnauthenticated = "unauthenticated"
+	// CodeForbidden (403): the identity lacks the role the endpoint needs.
+	CodeForbidden = "forbidden"
+	// CodeMethod (405): the path exists, the method does not.
+	CodeMethod = "method_not_allowed"
+)
+
+// Sentinels that Error.Is matches for the codes that are not catalogue
+// outcomes. The server side maps the cluster package's errors to these
+// codes; this package imports no raft.
+var (
+	ErrNotLeader       = errors.New("api: no leader reachable")
+	ErrTimeout         = errors.New("api: timed out")
+	ErrOutcomeUnknown  = errors.New("api: outcome unknown")
+	ErrUnauthenticated = errors.New("api: unauthenticated")
+	ErrForbidden       = errors.New("api: forbidden")
 )
 
 // Error is an API error as the client sees it.
@@ -30,7 +52,7 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("%s (%d %s)", e.Message, e.Status, e.Code) }
 
-// Is maps codes to the catalog and cluster sentinels.
+// Is maps codes to the catalog sentinels and this package's.
 func (e *Error) Is(target error) bool {
 	switch e.Code {
 	case CodeInvalid:
@@ -42,35 +64,26 @@ func (e *Error) Is(target error) bool {
 	case CodeConflict:
 		return target == catalog.ErrConflict
 	case CodeNotLeader, CodeNoLeader:
-		return target == cluster.ErrNotLeader
+		return target == ErrNotLeader
 	case CodeTimeout:
-		return target == cluster.ErrTimeout
+		return target == ErrTimeout
+	case CodeUnknown:
+		return target == ErrOutcomeUnknown
+	case CodeUnauthenticated:
+		return target == ErrUnauthenticated
+	case CodeForbidden:
+		return target == ErrForbidden
 	}
 	return false
 }
 
-// classify maps an error to HTTP status and code.
-func classify(err error) (int, string) {
-	switch {
-	case errors.Is(err, catalog.ErrInvalid), errors.Is(err, catalog.ErrVersion), errors.Is(err, errBadRequest):
-		return http.StatusBadRequest, CodeInvalid
-	case errors.Is(err, catalog.ErrNotFound):
-		return http.StatusNotFound, CodeNotFound
-	case errors.Is(err, catalog.ErrExists):
-		return http.StatusConflict, CodeExists
-	case errors.Is(err, catalog.ErrConflict):
-		return http.StatusConflict, CodeConflict
-	case errors.Is(err, errNoLeader):
-		return http.StatusServiceUnavailable, CodeNoLeader
-	case errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrClosed):
-		return http.StatusServiceUnavailable, CodeNotLeader
-	case errors.Is(err, cluster.ErrTimeout):
-		return http.StatusGatewayTimeout, CodeTimeout
+// DecodeError turns a non-2xx answer into an *Error; a body that is not
+// an ErrorBody (a proxy's page, a TLS server's plain-HTTP reply) becomes
+// CodeInternal with the body as message.
+func DecodeError(status int, body []byte) *Error {
+	var eb ErrorBody
+	if json.Unmarshal(body, &eb) != nil || eb.Error.Code == "" {
+		return &Error{Status: status, Code: CodeInternal, Message: string(bytes.TrimSpace(body))}
 	}
-	return http.StatusInternalServerError, CodeInternal
+	return &Error{Status: status, Code: eb.Error.Code, Message: eb.Error.Message}
 }
-
-var (
-	errBadRequest = errors.New("bad request")
-	errNoLeader   = errors.New("no leader reachable")
-)

@@ -7,31 +7,13 @@ import (
 	"os"
 )
 
-// ServerTLS loads the API's certificate and key; with clientCA set,
-// clients must present a certificate that CA signed.
-func ServerTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("api: tls: %w", err)
-	}
-	c := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if clientCA != "" {
-		pool, err := loadPool(clientCA)
-		if err != nil {
-			return nil, err
-		}
-		c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
-	}
-	return c, nil
-}
-
 // ClientTLS builds a client configuration: caFile verifies the server
 // (empty = system roots), certFile/keyFile (optional) are presented as the
 // client certificate.
 func ClientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 	c := &tls.Config{MinVersion: tls.VersionTLS12}
 	if caFile != "" {
-		pool, err := loadPool(caFile)
+		pool, err := LoadCertPool(caFile)
 		if err != nil {
 			return nil, err
 		}
@@ -47,7 +29,9 @@ func ClientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 	return c, nil
 }
 
-func loadPool(file string) (*x509.CertPool, error) {
+// LoadCertPool reads the PEM certificates of file into a pool (an error
+// names the file when it holds none).
+func LoadCertPool(file string) (*x509.CertPool, error) {
 	pem, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("api: tls: %w", err)

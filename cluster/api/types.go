@@ -1,7 +1,8 @@
 package api
 
 import (
-	"github.com/rdmablk/rdmablk/cluster"
+	"time"
+
 	"github.com/rdmablk/rdmablk/cluster/catalog"
 )
 
@@ -14,6 +15,9 @@ type CreateVolumeRequest struct {
 	BlockSize int `json:"block_size,omitempty"`
 	// Node owns the volume; empty means the node the client talked to.
 	Node string `json:"node,omitempty"`
+	// RequestID makes retries idempotent: a create with the ID of one
+	// that succeeded answers that volume. Client fills it when empty.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // ResizeVolumeRequest is the body of POST /v1/volumes/{name}/resize.
@@ -30,6 +34,8 @@ type CreateSubsystemRequest struct {
 	Model        string   `json:"model,omitempty"`
 	AllowAnyHost bool     `json:"allow_any_host"`
 	Hosts        []string `json:"hosts,omitempty"`
+	// RequestID: as in CreateVolumeRequest.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // AddNamespaceRequest is the body of POST /v1/subsystems/{nqn}/namespaces.
@@ -72,10 +78,37 @@ type RemoveRequest struct {
 	ID string `json:"id"`
 }
 
-// StatusResponse is GET /v1/cluster/status.
+// StatusResponse is GET /v1/cluster/status: the answering node's view of
+// the raft group, and the nodes the catalogue knows.
 type StatusResponse struct {
-	cluster.Status
-	Nodes []catalog.Node `json:"nodes"`
+	ID           string    `json:"id"`
+	State        string    `json:"state"` // Leader, Follower, Candidate, Shutdown
+	Term         uint64    `json:"term"`
+	LeaderID     string    `json:"leader_id"`
+	LeaderAddr   string    `json:"leader_addr"`
+	CommitIndex  uint64    `json:"commit_index"`
+	AppliedIndex uint64    `json:"applied_index"`
+	LastIndex    uint64    `json:"last_index"`
+	LastContact  time.Time `json:"last_contact,omitzero"`
+	// Members are the raft configuration's servers, sorted by ID.
+	Members []Member       `json:"members"`
+	Nodes   []catalog.Node `json:"nodes"`
+}
+
+// Member is one server of the raft configuration, with what its own API
+// said when asked for this answer (State "unreachable" when it did not
+// answer in time).
+type Member struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	Voter    bool   `json:"voter"`
+	// State is the member's raft state as it reports it.
+	State string `json:"state,omitempty"`
+	// LastContact is when the member last heard from the leader (zero on
+	// the leader itself and when unreachable).
+	LastContact time.Time `json:"last_contact,omitzero"`
+	// Error says why the member could not be asked.
+	Error string `json:"error,omitempty"`
 }
 
 // HealthResponse is GET /v1/health.
@@ -85,6 +118,9 @@ type HealthResponse struct {
 	RaftState string `json:"raft_state"`
 	Leader    string `json:"leader"`
 	Applied   uint64 `json:"applied_index"`
+	// LastContact is when this node last heard from the leader (zero on
+	// the leader).
+	LastContact time.Time `json:"last_contact,omitzero"`
 }
 
 // ApplyRequest is the body of POST /v1/internal/apply (node to leader).

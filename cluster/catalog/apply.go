@@ -35,6 +35,8 @@ func (s *State) Apply(c Command) (Result, error) {
 		return s.setVolumeState(c)
 	case OpPurgeVolume:
 		return s.purgeVolume(c)
+	case OpRepairVolume:
+		return s.repairVolume(c)
 	case OpCreateSubsystem:
 		return s.createSubsystem(c)
 	case OpDeleteSubsystem:
@@ -78,7 +80,7 @@ func validID16(h string) bool {
 func (s *State) registerNode(c Command) (Result, error) {
 	n := c.Node
 	if n == nil || !ValidName(n.ID) || n.APIAddr == "" || n.RaftAddr == "" {
-		return Result{}, fmt.Errorf("%w: node needs a valid id, api_addr and raft_addr", ErrInvalid)
+		return Result{}, fmt.Errorf("%w: node needs a valid id (%s), api_addr and raft_addr", ErrInvalid, NamePattern)
 	}
 	nn := n.clone()
 	s.Nodes[n.ID] = nn
@@ -109,36 +111,51 @@ func (s *State) createVolume(c Command) (Result, error) {
 	if v == nil {
 		return Result{}, fmt.Errorf("%w: no volume", ErrInvalid)
 	}
-	switch {
-	case !ValidName(v.Name):
-		return Result{}, fmt.Errorf("%w: volume name %q", ErrInvalid, v.Name)
-	case v.BlockSize != 512 && v.BlockSize != 4096:
-		return Result{}, fmt.Errorf("%w: block size %d: want 512 or 4096", ErrInvalid, v.BlockSize)
-	case v.Size <= 0 || v.Size%int64(v.BlockSize) != 0:
-		return Result{}, fmt.Errorf("%w: size %d: want a positive multiple of the block size %d", ErrInvalid, v.Size, v.BlockSize)
-	case !validID16(v.UUID) || !validID16(v.NGUID):
-		return Result{}, fmt.Errorf("%w: uuid and nguid must be 32 hex digits", ErrInvalid)
-	case v.Path == "":
-		return Result{}, fmt.Errorf("%w: empty path", ErrInvalid)
-	}
-	if _, ok := s.Nodes[v.Node]; !ok {
-		return Result{}, fmt.Errorf("%w: node %q", ErrNotFound, v.Node)
+	if err := v.validate(); err != nil {
+		return Result{}, err
 	}
 	if old, ok := s.Volumes[v.Name]; ok {
 		if old.State == VolumeDeleting {
 			return Result{}, fmt.Errorf("%w: volume %q is still being deleted", ErrConflict, v.Name)
 		}
+		if v.RequestID != "" && old.RequestID == v.RequestID {
+			return replayCreate(old, v)
+		}
 		return Result{}, fmt.Errorf("%w: volume %q", ErrExists, v.Name)
 	}
+	n, ok := s.Nodes[v.Node]
+	if !ok {
+		return Result{}, fmt.Errorf("%w: node %q", ErrNotFound, v.Node)
+	}
+	if n.VolumeFSBytes > 0 && v.Size > n.VolumeFSBytes {
+		return Result{}, fmt.Errorf("%w: size %d: node %s's volume filesystem holds only %d bytes", ErrInvalid, v.Size, n.ID, n.VolumeFSBytes)
+	}
 	for _, o := range s.Volumes {
-		if o.Node == v.Node && o.Path == v.Path {
+		switch {
+		case o.Node == v.Node && o.Path == v.Path:
 			return Result{}, fmt.Errorf("%w: path %q is volume %q's", ErrConflict, v.Path, o.Name)
+		case sameID(o.UUID, v.UUID) || sameID(o.NGUID, v.NGUID) || sameID(o.UUID, v.NGUID) || sameID(o.NGUID, v.UUID):
+			return Result{}, fmt.Errorf("%w: uuid or nguid of volume %q is volume %q's (hosts would merge them)", ErrConflict, v.Name, o.Name)
 		}
 	}
 	nv := *v
 	nv.State, nv.Message = VolumeCreating, ""
 	s.Volumes[nv.Name] = nv
 	return Result{Volume: &nv}, nil
+}
+
+// replayCreate answers a retried create (same request ID) with what the
+// first attempt answered: the volume as created (state creating, the
+// requested size), not what it has become since, so that the retry is
+// indistinguishable from the original success. A request ID reused for a
+// different volume is a client bug: conflict.
+func replayCreate(old Volume, v *Volume) (Result, error) {
+	if old.Node != v.Node || old.BlockSize != v.BlockSize || old.Path != v.Path || v.Size > old.Size {
+		return Result{}, fmt.Errorf("%w: request id %q was used to create volume %q with another spec", ErrConflict, v.RequestID, old.Name)
+	}
+	out := old
+	out.Size, out.State, out.Message = v.Size, VolumeCreating, ""
+	return Result{Volume: &out}, nil
 }
 
 func (s *State) liveVolume(name string) (Volume, error) {
@@ -200,6 +217,19 @@ func (s *State) setVolumeState(c Command) (Result, error) {
 	return Result{Volume: &v}, nil
 }
 
+func (s *State) repairVolume(c Command) (Result, error) {
+	v, err := s.liveVolume(c.Name)
+	if err != nil {
+		return Result{}, err
+	}
+	if v.State == VolumeOnline {
+		return Result{}, fmt.Errorf("%w: volume %q is online: nothing to repair", ErrConflict, v.Name)
+	}
+	v.State, v.Message = VolumeCreating, ""
+	s.Volumes[v.Name] = v
+	return Result{Volume: &v}, nil
+}
+
 func (s *State) purgeVolume(c Command) (Result, error) {
 	v, ok := s.Volumes[c.Name]
 	if !ok {
@@ -230,7 +260,7 @@ func (s *State) createSubsystem(c Command) (Result, error) {
 		return Result{}, fmt.Errorf("%w: no subsystem", ErrInvalid)
 	}
 	if !nvme.ValidNQN(sub.NQN) || sub.NQN == nvme.DiscoveryNQN {
-		return Result{}, fmt.Errorf("%w: subsystem NQN %q", ErrInvalid, sub.NQN)
+		return Result{}, fmt.Errorf("%w: subsystem NQN %q: want nqn.yyyy-mm.reverse-domain:name or nqn.2014-08.org.nvmexpress:uuid:<uuid>, at most 223 bytes, not the discovery NQN (NVMe Base 2.0 §4.5)", ErrInvalid, sub.NQN)
 	}
 	if !validSerial(sub.Serial, 20) || !validSerial(sub.Model, 40) {
 		return Result{}, fmt.Errorf("%w: serial (≤ 20) or model (≤ 40) not printable ASCII", ErrInvalid)
@@ -243,12 +273,22 @@ func (s *State) createSubsystem(c Command) (Result, error) {
 	if _, ok := s.Nodes[sub.Node]; !ok {
 		return Result{}, fmt.Errorf("%w: node %q", ErrNotFound, sub.Node)
 	}
-	if _, ok := s.Subsystems[sub.NQN]; ok {
+	if old, ok := s.Subsystems[sub.NQN]; ok {
+		if sub.RequestID != "" && old.RequestID == sub.RequestID && old.Node == sub.Node {
+			// A retry of the create that made it: the same answer as then.
+			out := Subsystem{NQN: sub.NQN, Node: sub.Node, Serial: sub.Serial, Model: sub.Model,
+				AllowAnyHost: sub.AllowAnyHost, Namespaces: map[uint32]string{}, RequestID: sub.RequestID}
+			out.Hosts = slices.Compact(slices.Sorted(slices.Values(sub.Hosts)))
+			if out.Hosts == nil {
+				out.Hosts = []string{}
+			}
+			return Result{Subsystem: &out}, nil
+		}
 		return Result{}, fmt.Errorf("%w: subsystem %q", ErrExists, sub.NQN)
 	}
 	ns := Subsystem{
 		NQN: sub.NQN, Node: sub.Node, Serial: sub.Serial, Model: sub.Model,
-		AllowAnyHost: sub.AllowAnyHost, Namespaces: map[uint32]string{},
+		AllowAnyHost: sub.AllowAnyHost, Namespaces: map[uint32]string{}, RequestID: sub.RequestID,
 	}
 	ns.Hosts = append([]string{}, sub.Hosts...)
 	slices.Sort(ns.Hosts)
@@ -287,6 +327,10 @@ func (s *State) addNamespace(c Command) (Result, error) {
 		return Result{}, fmt.Errorf("%w: volume %q is on node %q, subsystem %q on %q", ErrConflict, v.Name, v.Node, sub.NQN, sub.Node)
 	}
 	if nqn, nsid, ok := s.exporter(v.Name); ok {
+		if nqn == sub.NQN && (c.NSID == 0 || c.NSID == nsid) {
+			out := sub.clone() // a retry of the add that made it: same answer
+			return Result{Subsystem: &out, NSID: nsid}, nil
+		}
 		return Result{}, fmt.Errorf("%w: volume %q is already namespace %d of %s", ErrConflict, v.Name, nsid, nqn)
 	}
 	nsid := c.NSID

@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -12,10 +13,15 @@ const (
 	hostA = "nqn.2026-11.io.example:host-a"
 )
 
-func id16(b byte) string { return strings.Repeat(string("0123456789abcdef"[b%16]), 32) }
+// hexID returns a 32-hex-digit ID derived from s (distinct for distinct
+// short s).
+func hexID(s string) string {
+	h := fmt.Sprintf("%x", s)
+	return (h + strings.Repeat("0", 32))[:32]
+}
 
 func vol(name, node string, size int64) *Volume {
-	return &Volume{Name: name, UUID: id16(1), NGUID: id16(2), Size: size, BlockSize: 512, Path: name + ".img", Node: node}
+	return &Volume{Name: name, UUID: hexID("u" + name), NGUID: hexID("g" + name), Size: size, BlockSize: 512, Path: name + ".img", Node: node}
 }
 
 func cmd(op Op) Command { return Command{V: CommandVersion, Op: op} }
@@ -51,7 +57,8 @@ func script() []struct {
 		{c(OpCreateSubsystem, func(c *Command) { c.Subsystem = &Subsystem{NQN: "bogus", Node: "n1"} }), ErrInvalid},
 		{c(OpAddNamespace, func(c *Command) { c.NQN, c.Name = nqnA, "v2" }), ErrConflict}, // other node
 		{c(OpAddNamespace, func(c *Command) { c.NQN, c.Name = nqnA, "v1" }), nil},
-		{c(OpAddNamespace, func(c *Command) { c.NQN, c.Name = nqnA, "v1" }), ErrConflict}, // exported twice
+		{c(OpAddNamespace, func(c *Command) { c.NQN, c.Name = nqnA, "v1" }), nil},                    // a retry: same answer
+		{c(OpAddNamespace, func(c *Command) { c.NQN, c.Name, c.NSID = nqnA, "v1", 7 }), ErrConflict}, // exported twice
 		{c(OpDeleteVolume, func(c *Command) { c.Name = "v1" }), ErrConflict},
 		{c(OpAddHost, func(c *Command) { c.NQN, c.Host = nqnA, hostA }), nil},
 		{c(OpAddHost, func(c *Command) { c.NQN, c.Host = nqnA, hostA }), ErrExists},

@@ -20,6 +20,7 @@ const (
 	OpDeleteVolume    Op = "delete_volume"    // Name; leaves a tombstone (VolumeDeleting)
 	OpSetVolumeState  Op = "set_volume_state" // Name, State (online or error), Message
 	OpPurgeVolume     Op = "purge_volume"     // Name; only a tombstone
+	OpRepairVolume    Op = "repair_volume"    // Name; error (or creating) → creating, message cleared: the owner retries
 	OpCreateSubsystem Op = "create_subsystem" // Subsystem (NQN, Node, Serial, Model, AllowAnyHost, Hosts)
 	OpDeleteSubsystem Op = "delete_subsystem" // NQN
 	OpAddNamespace    Op = "add_namespace"    // NQN, NSID (0 = lowest free), Name (volume)

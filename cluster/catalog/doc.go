@@ -13,6 +13,17 @@
 // validated fully before it mutates anything, so a rejected command leaves
 // the State untouched.
 //
+// # Validation and identity
+//
+// NewVolume is the one place a client's request becomes a Volume
+// (defaults, limits, the backing file's name derived from the volume's
+// name); Apply checks the same rules again plus what needs the catalogue:
+// the owner exists, the size fits the owner's filesystem
+// (Node.VolumeFSBytes), the path is canonical and unique on its node, and
+// UUID and NGUID are unique in the cluster (hosts merge namespaces by
+// them). A create carrying the RequestID of the create that made the
+// object answers that create's result again instead of ErrExists.
+//
 // # Versions
 //
 // Every Command carries V, the command format version (CommandVersion).

@@ -34,6 +34,10 @@ type Node struct {
 	RaftAddr string `json:"raft_addr"`
 	// Listeners are the node's NVMe-oF data listeners.
 	Listeners []Listener `json:"listeners,omitempty"`
+	// VolumeFSBytes is the size of the filesystem that holds the node's
+	// volume directory (0 = unknown): a volume larger than it can never
+	// be written in full, so creating one is refused.
+	VolumeFSBytes int64 `json:"volume_fs_bytes,omitempty"`
 }
 
 // Listener is one NVMe-oF port of a node, as its discovery log entries
@@ -61,14 +65,18 @@ type Volume struct {
 	// Size is the capacity in bytes, a multiple of BlockSize.
 	Size      int64 `json:"size"`
 	BlockSize int   `json:"block_size"`
-	// Path is the backing file, relative to the owner's volume directory
-	// unless absolute.
+	// Path is the backing file's name in the owner's volume directory
+	// (ValidVolumePath: name + ".img", chosen by the leader, never by a
+	// client). Unique per node.
 	Path string `json:"path"`
 	// Node is the owner's ID.
 	Node string `json:"node"`
 	// State is one of the Volume* states; Message explains VolumeError.
 	State   string `json:"state"`
 	Message string `json:"message,omitempty"`
+	// RequestID is the client's ID of the create request (see
+	// VolumeSpec.RequestID).
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // Subsystem is an NVM subsystem, served by one node.
@@ -84,6 +92,9 @@ type Subsystem struct {
 	Namespaces map[uint32]string `json:"namespaces"`
 	// ANA maps node ID to the ANA state of this subsystem's group there.
 	ANA map[string]string `json:"ana,omitempty"`
+	// RequestID is the client's ID of the create request: a retried
+	// create with the same ID answers this subsystem instead of "exists".
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // allowed reports whether host may connect to s.

@@ -22,10 +22,20 @@
 //     subsystems this reconciler created, then backends are closed.
 //  4. Volume tombstones owned here: the backing file is removed, then
 //     PurgeVolume is proposed. This is the only place data is deleted, and
-//     only for a volume the catalogue says was deleted.
+//     only for a volume the catalogue says was deleted, and only a file
+//     that is that volume's alone: no live volume names the same path and
+//     it is not the same file (hard link) as an open volume's. Volume
+//     paths are plain file names (catalog.ValidVolumePath); a symlink in
+//     a volume's place is refused, never followed.
+//
+// The reconciler reaches the target through the small Target interface
+// (satisfied by *target.Target) and the leader through Proposer.
 //
 // A pass is idempotent; a failed step is logged and retried on the next
-// pass (every change and every Options.Resync interval). After a restart
+// pass (every change and every Options.Resync interval). A volume whose
+// open keeps failing stays in "error" with the reason until it opens; an
+// admin's repair (catalog.OpRepairVolume) makes the owner retry at once
+// and report the outcome again. After a restart
 // the target is empty and the first pass rebuilds it from the catalogue:
 // files are re-opened, never re-created or truncated (blockdev/file grows,
 // never shrinks).

@@ -27,7 +27,18 @@ type Catalog interface {
 	Watch() (<-chan struct{}, func())
 }
 
-// Proposer applies commands through the leader (*api.Server).
+// Target is what the reconciler needs of the node's NVMe target
+// (*target.Target): its subsystems and ports, and the discovery notice.
+// All methods may be called from the reconciler's goroutine at any time.
+type Target interface {
+	Subsystem(nqn string) (*target.Subsystem, bool)
+	AddSubsystem(c target.SubsystemConfig) (*target.Subsystem, error)
+	RemoveSubsystem(nqn string) error
+	Ports() []target.Port
+	NotifyDiscoveryChanged()
+}
+
+// Proposer applies commands through the leader (*server.Server).
 type Proposer interface {
 	Propose(ctx context.Context, c catalog.Command) (catalog.Result, error)
 }
@@ -41,7 +52,7 @@ type Options struct {
 	// VolumeDir holds the backing files (catalog Volume.Path is relative
 	// to it). Created if missing.
 	VolumeDir string
-	Target    *target.Target
+	Target    Target
 	Catalog   Catalog
 	Proposer  Proposer
 	// Metrics, when set, meters every volume's I/O.
@@ -62,6 +73,16 @@ type openVol struct {
 	nguid [16]byte
 }
 
+// proposal is a volume state this node proposed and the catalogue index
+// it had read then: until the catalogue moves on, the proposal is in
+// flight (committed on the leader, not yet applied here) and is not
+// repeated. Once the index moves and the state still differs (an admin's
+// repair, say), it is proposed again.
+type proposal struct {
+	want  string
+	index uint64
+}
+
 type nsKey struct {
 	nqn  string
 	nsid uint32
@@ -74,9 +95,9 @@ type Reconciler struct {
 
 	mu      sync.Mutex // serialises passes; guards everything below
 	vols    map[string]*openVol
-	subs    map[string]bool   // subsystems this reconciler added
-	ns      map[nsKey]string  // namespaces it attached → volume
-	pending map[string]string // volume → state last proposed
+	subs    map[string]bool     // subsystems this reconciler added
+	ns      map[nsKey]string    // namespaces it attached → volume
+	pending map[string]proposal // volume → state last proposed
 	discFP  string
 }
 
@@ -95,7 +116,7 @@ func New(o Options) *Reconciler {
 	}
 	return &Reconciler{
 		o: o, log: o.Logger.With("component", "reconcile"),
-		vols: map[string]*openVol{}, subs: map[string]bool{}, ns: map[nsKey]string{}, pending: map[string]string{},
+		vols: map[string]*openVol{}, subs: map[string]bool{}, ns: map[nsKey]string{}, pending: map[string]proposal{},
 	}
 }
 
@@ -125,6 +146,7 @@ type desired struct {
 	tombstones []catalog.Volume          // owned here, deleted
 	subs       map[string]catalog.Subsystem
 	remoteFP   string
+	index      uint64 // catalogue index read
 }
 
 func (r *Reconciler) desired() desired {
@@ -146,6 +168,7 @@ func (r *Reconciler) desired() desired {
 			}
 		}
 		d.remoteFP = remoteFingerprint(st, r.o.NodeID)
+		d.index = st.Index
 	})
 	return d
 }
@@ -167,11 +190,12 @@ func (r *Reconciler) Sync(ctx context.Context) error {
 			state, msg = catalog.VolumeError, err.Error()
 		}
 		if v.State != state || v.Message != msg {
-			if r.pending[v.Name] != state+msg {
+			p := proposal{want: state + "\x00" + msg, index: d.index}
+			if r.pending[v.Name] != p {
 				if _, err := r.o.Proposer.Propose(ctx, catalog.Command{Op: catalog.OpSetVolumeState, Name: v.Name, State: state, Message: msg}); err != nil {
 					errs = append(errs, fmt.Errorf("report volume %s %s: %w", v.Name, state, err))
 				} else {
-					r.pending[v.Name] = state + msg
+					r.pending[v.Name] = p
 				}
 			}
 		} else {
@@ -229,13 +253,7 @@ func (r *Reconciler) Sync(ctx context.Context) error {
 		if _, open := r.vols[v.Name]; open {
 			continue // still attached; next pass
 		}
-		p, err := r.path(v)
-		if err == nil {
-			err = os.Remove(p)
-			if errors.Is(err, fs.ErrNotExist) {
-				err = nil
-			}
-		}
+		p, err := r.removeData(v, d)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("delete volume %s data: %w", v.Name, err))
 			continue
@@ -255,11 +273,52 @@ func (r *Reconciler) Sync(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// path returns the backing file of v: a canonical file name
+// (catalog.ValidVolumePath) joined to the volume directory, which must not
+// be a symlink itself (Lstat: a link would let one name reach another's
+// file).
 func (r *Reconciler) path(v catalog.Volume) (string, error) {
-	if !filepath.IsLocal(v.Path) {
-		return "", fmt.Errorf("volume %s: path %q is not inside the volume directory", v.Name, v.Path)
+	if !catalog.ValidVolumePath(v.Path) {
+		return "", fmt.Errorf("volume %s: path %q is not a plain file name in the volume directory", v.Name, v.Path)
 	}
-	return filepath.Join(r.o.VolumeDir, v.Path), nil
+	p := filepath.Join(r.o.VolumeDir, v.Path)
+	if fi, err := os.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return "", fmt.Errorf("volume %s: %s is a symlink; refusing to follow it", v.Name, p)
+	}
+	return p, nil
+}
+
+// removeData removes a deleted volume's backing file, but only a file that
+// the catalogue says belongs to this volume alone: no other volume of this
+// node names it (in any spelling an older catalogue may hold) and it is
+// not the same file (a hard link) as one this node has open.
+func (r *Reconciler) removeData(v catalog.Volume, d desired) (string, error) {
+	p, err := r.path(v)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return p, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	clean := filepath.Clean(p)
+	for _, o := range d.vols {
+		if filepath.Clean(filepath.Join(r.o.VolumeDir, o.Path)) == clean {
+			return "", fmt.Errorf("%s is also volume %s's backing file; not removing it", p, o.Name)
+		}
+	}
+	for name, ov := range r.vols {
+		if ofi, err := os.Stat(ov.path); err == nil && os.SameFile(fi, ofi) {
+			return "", fmt.Errorf("%s is the same file as open volume %s's %s; not removing it", p, name, ov.path)
+		}
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	return p, nil
 }
 
 func parseID(h string) [16]byte {
@@ -280,6 +339,13 @@ func (r *Reconciler) ensureVolume(v catalog.Volume, resized map[string]bool) err
 	}
 	if err := os.MkdirAll(r.o.VolumeDir, 0o750); err != nil {
 		return fmt.Errorf("volume %s: %w", v.Name, err)
+	}
+	if fi, err := os.Stat(p); err == nil {
+		for name, o := range r.vols {
+			if ofi, err := os.Stat(o.path); name != v.Name && err == nil && os.SameFile(fi, ofi) {
+				return fmt.Errorf("volume %s: %s is the same file as volume %s's %s", v.Name, p, name, o.path)
+			}
+		}
 	}
 	b, err := r.o.Open(p, v.Size, v.BlockSize)
 	if err != nil {

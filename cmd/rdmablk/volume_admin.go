@@ -37,6 +37,9 @@ func newVolumeCmd(g *globals) *cobra.Command {
 	create.Flags().StringVar(&node, "node", "", "owner node (default: the node --api points at)")
 	create.Flags().IntVar(&bs, "block-size", 512, "logical block size: 512 or 4096")
 	create.RunE = func(cmd *cobra.Command, args []string) error {
+		if size == "" {
+			return fmt.Errorf("--size is required (e.g. --size 10G)")
+		}
 		n, err := catalog.ParseSize(size)
 		if err != nil {
 			return err
@@ -55,6 +58,9 @@ func newVolumeCmd(g *globals) *cobra.Command {
 	resize := &cobra.Command{Use: "resize NAME --size 20G", Short: "grow a volume (hosts get a namespace-changed event)", Args: cobra.ExactArgs(1)}
 	resize.Flags().StringVar(&newSize, "size", "", "new size")
 	resize.RunE = func(cmd *cobra.Command, args []string) error {
+		if newSize == "" {
+			return fmt.Errorf("--size is required (the new size, e.g. --size 20G)")
+		}
 		n, err := catalog.ParseSize(newSize)
 		if err != nil {
 			return err
@@ -67,6 +73,10 @@ func newVolumeCmd(g *globals) *cobra.Command {
 			return map[string]string{"deleted": args[0]}, c.DeleteVolume(ctx, args[0])
 		}, nil)(cmd, args)
 	}
-	cmd.AddCommand(create, list, get, resize, del)
+	repair := &cobra.Command{Use: "repair NAME", Short: "clear a volume's error so that its owner retries it now", Args: cobra.ExactArgs(1)}
+	repair.RunE = func(cmd *cobra.Command, args []string) error {
+		return a.run(func(ctx context.Context, c *api.Client) (any, error) { return c.RepairVolume(ctx, args[0]) }, volumeTable)(cmd, args)
+	}
+	cmd.AddCommand(create, list, get, resize, repair, del)
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rdmablk/rdmablk/cluster/agent"
 	"github.com/rdmablk/rdmablk/cluster/api"
+	"github.com/rdmablk/rdmablk/cluster/api/server"
 	"github.com/rdmablk/rdmablk/cluster/reconcile"
 	"github.com/rdmablk/rdmablk/target"
 )
@@ -23,11 +24,25 @@ func startCluster(cfg *Config, tgt *target.Target, disc *reconcile.Discovery, lo
 	var srvTLS, cliTLS *tls.Config
 	if cc.TLS.CertFile != "" {
 		var err error
-		if srvTLS, err = api.ServerTLS(cc.TLS.CertFile, cc.TLS.KeyFile, cc.TLS.ClientCAFile); err != nil {
+		if srvTLS, err = server.ServerTLS(cc.TLS.CertFile, cc.TLS.KeyFile, cc.TLS.ClientCAFile); err != nil {
 			return nil, err
 		}
 		if cliTLS, err = api.ClientTLS(cc.TLS.CAFile, cc.TLS.CertFile, cc.TLS.KeyFile); err != nil {
 			return nil, err
+		}
+	}
+	var tokens []server.TokenEntry
+	if cc.Auth.TokensFile != "" {
+		var err error
+		if tokens, err = server.LoadTokens(cc.Auth.TokensFile); err != nil {
+			return nil, fmt.Errorf("cluster.auth.tokens_file: %w", err)
+		}
+	}
+	var nodeToken string
+	if cc.Auth.NodeTokenFile != "" {
+		var err error
+		if nodeToken, err = agent.NodeToken(cc.Auth.NodeTokenFile, cc.Bootstrap, log); err != nil {
+			return nil, fmt.Errorf("cluster.auth.node_token_file: %w", err)
 		}
 	}
 	a, err := agent.Start(agent.Config{
@@ -36,7 +51,9 @@ func startCluster(cfg *Config, tgt *target.Target, disc *reconcile.Discovery, lo
 		APIBind: cc.APIBind, APIAdvertise: cc.APIAdvertise,
 		Bootstrap: cc.Bootstrap, Join: cc.Join,
 		ServerTLS: srvTLS, ClientTLS: cliTLS,
+		Tokens: tokens, NodeToken: nodeToken, Insecure: cc.Auth.Insecure,
 		HeartbeatTimeout: cc.Raft.HeartbeatTimeout, ElectionTimeout: cc.Raft.ElectionTimeout,
+		LeaderLeaseTimeout: cc.Raft.LeaderLeaseTimeout, ApplyTimeout: cc.Raft.ApplyTimeout,
 		SnapshotThreshold: cc.Raft.SnapshotThreshold, RaftLogLevel: cc.Raft.LogLevel,
 		Target: tgt, Discovery: disc, Resync: cc.Resync, Logger: log,
 	})

@@ -136,6 +136,7 @@ type ClusterConfig struct {
 	Bootstrap     bool          `mapstructure:"bootstrap"`
 	Join          []string      `mapstructure:"join"`
 	TLS           ClusterTLS    `mapstructure:"tls"`
+	Auth          ClusterAuth   `mapstructure:"auth"`
 	Raft          ClusterRaft   `mapstructure:"raft"`
 	Resync        time.Duration `mapstructure:"resync"`
 }
@@ -150,12 +151,26 @@ type ClusterTLS struct {
 	CAFile string `mapstructure:"ca_file"`
 }
 
+// ClusterAuth configures who may drive the control API (docs/security.md).
+type ClusterAuth struct {
+	// TokensFile lists bearer tokens by hash: "ROLE NAME sha256:HEX".
+	TokensFile string `mapstructure:"tokens_file"`
+	// NodeTokenFile holds the cluster's node token (the secret itself,
+	// mode 0600); a bootstrapping node creates it when missing.
+	NodeTokenFile string `mapstructure:"node_token_file"`
+	// Insecure accepts a non-loopback API without TLS or admin identities.
+	Insecure bool `mapstructure:"insecure"`
+}
+
 // ClusterRaft tunes raft (zero = defaults).
 type ClusterRaft struct {
-	HeartbeatTimeout  time.Duration `mapstructure:"heartbeat_timeout"`
-	ElectionTimeout   time.Duration `mapstructure:"election_timeout"`
-	SnapshotThreshold uint64        `mapstructure:"snapshot_threshold"`
-	LogLevel          string        `mapstructure:"log_level"`
+	HeartbeatTimeout time.Duration `mapstructure:"heartbeat_timeout"`
+	ElectionTimeout  time.Duration `mapstructure:"election_timeout"`
+	// LeaderLeaseTimeout and CommitTimeout: see cluster.Config.
+	LeaderLeaseTimeout time.Duration `mapstructure:"leader_lease_timeout"`
+	ApplyTimeout       time.Duration `mapstructure:"apply_timeout"`
+	SnapshotThreshold  uint64        `mapstructure:"snapshot_threshold"`
+	LogLevel           string        `mapstructure:"log_level"`
 }
 
 // NewViper returns a viper instance holding the embedded default

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -23,7 +24,19 @@ import (
 	"github.com/rdmablk/rdmablk/verbs/soft"
 )
 
+// fastRaft shortens raft's timeouts so that failovers in tests take
+// well under a second; a test that wants the production defaults clears
+// it (and restores it).
+var fastRaft = true
+
+// logSink, when set, receives every member's log at debug level (JSON):
+// tests that assert on the log set it before starting members.
+var logSink io.Writer
+
 func quietLogger() *slog.Logger {
+	if logSink != nil {
+		return slog.New(slog.NewJSONHandler(logSink, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	if os.Getenv("RDMABLK_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -111,10 +124,22 @@ type member struct {
 	c        *api.Client
 }
 
+// testNodeToken is the in-process clusters' node token (the nodes'
+// identity towards each other when they have no node certificate).
+const testNodeToken = "test-cluster-node-token"
+
 // apiTLS is the control API's TLS for every member of a test cluster:
 // server is the API's (client certificates required), client what members
 // and the test's m.c use to reach an API.
-type apiTLS struct{ server, client *tls.Config }
+// perNode, when set, gives each member its own (node-certificate)
+// configuration instead.
+type apiTLS struct {
+	server, client *tls.Config
+	perNode        func(id string) (server, client *tls.Config)
+	// noToken leaves the node token out: node certificates are the only
+	// node identities.
+	noToken bool
+}
 
 // startMember starts (or restarts, with the same dir and raft address) a
 // member. raftAddr "" picks a port.
@@ -129,9 +154,20 @@ func startMemberTLS(t testing.TB, id, dir, raftAddr string, bootstrap bool, join
 	var srvTLS, cliTLS *tls.Config
 	if tc != nil {
 		srvTLS, cliTLS = tc.server, tc.client
+		if tc.perNode != nil {
+			srvTLS, cliTLS = tc.perNode(id)
+		}
 	}
 	if raftAddr == "" {
 		raftAddr = "127.0.0.1:0"
+	}
+	var hb time.Duration // 0: the cluster package's defaults
+	if fastRaft {
+		hb = 400 * time.Millisecond
+	}
+	token := testNodeToken
+	if tc != nil && tc.noToken {
+		token = ""
 	}
 	var layer *cutLayer
 	var err error
@@ -154,10 +190,10 @@ func startMemberTLS(t testing.TB, id, dir, raftAddr string, bootstrap bool, join
 	m.a, err = agent.Start(agent.Config{
 		NodeID: id, DataDir: dir, APIBind: "127.0.0.1:0", Bootstrap: bootstrap, Join: join,
 		StreamLayer:      layer,
-		HeartbeatTimeout: 400 * time.Millisecond, ElectionTimeout: 400 * time.Millisecond,
+		HeartbeatTimeout: hb, ElectionTimeout: hb,
 		SnapshotThreshold: 64, TrailingLogs: 32, SnapshotInterval: 200 * time.Millisecond,
-		Target: m.tgt, Discovery: disc, Logger: quietLogger().With("node", id), Resync: 2 * time.Second,
-		ServerTLS: srvTLS, ClientTLS: cliTLS,
+		Target: m.tgt, Discovery: disc, Logger: quietLogger(), Resync: 2 * time.Second,
+		ServerTLS: srvTLS, ClientTLS: cliTLS, NodeToken: token,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -34,13 +34,23 @@ cluster:
   bootstrap: %v
   join: [%s]
   resync: 2s
+  auth: {node_token_file: %s}
   raft: {heartbeat_timeout: 500ms, election_timeout: 500ms, snapshot_threshold: 64}
 `
 
-func newProc(t *testing.T, id string, bootstrap bool, join string) *proc {
+// procToken writes the node token the test's processes share (0600).
+func procToken(t *testing.T) string {
+	f := filepath.Join(t.TempDir(), "node.token")
+	if err := os.WriteFile(f, []byte(testNodeToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func newProc(t *testing.T, id string, bootstrap bool, join, tokenFile string) *proc {
 	p := &proc{id: id, dir: t.TempDir(), raft: testproc.FreePort(t), api: testproc.FreePort(t)}
 	p.cfg = filepath.Join(p.dir, "rdmablkd.yaml")
-	if err := os.WriteFile(p.cfg, fmt.Appendf(nil, procConfig, p.dir, id, p.raft, p.api, bootstrap, join), 0o600); err != nil {
+	if err := os.WriteFile(p.cfg, fmt.Appendf(nil, procConfig, p.dir, id, p.raft, p.api, bootstrap, join, tokenFile), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p.Daemon = testproc.New(t, testproc.BuildGoBinary(t, "github.com/rdmablk/rdmablk/cmd/rdmablkd"))
@@ -69,10 +79,11 @@ func TestThreeProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs rdmablkd")
 	}
-	ps := []*proc{newProc(t, "n1", true, "")}
+	tok := procToken(t)
+	ps := []*proc{newProc(t, "n1", true, "", tok)}
 	ps[0].start(t)
 	for _, id := range []string{"n2", "n3"} {
-		p := newProc(t, id, false, `"`+ps[0].api+`"`)
+		p := newProc(t, id, false, `"`+ps[0].api+`"`, tok)
 		p.start(t)
 		ps = append(ps, p)
 	}

@@ -15,14 +15,17 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rdmablk/rdmablk/cluster/api"
+	"github.com/rdmablk/rdmablk/cluster/api/server"
 	"github.com/rdmablk/rdmablk/cluster/catalog"
 	"github.com/rdmablk/rdmablk/test/testproc"
 )
@@ -85,6 +88,21 @@ func writePEM(t *testing.T, file, typ string, der []byte) {
 // files.
 func (ca *testCA) issue(t *testing.T, cn string, usage ...x509.ExtKeyUsage) (certFile, keyFile string) {
 	t.Helper()
+	return ca.issueURI(t, cn, "", usage...)
+}
+
+// issueURI is issue with a URI SAN (the API's role convention,
+// rdmablk://ROLE/NAME; "" for none).
+func (ca *testCA) issueURI(t *testing.T, cn, uri string, usage ...x509.ExtKeyUsage) (certFile, keyFile string) {
+	t.Helper()
+	var uris []*url.URL
+	if uri != "" {
+		u, err := url.Parse(uri)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uris = append(uris, u)
+	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +115,7 @@ func (ca *testCA) issue(t *testing.T, cn string, usage ...x509.ExtKeyUsage) (cer
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  usage,
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		URIs:         uris,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
@@ -136,22 +155,28 @@ func refused(err error) bool {
 func TestControlAPITLS(t *testing.T) {
 	dir := t.TempDir()
 	ca := newTestCA(t, dir, "cluster")
-	nodeCert, nodeKey := ca.issue(t, "node", x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
-	adminCert, adminKey := ca.issue(t, "admin", x509.ExtKeyUsageClientAuth)
+	adminCert, adminKey := ca.issueURI(t, "admin", "rdmablk://admin/alice", x509.ExtKeyUsageClientAuth)
+	readerCert, readerKey := ca.issueURI(t, "reader", "rdmablk://reader/grafana", x509.ExtKeyUsageClientAuth)
+	noRoleCert, noRoleKey := ca.issue(t, "norole", x509.ExtKeyUsageClientAuth)
 	rogue := newTestCA(t, dir, "rogue")
 	rogueCert, rogueKey := rogue.issue(t, "admin", x509.ExtKeyUsageClientAuth)
 
-	srv, err := api.ServerTLS(nodeCert, nodeKey, ca.CAFile)
-	if err != nil {
-		t.Fatal(err)
+	// Each member has its own node certificate (rdmablk://node/<id>): the
+	// API, forwarding, join and raft (mutual TLS) all use it, and no node
+	// token is configured, so the certificates are the only identities.
+	perNode := func(id string) (*tls.Config, *tls.Config) {
+		cert, key := ca.issueURI(t, id, "rdmablk://node/"+id, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+		srv, err := server.ServerTLS(cert, key, ca.CAFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cli, err := api.ClientTLS(ca.CAFile, cert, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv, cli
 	}
-	node, err := api.ClientTLS(ca.CAFile, nodeCert, nodeKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Joining and registering n2 already needs HTTPS with client
-	// certificates both ways (join through n1, registration forwarded).
-	ms := startClusterTLS(t, 2, &apiTLS{server: srv, client: node})
+	ms := startClusterTLS(t, 2, &apiTLS{perNode: perNode, noToken: true})
 	lead := leaderOf(t, ms)
 	follower := ms[0]
 	if follower == lead {
@@ -187,6 +212,39 @@ func TestControlAPITLS(t *testing.T) {
 		t.Fatalf("API errors still JSON over TLS: %v", err)
 	}
 
+	// Roles: a reader reads but does not write; a certificate from the CA
+	// without a role does neither; neither an admin nor a reader may drive
+	// the node-only endpoints (join, remove, internal/apply).
+	reader := client(ca.CAFile, readerCert, readerKey)
+	if _, err := reader.Volumes(ctx(t)); err != nil {
+		t.Fatalf("reader list: %v", err)
+	}
+	if _, err := reader.CreateVolume(ctx(t), api.CreateVolumeRequest{Name: "by-reader", Size: 1 << 20}); !errors.Is(err, api.ErrForbidden) {
+		t.Fatalf("reader create: %v, want 403 forbidden", err)
+	}
+	noRole := client(ca.CAFile, noRoleCert, noRoleKey)
+	if _, err := noRole.Volumes(ctx(t)); !errors.Is(err, api.ErrForbidden) {
+		t.Fatalf("certificate without a role, list: %v, want 403", err)
+	}
+	for name, c := range map[string]*api.Client{"admin": admin, "reader": reader, "no role": noRole} {
+		err := c.Join(ctx(t), catalog.Node{ID: "evil", RaftAddr: "127.0.0.1:1", APIAddr: "127.0.0.1:1"})
+		if ae := (*api.Error)(nil); !errors.As(err, &ae) || ae.Status != http.StatusForbidden || !strings.Contains(ae.Message, "node role") {
+			t.Errorf("%s join: %v, want 403 naming the node role", name, err)
+		}
+		if err := c.Remove(ctx(t), follower.id); !errors.Is(err, api.ErrForbidden) {
+			t.Errorf("%s remove: %v, want 403", name, err)
+		}
+	}
+	if st, err := admin.Status(ctx(t)); err != nil || len(st.Members) != 2 {
+		t.Fatalf("membership changed: %+v %v", st, err)
+	} else {
+		for _, m := range st.Members {
+			if m.State != "Leader" && m.State != "Follower" {
+				t.Errorf("member %s state %q (raft over TLS)", m.ID, m.State)
+			}
+		}
+	}
+
 	// Go's client withholds a certificate that does not chain to a CA the
 	// server names; this one presents the rogue certificate regardless, so
 	// that the server's verification is what refuses it.
@@ -207,6 +265,7 @@ func TestControlAPITLS(t *testing.T) {
 		{"server CA not trusted", client("", adminCert, adminKey)},
 		{"plain HTTP", api.NewClient(addr, nil)},
 	} {
+
 		if _, err := tc.c.Health(ctx(t)); !refused(err) {
 			t.Errorf("%s: health not refused: %v", tc.name, err)
 		}

@@ -1,12 +1,21 @@
-package api
+package server
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
+	"time"
 
+	"github.com/rdmablk/rdmablk/cluster/api"
 	"github.com/rdmablk/rdmablk/cluster/catalog"
 )
 
@@ -22,30 +31,111 @@ func (s *Server) apply(w http.ResponseWriter, c catalog.Command) (catalog.Result
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	st := s.o.Node.Status()
-	h := HealthResponse{Status: "ok", Node: st.ID, RaftState: st.State, Leader: st.LeaderID, Applied: st.AppliedIndex}
+	h := api.HealthResponse{Status: "ok", Node: st.ID, RaftState: st.State, Leader: st.LeaderID,
+		Applied: st.AppliedIndex, LastContact: st.LastContact}
 	code := http.StatusOK
 	if st.LeaderID == "" {
-		h.Status, code = CodeNoLeader, http.StatusServiceUnavailable
+		h.Status, code = api.CodeNoLeader, http.StatusServiceUnavailable
 	}
 	writeJSON(w, code, h)
 }
 
-func (s *Server) status(w http.ResponseWriter, _ *http.Request) {
-	resp := StatusResponse{Status: s.o.Node.Status()}
-	s.o.Node.View(func(st *catalog.State) { resp.Nodes = st.NodeList() })
+// status answers this node's view of the group; every other member is
+// asked for its own state and last contact through its API (in parallel,
+// bounded by memberProbeTimeout), so one answer shows the whole cluster.
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	st := s.o.Node.Status()
+	resp := api.StatusResponse{
+		ID: st.ID, State: st.State, Term: st.Term, LeaderID: st.LeaderID, LeaderAddr: st.LeaderAddr,
+		CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, LastIndex: st.LastIndex, LastContact: st.LastContact,
+	}
+	apiAddr := map[string]string{}
+	s.o.Node.View(func(cs *catalog.State) {
+		resp.Nodes = cs.NodeList()
+		for _, n := range resp.Nodes {
+			apiAddr[n.ID] = n.APIAddr
+		}
+	})
+	resp.Members = make([]api.Member, len(st.Members))
+	ctx, cancel := context.WithTimeout(r.Context(), memberProbeTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, m := range st.Members {
+		resp.Members[i] = api.Member{ID: m.ID, RaftAddr: m.RaftAddr, Voter: m.Voter}
+		if m.ID == st.ID {
+			resp.Members[i].State, resp.Members[i].LastContact = st.State, st.LastContact
+			continue
+		}
+		addr := apiAddr[m.ID]
+		if addr == "" {
+			resp.Members[i].State, resp.Members[i].Error = "unknown", "not registered in the catalogue"
+			continue
+		}
+		wg.Add(1)
+		go func(mm *api.Member) {
+			defer wg.Done()
+			h, err := s.probe(ctx, addr)
+			if err != nil {
+				mm.State, mm.Error = "unreachable", err.Error()
+				return
+			}
+			mm.State, mm.LastContact = h.RaftState, h.LastContact
+		}(&resp.Members[i])
+	}
+	wg.Wait()
+	slices.SortFunc(resp.Members, func(a, b api.Member) int { return strings.Compare(a.ID, b.ID) })
 	writeJSON(w, http.StatusOK, resp)
 }
 
+// memberProbeTimeout bounds how long status waits for other members.
+const memberProbeTimeout = 2 * time.Second
+
+// probe asks the member API at addr for its health (503 no_leader still
+// carries the body).
+func (s *Server) probe(ctx context.Context, addr string) (api.HealthResponse, error) {
+	var h api.HealthResponse
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.scheme()+"://"+addr+"/v1/health", nil)
+	if err != nil {
+		return h, err
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return h, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return h, err
+	}
+	if err := json.Unmarshal(b, &h); err != nil || h.Node == "" {
+		return h, api.DecodeError(resp.StatusCode, b)
+	}
+	return h, nil
+}
+
 func (s *Server) join(w http.ResponseWriter, r *http.Request) {
-	var req JoinRequest
+	var req api.JoinRequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
 	}
 	n := req.Node
 	if !catalog.ValidName(n.ID) || n.RaftAddr == "" || n.APIAddr == "" {
-		writeError(w, fmt.Errorf("%w: join needs node id, raft_addr and api_addr", catalog.ErrInvalid))
+		writeError(w, fmt.Errorf("%w: join needs node id (%s), raft_addr and api_addr", catalog.ErrInvalid, catalog.NamePattern))
 		return
+	}
+	if id := principal(r).NodeID; id != "" && id != n.ID {
+		writeError(w, fmt.Errorf("%w: the certificate of node %s cannot join node %s", errForbidden, id, n.ID))
+		return
+	}
+	if !s.isMember(n.ID, n.RaftAddr) {
+		ctx, cancel := context.WithTimeout(r.Context(), joinCheckTimeout)
+		err := s.o.VerifyJoin(ctx, n)
+		cancel()
+		if err != nil {
+			writeError(w, fmt.Errorf("%w: node %s not added: %v", catalog.ErrConflict, n.ID, err))
+			return
+		}
 	}
 	if err := s.o.Node.AddVoter(n.ID, n.RaftAddr); err != nil {
 		writeError(w, err)
@@ -57,8 +147,44 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// joinCheckTimeout bounds the reachability check of a joining node.
+const joinCheckTimeout = 5 * time.Second
+
+// isMember reports whether id is already a member at raftAddr (a repeated
+// join: nothing changes, no check needed).
+func (s *Server) isMember(id, raftAddr string) bool {
+	for _, m := range s.o.Node.Status().Members {
+		if m.ID == id && m.RaftAddr == raftAddr {
+			return true
+		}
+	}
+	return false
+}
+
+// verifyJoin is the default join check: the node answers at its API
+// address as the ID it claims, and its raft address accepts connections.
+// A member that nobody serves would cost the cluster its quorum (a
+// one-node cluster that adds an unreachable voter can never elect a
+// leader again).
+func (s *Server) verifyJoin(ctx context.Context, n catalog.Node) error {
+	h, err := s.probe(ctx, n.APIAddr)
+	if err != nil {
+		return fmt.Errorf("its API at %s does not answer: %v", n.APIAddr, err)
+	}
+	if h.Node != n.ID {
+		return fmt.Errorf("the API at %s is node %q, not %q", n.APIAddr, h.Node, n.ID)
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", n.RaftAddr)
+	if err != nil {
+		return fmt.Errorf("its raft address %s does not accept connections: %v", n.RaftAddr, err)
+	}
+	c.Close()
+	return nil
+}
+
 func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
-	var req RemoveRequest
+	var req api.RemoveRequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
@@ -85,13 +211,32 @@ func (s *Server) snapshot(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"snapshot": "taken"})
 }
 
+// internalOps are the commands nodes propose through internal/apply:
+// their own registration and their volumes' states. Everything else goes
+// through the typed endpoints, where the leader builds the command (a
+// client never supplies a path, UUID or NGUID).
+var internalOps = map[catalog.Op]bool{
+	catalog.OpRegisterNode:   true,
+	catalog.OpSetVolumeState: true,
+	catalog.OpPurgeVolume:    true,
+}
+
 func (s *Server) internalApply(w http.ResponseWriter, r *http.Request) {
-	var req ApplyRequest
+	var req api.ApplyRequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
 	}
-	res, err := s.o.Node.Apply(req.Command)
+	c := req.Command
+	if !internalOps[c.Op] {
+		writeError(w, fmt.Errorf("%w: internal/apply does not take %q commands", errForbidden, c.Op))
+		return
+	}
+	if id := principal(r).NodeID; id != "" && c.Op == catalog.OpRegisterNode && (c.Node == nil || c.Node.ID != id) {
+		writeError(w, fmt.Errorf("%w: node %s may register only itself", errForbidden, id))
+		return
+	}
+	res, err := s.o.Node.Apply(c)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -119,6 +264,7 @@ func (s *Server) getVolume(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
+// randomID returns a fresh UUID (version 4) as 32 hex digits.
 func randomID() string {
 	var b [16]byte
 	rand.Read(b[:])
@@ -128,33 +274,40 @@ func randomID() string {
 }
 
 func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) {
-	var req CreateVolumeRequest
+	var req api.CreateVolumeRequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
 	}
-	if req.BlockSize == 0 {
-		req.BlockSize = 512
-	}
 	if req.Node == "" {
 		req.Node = s.origin(r)
 	}
-	v := &catalog.Volume{
-		Name: req.Name, UUID: randomID(), NGUID: randomID(), Size: req.Size, BlockSize: req.BlockSize,
-		Path: req.Name + ".img", Node: req.Node,
+	v, err := catalog.NewVolume(catalog.VolumeSpec{
+		Name: req.Name, Size: req.Size, BlockSize: req.BlockSize, Node: req.Node, RequestID: req.RequestID,
+	}, randomID(), randomID())
+	if err != nil {
+		writeError(w, err)
+		return
 	}
-	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpCreateVolume, Volume: v}); ok {
+	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpCreateVolume, Volume: &v}); ok {
 		writeJSON(w, http.StatusCreated, res.Volume)
 	}
 }
 
 func (s *Server) resizeVolume(w http.ResponseWriter, r *http.Request) {
-	var req ResizeVolumeRequest
+	var req api.ResizeVolumeRequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
 	}
 	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpResizeVolume, Name: r.PathValue("name"), Size: req.Size}); ok {
+		writeJSON(w, http.StatusOK, res.Volume)
+	}
+}
+
+// repairVolume clears a volume's error so that its owner retries it now.
+func (s *Server) repairVolume(w http.ResponseWriter, r *http.Request) {
+	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpRepairVolume, Name: r.PathValue("name")}); ok {
 		writeJSON(w, http.StatusOK, res.Volume)
 	}
 }
@@ -191,7 +344,7 @@ func (s *Server) getSubsystem(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) createSubsystem(w http.ResponseWriter, r *http.Request) {
-	var req CreateSubsystemRequest
+	var req api.CreateSubsystemRequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
@@ -200,7 +353,7 @@ func (s *Server) createSubsystem(w http.ResponseWriter, r *http.Request) {
 		req.Node = s.origin(r)
 	}
 	sub := &catalog.Subsystem{NQN: req.NQN, Node: req.Node, Serial: req.Serial, Model: req.Model,
-		AllowAnyHost: req.AllowAnyHost, Hosts: req.Hosts}
+		AllowAnyHost: req.AllowAnyHost, Hosts: req.Hosts, RequestID: req.RequestID}
 	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpCreateSubsystem, Subsystem: sub}); ok {
 		writeJSON(w, http.StatusCreated, res.Subsystem)
 	}
@@ -213,14 +366,14 @@ func (s *Server) deleteSubsystem(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) addNamespace(w http.ResponseWriter, r *http.Request) {
-	var req AddNamespaceRequest
+	var req api.AddNamespaceRequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
 	}
 	res, ok := s.apply(w, catalog.Command{Op: catalog.OpAddNamespace, NQN: r.PathValue("nqn"), NSID: req.NSID, Name: req.Volume})
 	if ok {
-		writeJSON(w, http.StatusCreated, AddNamespaceResponse{NSID: res.NSID, Subsystem: *res.Subsystem})
+		writeJSON(w, http.StatusCreated, api.AddNamespaceResponse{NSID: res.NSID, Subsystem: *res.Subsystem})
 	}
 }
 
@@ -236,7 +389,7 @@ func (s *Server) removeNamespace(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) addHost(w http.ResponseWriter, r *http.Request) {
-	var req HostRequest
+	var req api.HostRequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
@@ -253,7 +406,7 @@ func (s *Server) removeHost(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) setAllowAny(w http.ResponseWriter, r *http.Request) {
-	var req AllowAnyRequest
+	var req api.AllowAnyRequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
@@ -264,7 +417,7 @@ func (s *Server) setAllowAny(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) setANA(w http.ResponseWriter, r *http.Request) {
-	var req ANARequest
+	var req api.ANARequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
 		return
