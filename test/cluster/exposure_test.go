@@ -55,12 +55,6 @@ func TestExposedAPIRefused(t *testing.T) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
-	if strings.Contains(out.String(), "internal/daemon.(*Daemon).Close(0x0)") {
-		// The daemon's own start-up bug (issue 11 item 1), fixed on main by
-		// the daemon's owner; this branch predates that fix. Delete this
-		// skip once both are merged.
-		t.Skip("rdmablkd's Start still panics on any start-up error on this branch (Daemon.Close(nil)); fixed on main")
-	}
 	if ee := (*exec.ExitError)(nil); err == nil || !errors.As(err, &ee) || ee.ExitCode() == 0 {
 		t.Fatalf("exposed API without TLS: %v\n%s", err, out.String())
 	}
