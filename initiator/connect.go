@@ -31,6 +31,7 @@ func Connect(ctx context.Context, addr, subNQN string, opts Options) (*Controlle
 		c.abort()
 		return nil, err
 	}
+	c.startMuxes()
 	c.log.Info("nvme-of controller connected", "addr", addr, "subnqn", subNQN, "cntlid", c.cntlid,
 		"ioqueues", len(c.queues), "maxTransfer", c.maxTransfer, "inCapsule", c.inCapsule)
 	return c, nil
@@ -249,7 +250,6 @@ func (c *Controller) setupIOQueues(ctx context.Context, maxMR uint64, maxSGE int
 		sendSGE = 2
 	}
 	c.inCapsule = inCapsule
-	c.freeQueues = make(chan *IOQueue, n)
 	cd := nvme.ConnectData{HostID: o.HostID, CNTLID: c.cntlid, SubNQN: c.subNQN, HostNQN: o.HostNQN}
 	for i := 0; i < n; i++ {
 		qid := uint16(i + 1)
@@ -270,7 +270,6 @@ func (c *Controller) setupIOQueues(ctx context.Context, maxMR uint64, maxSGE int
 		if err := ioq.connect(ctx, &cd); err != nil {
 			return err
 		}
-		c.freeQueues <- ioq
 	}
 	return nil
 }

@@ -43,7 +43,8 @@ type Controller struct {
 	maxTransfer int // bytes per command, a multiple of 4 KiB
 	inCapsule   int // in-capsule data bytes per I/O command, 0 = none
 	queues      []*IOQueue
-	freeQueues  chan *IOQueue // queues available to the blocking API
+	muxes       []*queueMux   // the multiplexed submission layer, one per queue
+	rr          atomic.Uint32 // round-robin queue choice of route
 
 	nsMu   sync.Mutex // serialises namespace rescans; guards nsByID writes
 	nsByID atomic.Pointer[map[uint32]*Namespace]
