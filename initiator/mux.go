@@ -27,8 +27,8 @@ type queueMux struct {
 	wake chan struct{} // capacity 1: "the intake is not empty"
 
 	// Owned by run.
-	fifo, tail *cmd  // commands taken, not yet issued, in order
-	ios        []IO  // one per slot
+	fifo, tail *cmd // commands taken, not yet issued, in order
+	ios        []IO // one per slot
 	cmds       []*cmd
 	free       []int // free slot indices
 	done       []*IO
