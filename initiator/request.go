@@ -1,6 +1,7 @@
 package initiator
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 )
@@ -192,10 +193,14 @@ func (r *Request) abort(err error) {
 // route the command) with the command's result. A Session replays path
 // failures; everything else finishes the command.
 func (c *cmd) done(err error) {
-	r := c.r
-	if err != nil && r.sess != nil && r.sess.replayable(err) {
-		r.sess.replay(c, err)
-		return
+	if s := c.r.sess; err != nil && s != nil {
+		if s.replayable(err) {
+			s.replay(c, err)
+			return
+		}
+		if s.isShut.Load() && errors.Is(err, ErrClosed) {
+			err = ErrSessionClosed
+		}
 	}
 	c.finish(err)
 }

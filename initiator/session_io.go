@@ -198,8 +198,8 @@ func (s *Session) markPathError(c *Controller) {
 // passed without a path, or with ErrSessionClosed at Close.
 func (s *Session) replayLoop() {
 	defer s.wg.Done()
-	var waited *Controller // a live controller already given ReconnectDelay
 	for {
+		var waited *Controller // a live controller this batch already waited for
 		s.rmu.Lock()
 		list := s.rhead
 		s.rhead, s.rtail = nil, nil
