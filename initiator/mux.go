@@ -330,6 +330,7 @@ func (c *Controller) startMuxes() {
 
 // QueueStats is a snapshot of one I/O queue's multiplexed use.
 type QueueStats struct {
+	Depth     int    // slots in the queue's slot table
 	InFlight  int    // commands in the queue's slot table now
 	Completed uint64 // commands completed through the multiplexed API
 }
@@ -339,7 +340,7 @@ type QueueStats struct {
 func (c *Controller) QueueStats() []QueueStats {
 	out := make([]QueueStats, len(c.muxes))
 	for i, m := range c.muxes {
-		out[i] = QueueStats{InFlight: int(m.inFlight.Load()), Completed: m.completed.Load()}
+		out[i] = QueueStats{Depth: m.q.Depth(), InFlight: int(m.inFlight.Load()), Completed: m.completed.Load()}
 	}
 	return out
 }

@@ -324,9 +324,11 @@ type SessionStats struct {
 	// Completed counts NVMe commands completed on the current path's
 	// controller (restarts at 0 on reconnect).
 	Completed uint64
-	// Queues is the current path's I/O queue count, and QueueInFlight
-	// the commands in each of its queues' slot tables.
+	// Queues is the current path's I/O queue count, QueueDepth their
+	// depth, and QueueInFlight the commands in each of its queues' slot
+	// tables.
 	Queues        int
+	QueueDepth    int
 	QueueInFlight []int
 }
 
@@ -337,6 +339,9 @@ func (s *Session) Stats() SessionStats {
 	if e := s.table.Load().best; e != nil {
 		qs := e.ctrl.QueueStats()
 		st.Queues = len(qs)
+		if len(qs) > 0 {
+			st.QueueDepth = qs[0].Depth
+		}
 		st.QueueInFlight = make([]int, len(qs))
 		for i, q := range qs {
 			st.Completed += q.Completed
