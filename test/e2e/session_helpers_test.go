@@ -86,7 +86,7 @@ func (g *gatedBackend) release() {
 
 // fabricTarget serves be as namespace 1 of testNQN on one listener per
 // address, over fabric.
-func fabricTarget(t *testing.T, fabric *soft.Fabric, be blockdev.Backend, addrs ...string) (*target.Target, []*rdma.Listener) {
+func fabricTarget(t testing.TB, fabric *soft.Fabric, be blockdev.Backend, addrs ...string) (*target.Target, []*rdma.Listener) {
 	t.Helper()
 	tgt := target.New(target.Options{Logger: quietLogger()})
 	if _, err := tgt.AddSubsystem(target.SubsystemConfig{
@@ -116,7 +116,7 @@ func fabricTarget(t *testing.T, fabric *soft.Fabric, be blockdev.Backend, addrs 
 }
 
 // openSession opens a session to testNQN over paths.
-func openSession(t *testing.T, p verbs.Provider, paths []string, queues, depth int) *initiator.Session {
+func openSession(t testing.TB, p verbs.Provider, paths []string, queues, depth int) *initiator.Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
