@@ -68,10 +68,13 @@ type Attachment struct {
 	reqOnce  sync.Once
 }
 
-// Default queue shape of an attachment's controllers (see Start).
+// Default queue shape of an attachment's controllers: the initiator's.
+// Every NBD connection's requests share all queues (the session's
+// submission layer multiplexes them), so a few deep queues serve any
+// number of requests in flight.
 const (
-	DefaultQueues     = 16
-	DefaultQueueDepth = 16
+	DefaultQueues     = initiator.DefaultIOQueues
+	DefaultQueueDepth = initiator.DefaultQueueDepth
 )
 
 // Start opens the session (waiting for a first path within
@@ -88,10 +91,6 @@ func Start(ctx context.Context, cfg Config, opts initiator.Options, runDir strin
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	// The session's blocking calls each borrow a whole I/O queue, so the
-	// number of queues bounds the NBD requests in flight: an attachment
-	// defaults to many shallow queues (16 × 16) rather than the
-	// initiator's few deep ones; the target may grant fewer.
 	opts.IOQueues, opts.QueueDepth = DefaultQueues, DefaultQueueDepth
 	if cfg.Queues > 0 {
 		opts.IOQueues = cfg.Queues
@@ -146,7 +145,8 @@ func Start(ctx context.Context, cfg Config, opts initiator.Options, runDir strin
 		if dev == "auto" {
 			dev = ""
 		}
-		k, err := a.srv.AttachKernel(dev, cfg.Name, cfg.IOTimeout)
+		// One NBD connection per I/O queue (NBD_FLAG_CAN_MULTI_CONN).
+		k, err := a.srv.AttachKernel(dev, cfg.Name, cfg.IOTimeout, max(1, sess.Stats().Queues))
 		switch {
 		case err == nil:
 			a.kdev = k
