@@ -64,7 +64,8 @@ func TestSessionQPErrorReplayed(t *testing.T) {
 		e := newEnv(t, envConfig{profile: p, blockSize: 512, blocks: 16384})
 		s := e.session(t, []string{e.addr}, nil)
 		load := startLoad(t, s, 4)
-		for round := 0; round < 3; round++ {
+		// At least 3 rounds, and more until one hit a command in flight.
+		for round := 0; round < 3 || s.Replays() == 0 && round < 20; round++ {
 			load.WaitOps(50)
 			c := initiator.SessionController(s, 0)
 			if c == nil {

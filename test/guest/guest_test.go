@@ -82,7 +82,9 @@ func TestNBDVerifyTargetRestart(t *testing.T) {
 			a, sock := startAttachment(t, attach.Config{Paths: []string{d.addr}},
 				initiator.Options{Provider: soft.New(soft.Options{Profile: pr.p})})
 			load := startNBDLoad(t, sock, 2, 4)
-			for round := 0; round < 2; round++ {
+			// At least 2 rounds, and more until a kill hit a command in
+			// flight.
+			for round := 0; round < 2 || a.Session().Replays() == 0 && round < 10; round++ {
 				load.WaitOps(200)
 				d.Kill()
 				verifyload.WaitPath(t, a.Session(), 0, initiator.PathConnecting, false, 60*time.Second)
@@ -110,7 +112,10 @@ func TestNBDQPErrorReplayed(t *testing.T) {
 			hp := r.host(pr.p)
 			a, sock := startAttachment(t, attach.Config{Paths: []string{"192.0.2.1:4420"}}, initiator.Options{Provider: hp})
 			load := startNBDLoad(t, sock, 2, 4)
-			for round := 0; round < 3; round++ {
+			// At least 3 rounds, and more until one hit a command in
+			// flight (an injection between two commands loses the
+			// controller without anything to replay).
+			for round := 0; round < 3 || a.Session().Replays() == 0 && round < 20; round++ {
 				load.WaitOps(100)
 				ids := hp.live("")
 				if len(ids) == 0 {
