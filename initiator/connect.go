@@ -101,6 +101,10 @@ func (c *Controller) bringUp(ctx context.Context, discovery bool) error {
 	kato := o.katoMillis()
 	cd := nvme.ConnectData{HostID: o.HostID, CNTLID: nvme.DynamicCNTLID, SubNQN: c.subNQN, HostNQN: o.HostNQN}
 	if c.cntlid, err = admin.fabricsConnect(ctx, uint16(len(aq.slots)-1), kato, &cd); err != nil {
+		var ce *ConnectError
+		if errors.As(err, &ce) {
+			ce.Addr = c.addr
+		}
 		return err
 	}
 	if kato > 0 {

@@ -388,5 +388,9 @@ func (q *IOQueue) connect(ctx context.Context, d *nvme.ConnectData) error {
 			return fmt.Errorf("initiator: queue %d: connect: %w", q.q.qid, ctx.Err())
 		}
 	}
-	return statusErr(fmt.Sprintf("connect I/O queue %d", q.q.qid), cqe.Status())
+	if st := cqe.Status(); !st.OK() {
+		return &ConnectError{Addr: q.c.addr, SubNQN: d.SubNQN, HostNQN: d.HostNQN, QID: q.q.qid, Status: st,
+			Param: nvme.ParseConnectInvalidParam(cqe.DW0())}
+	}
+	return nil
 }
