@@ -179,6 +179,7 @@ func (r *Request) release() {
 	r.errMu.Unlock()
 	if r.sess != nil {
 		r.sess.inFlight.Add(-1)
+		r.sess.completed.Add(1)
 	}
 	r.Done <- r
 }

@@ -134,8 +134,9 @@ type Session struct {
 	done chan struct{} // closed by Close
 	wg   sync.WaitGroup
 
-	inFlight atomic.Int64
-	replays  atomic.Uint64
+	inFlight  atomic.Int64
+	replays   atomic.Uint64
+	completed atomic.Uint64 // requests completed (blocking calls included)
 
 	// table is the immutable path table the I/O path reads without a
 	// lock; rebuilt by broadcast (under mu) on every path change.

@@ -321,9 +321,12 @@ type SessionStats struct {
 	InFlight int64
 	// Replays counts NVMe commands replayed after a path failure.
 	Replays uint64
-	// Completed counts NVMe commands completed on the current path's
+	// Requests counts requests completed (with or without error) since
+	// the session opened, blocking calls included.
+	Requests uint64
+	// Commands counts NVMe commands completed on the current path's
 	// controller (restarts at 0 on reconnect).
-	Completed uint64
+	Commands uint64
 	// Queues is the current path's I/O queue count, QueueDepth their
 	// depth, and QueueInFlight the commands in each of its queues' slot
 	// tables.
@@ -335,7 +338,7 @@ type SessionStats struct {
 // Stats returns the session's counters. Any goroutine; it does not block
 // on I/O.
 func (s *Session) Stats() SessionStats {
-	st := SessionStats{InFlight: s.inFlight.Load(), Replays: s.replays.Load()}
+	st := SessionStats{InFlight: s.inFlight.Load(), Replays: s.replays.Load(), Requests: s.completed.Load()}
 	if e := s.table.Load().best; e != nil {
 		qs := e.ctrl.QueueStats()
 		st.Queues = len(qs)
@@ -344,7 +347,7 @@ func (s *Session) Stats() SessionStats {
 		}
 		st.QueueInFlight = make([]int, len(qs))
 		for i, q := range qs {
-			st.Completed += q.Completed
+			st.Commands += q.Completed
 			st.QueueInFlight[i] = q.InFlight
 		}
 	}
