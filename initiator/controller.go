@@ -216,8 +216,8 @@ func (c *Controller) keepAliveLoop(kato time.Duration) {
 		ctx, cancel := context.WithTimeout(context.Background(), kato)
 		err := c.admin.keepAlive(ctx)
 		cancel()
-		if h := c.opts.hooks; h != nil && h.keptAlive != nil {
-			h.keptAlive(err)
+		if f := c.opts.OnKeepAlive; f != nil {
+			f(err)
 		}
 		if err != nil && !c.isDead() {
 			c.lose(fmt.Errorf("%w: keep alive: %w", ErrControllerLost, err))
@@ -265,8 +265,8 @@ func (c *Controller) aerLoop() {
 				c.log.Warn("rescan namespaces", "err", err)
 			}
 			cancel()
-			if h := c.opts.hooks; h != nil && h.rescanned != nil {
-				h.rescanned(err)
+			if f := c.opts.OnRescan; f != nil {
+				f(err)
 			}
 		}
 	}

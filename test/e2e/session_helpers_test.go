@@ -17,14 +17,6 @@ import (
 	"github.com/rdmablk/rdmablk/verbs/soft"
 )
 
-var profiles = []struct {
-	name string
-	p    soft.Profile
-}{
-	{"default", soft.ProfileDefault},
-	{"pvrdma", soft.ProfilePVRDMA},
-}
-
 // gatedBackend holds every ReadAt until the gate opens and counts how
 // many are held at once. It does not forward blockdev.NonBlocking, so the
 // target runs its commands on worker goroutines.
@@ -139,6 +131,7 @@ type qpRecorder struct {
 	verbs.Provider
 	mu  sync.Mutex
 	qps []verbs.QueuePair
+	ids map[string][]verbs.ConnID // provider's IDs by address
 }
 
 type recordingID struct {
@@ -151,6 +144,12 @@ func (r *qpRecorder) Resolve(ctx context.Context, addr string, o verbs.ResolveOp
 	if err != nil {
 		return nil, err
 	}
+	r.mu.Lock()
+	if r.ids == nil {
+		r.ids = map[string][]verbs.ConnID{}
+	}
+	r.ids[addr] = append(r.ids[addr], id)
+	r.mu.Unlock()
 	return &recordingID{ConnID: id, r: r}, nil
 }
 
@@ -178,6 +177,16 @@ func (r *qpRecorder) injectAll() int {
 		}
 	}
 	return n
+}
+
+// cutAll pulls the cable of every connection made to addr so far.
+func (r *qpRecorder) cutAll(addr string) {
+	r.mu.Lock()
+	ids := r.ids[addr]
+	r.mu.Unlock()
+	for _, id := range ids {
+		_ = soft.CutLink(id) // already closed ones refuse
+	}
 }
 
 // asyncLoad keeps slots requests in flight through Session.Submit: each
