@@ -150,7 +150,7 @@ func TestNBDCtrlLossTimeout(t *testing.T) {
 	r := newRig(t)
 	r.listen(t, "192.0.2.1:4420", 1)
 	a, sock := startAttachment(t, attach.Config{Paths: []string{"192.0.2.1:4420"}, CtrlLossTimeout: 500 * time.Millisecond},
-		initiator.Options{Provider: r.host(soft.ProfileDefault), ConnectTimeout: time.Second})
+		initiator.Options{Provider: r.host(soft.ProfileDefault)})
 	c, err := nbdtest.Dial("unix", sock, "vol")
 	if err != nil {
 		t.Fatal(err)
