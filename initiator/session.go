@@ -184,6 +184,7 @@ func OpenSession(ctx context.Context, opts SessionOptions) (*Session, error) {
 	for {
 		s.mu.Lock()
 		live := false
+		refused := 0 // paths whose target refused us for good
 		var lastErr error
 		for _, p := range s.paths {
 			if p.state == PathLive {
@@ -191,12 +192,21 @@ func OpenSession(ctx context.Context, opts SessionOptions) (*Session, error) {
 			}
 			if p.lastErr != nil {
 				lastErr = p.lastErr
+				if permanent(p.lastErr) {
+					refused++
+				}
 			}
 		}
 		ch := s.changed
 		s.mu.Unlock()
 		if live {
 			return s, nil
+		}
+		if refused == len(s.paths) {
+			// Every target answered "no such subsystem" or "host
+			// not allowed" (DNR): waiting will not change that.
+			s.Close()
+			return nil, fmt.Errorf("initiator: no path to %s connected: %w", opts.SubNQN, lastErr)
 		}
 		select {
 		case <-ch:
@@ -208,6 +218,14 @@ func OpenSession(ctx context.Context, opts SessionOptions) (*Session, error) {
 			return nil, fmt.Errorf("initiator: no path to %s connected: %w", opts.SubNQN, lastErr)
 		}
 	}
+}
+
+// permanent reports whether a path's connect error is the target's
+// final answer (a Connect refused with Do Not Retry: unknown subsystem,
+// host not allowed), as opposed to a target that is not up yet.
+func permanent(err error) bool {
+	var ce *ConnectError
+	return errors.As(err, &ce) && ce.Status.DNR()
 }
 
 // broadcast wakes everyone waiting for a path change. s.mu held.

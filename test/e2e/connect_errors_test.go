@@ -63,3 +63,31 @@ func TestConnectErrorsNameTheCause(t *testing.T) {
 		t.Errorf("nothing listening: %v", err)
 	}
 }
+
+// TestOpenSessionFailsFastOnPermanentRefusal: a session to a subsystem
+// the target does not have fails with the cause at once, not after the
+// connect timeout (the target's Connect answer carries Do Not Retry).
+func TestOpenSessionFailsFastOnPermanentRefusal(t *testing.T) {
+	addr := inProcessTarget(t, soft.ProfileDefault, nil, 1<<20, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		s, err := initiator.OpenSession(ctx, initiator.SessionOptions{
+			Options: initiator.Options{Provider: soft.New(soft.Options{}), Logger: quietLogger(), ConnectTimeout: 5 * time.Minute},
+			SubNQN:  "nqn.2026-01.io.rdmablk:wrong", Paths: []string{addr}, ReconnectDelay: 10 * time.Millisecond,
+		})
+		if s != nil {
+			s.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "no subsystem NQN") {
+			t.Fatalf("OpenSession: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("OpenSession waited for its connect timeout on a permanent refusal")
+	}
+}
