@@ -130,3 +130,59 @@ func TestMuxSubmitAllocatesNothing(t *testing.T) {
 		t.Fatalf("%.1f allocations per Submit + ReadAt", n)
 	}
 }
+
+// BenchmarkNamespaceSubmit4K: 4 KiB reads through Namespace.Submit with 32
+// in flight on 2 queues of the fake controller (the initiator alone: the
+// fake answers inline). Allocations per read are reported (0 expected).
+func BenchmarkNamespaceSubmit4K(b *testing.B) {
+	r := newFakeRigN(b, 2, 32, 512, 8192, 4096, 0)
+	const window = 32
+	done := make(chan *Request, window)
+	reqs := make([]Request, window)
+	for i := range reqs {
+		reqs[i] = Request{Op: IORead, Off: int64(i) * 4096, Data: make([]byte, 4096), Done: done}
+	}
+	b.ReportAllocs()
+	b.SetBytes(4096)
+	b.ResetTimer()
+	inFlight := 0
+	for i := 0; i < b.N; i++ {
+		for inFlight < window && inFlight < b.N-i {
+			_ = r.ns.Submit(&reqs[inFlight])
+			inFlight++
+		}
+		got := <-done
+		if got.Err != nil {
+			b.Fatal(got.Err)
+		}
+		inFlight--
+		if i+inFlight+1 < b.N {
+			_ = r.ns.Submit(got)
+			inFlight++
+		}
+	}
+	for ; inFlight > 0; inFlight-- {
+		<-done
+	}
+}
+
+// BenchmarkNamespaceReadAt4K: blocking 4 KiB ReadAt from 8×GOMAXPROCS
+// goroutines sharing 2 queues of the fake controller.
+func BenchmarkNamespaceReadAt4K(b *testing.B) {
+	r := newFakeRigN(b, 2, 32, 512, 8192, 4096, 0)
+	b.ReportAllocs()
+	b.SetBytes(4096)
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		p := make([]byte, 4096)
+		off := int64(0)
+		for pb.Next() {
+			if _, err := r.ns.ReadAt(p, off); err != nil {
+				b.Error(err)
+				return
+			}
+			off = (off + 4096) % r.ns.Size()
+		}
+	})
+}
