@@ -70,8 +70,12 @@ func TestSharedQueuesFillDepth(t *testing.T) {
 					t.Fatalf("queue %d has %d commands in flight, want its depth %d", k, n, st.QueueDepth)
 				}
 			}
-			if st.InFlight != callers {
-				t.Fatalf("session counts %d requests in flight, want %d", st.InFlight, callers)
+			// The asynchronous half is submitted by now (the blocking
+			// goroutines may still be starting): more requests are in
+			// flight than the queues have slots, and they wait in the
+			// submission layer, not in a queue a caller owns.
+			if st.InFlight < callers/2 || st.InFlight > callers || st.InFlight <= int64(want) {
+				t.Fatalf("session counts %d requests in flight, want %d..%d (> %d slots)", st.InFlight, callers/2, callers, want)
 			}
 
 			g.release()
