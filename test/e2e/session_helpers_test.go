@@ -108,16 +108,20 @@ func fabricTarget(t testing.TB, fabric *soft.Fabric, be blockdev.Backend, addrs 
 }
 
 // openSession opens a session to testNQN over paths.
-func openSession(t testing.TB, p verbs.Provider, paths []string, queues, depth int) *initiator.Session {
+func openSession(t testing.TB, p verbs.Provider, paths []string, queues, depth int, mod ...func(*initiator.SessionOptions)) *initiator.Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := initiator.OpenSession(ctx, initiator.SessionOptions{
+	o := initiator.SessionOptions{
 		Options: initiator.Options{Provider: p, IOQueues: queues, QueueDepth: depth, Logger: quietLogger(),
 			KeepAlive: time.Second},
 		SubNQN: testNQN, Paths: paths,
 		ReconnectDelay: 20 * time.Millisecond, CtrlLossTimeout: 2 * time.Minute,
-	})
+	}
+	for _, f := range mod {
+		f(&o)
+	}
+	s, err := initiator.OpenSession(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}

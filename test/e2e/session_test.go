@@ -27,7 +27,10 @@ func TestSharedQueuesFillDepth(t *testing.T) {
 			g := newGated(mem.New(4096, 512))
 			tgt, ls := fabricTarget(t, fab, g, "shared:4420")
 			t.Cleanup(g.release) // before the target closes
-			s := openSession(t, soft.New(soft.Options{Profile: pr.p, Fabric: fab}), []string{ls[0].Addr()}, 2, 8)
+			// No keep alive: no admin command may land between the
+			// target's two counter updates while we compare them.
+			s := openSession(t, soft.New(soft.Options{Profile: pr.p, Fabric: fab}), []string{ls[0].Addr()}, 2, 8,
+				func(o *initiator.SessionOptions) { o.KeepAlive = -1 })
 			st := s.Stats()
 			if st.Queues != 2 || st.QueueDepth < 2 {
 				t.Fatalf("session has %d queues of depth %d", st.Queues, st.QueueDepth)
@@ -58,7 +61,10 @@ func TestSharedQueuesFillDepth(t *testing.T) {
 
 			g.waitHeld(t, want, time.Minute)
 			held := tgt.Stats()
-			if got := (held.Commands - held.AdminCommands) - (base.Commands - base.AdminCommands); got != uint64(want) {
+			if held.AdminCommands != base.AdminCommands {
+				t.Fatalf("%d admin commands during the hold", held.AdminCommands-base.AdminCommands)
+			}
+			if got := held.Commands - base.Commands; got != uint64(want) {
 				t.Fatalf("target received %d I/O commands while reads are held, want queues × depth = %d", got, want)
 			}
 			if held.ReadCommands != base.ReadCommands {
