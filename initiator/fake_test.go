@@ -1,7 +1,6 @@
 package initiator
 
 import (
-	"encoding/binary"
 	"sync"
 	"testing"
 	"unsafe"
@@ -441,6 +440,3 @@ func log2(n int) int {
 	}
 	return k
 }
-
-// putLE64 is a test helper for patterns.
-func putLE64(b []byte, v uint64) { binary.LittleEndian.PutUint64(b, v) }
