@@ -94,9 +94,9 @@ func TestNBDVerifyTargetRestart(t *testing.T) {
 			load.WaitOps(200)
 			load.Finish()
 			if a.Session().Replays() == 0 {
-				t.Error("no call was replayed: the kills did not hit in-flight I/O")
+				t.Error("no command was replayed: the kills did not hit in-flight I/O")
 			}
-			t.Logf("%d ops, %d replayed calls, %d connects", load.Ops(), a.Session().Replays(), a.Session().Paths()[0].Connects)
+			t.Logf("%d ops, %d replayed commands, %d connects", load.Ops(), a.Session().Replays(), a.Session().Paths()[0].Connects)
 		})
 	}
 }
@@ -137,7 +137,7 @@ func TestNBDQPErrorReplayed(t *testing.T) {
 			load.WaitOps(100)
 			load.Finish()
 			if a.Session().Replays() == 0 {
-				t.Error("no call was replayed")
+				t.Error("no command was replayed")
 			}
 		})
 	}
