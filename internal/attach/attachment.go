@@ -85,14 +85,11 @@ type Attachment struct {
 	reqOnce  sync.Once
 }
 
-// Default queue shape of an attachment's controllers: the initiator's.
-// Every NBD connection's requests share all queues (the session's
-// submission layer multiplexes them), so a few deep queues serve any
-// number of requests in flight.
-const (
-	DefaultQueues     = initiator.DefaultIOQueues
-	DefaultQueueDepth = initiator.DefaultQueueDepth
-)
+// An attachment's controllers use the initiator's queue shape unless the
+// Config sets one: min(initiator.DefaultIOQueues, GOMAXPROCS) queues of
+// initiator.DefaultQueueDepth. Every NBD connection's requests share all
+// queues (the session's submission layer multiplexes them), so a few deep
+// queues serve any number of requests in flight.
 
 // Start opens the session (waiting for a first path within
 // opts.ConnectTimeout), serves the NBD export, attaches the kernel device
@@ -108,7 +105,7 @@ func Start(ctx context.Context, cfg Config, opts initiator.Options, runDir strin
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	opts.IOQueues, opts.QueueDepth = DefaultQueues, DefaultQueueDepth
+	opts.IOQueues, opts.QueueDepth = 0, 0 // the initiator's defaults
 	if cfg.Queues > 0 {
 		opts.IOQueues = cfg.Queues
 	}
