@@ -25,8 +25,8 @@ func (a *adminQueue) fabricsConnect(ctx context.Context, sqsize uint16, kato uin
 	if err != nil {
 		return 0, err
 	}
-	if err := statusErr("connect admin queue", cqe.Status()); err != nil {
-		return 0, err
+	if st := cqe.Status(); !st.OK() {
+		return 0, &ConnectError{Status: st, Param: nvme.ParseConnectInvalidParam(cqe.DW0()), SubNQN: d.SubNQN, HostNQN: d.HostNQN}
 	}
 	return uint16(cqe.DW0()), nil
 }

@@ -46,20 +46,18 @@ func (c *Controller) readANA(ctx context.Context) ([]nvme.ANAGroupDescriptor, er
 	if err != nil {
 		return nil, err
 	}
-	_, groups, err := nvme.ParseANALog(hdr)
-	if err != nil && !errors.Is(err, nvme.ErrShort) {
-		return nil, fmt.Errorf("%w: ANA log: %w", ErrProtocol, err)
+	h, err := nvme.ParseANALogHeader(hdr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: ANA log header: %w", ErrProtocol, err)
 	}
-	_ = groups
-	ngrps := int(hdr[8]) | int(hdr[9])<<8
 	// Descriptors plus NSID lists: read as much as one admin buffer holds.
-	n := min(anaLogMax, nvme.ANALogHeaderSize+ngrps*nvme.ANAGroupDescSize+4*1024)
+	n := min(anaLogMax, h.DescriptorsSize()+4*1024)
 	n &^= 3
 	raw, err := c.admin.getLogPage(ctx, nvme.LogANA, 0, n, 0, c.maxTransfer)
 	if err != nil {
 		return nil, err
 	}
-	_, groups, err = nvme.ParseANALog(raw)
+	_, groups, err := nvme.ParseANALog(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: ANA log: %w", ErrProtocol, err)
 	}
@@ -102,7 +100,7 @@ func isPathError(err error) bool {
 	if !errors.As(err, &se) {
 		return false
 	}
-	return se.Status.Code()&0x700 == 0x300
+	return se.Status.SCT() == nvme.SCTPath
 }
 
 // isAbortedByTeardown reports whether the command was aborted because its

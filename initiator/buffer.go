@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rdmablk/rdmablk/verbs"
+	"github.com/rdmablk/rdmablk/verbs/regmem"
 )
 
 // Buffer is a registered data buffer from one IOQueue's pool (or the
@@ -31,13 +32,15 @@ func (b *Buffer) sge(n int) verbs.SGE {
 	return verbs.SGE{Addr: b.addr, Length: uint32(n), LKey: b.lkey}
 }
 
-// bufferPool is a fixed set of equal registered buffers carved out of at
-// most maxMRChunk-byte memory regions. It has no lock: its owner (an
-// IOQueue's goroutine, or the admin queue under its mutex) serialises use.
+// bufferPool is a fixed set of equal registered buffers in one mapping
+// (verbs/regmem), registered in memory regions of at most
+// min(regmem.MaxChunk, the device's MaxMRSize) bytes that each hold whole
+// buffers. It has no lock: its owner (an IOQueue's goroutine, or the
+// admin queue under its mutex) serialises use.
 type bufferPool struct {
 	bufSize int
-	chunks  [][]byte
-	mrs     []verbs.MemoryRegion
+	region  *regmem.Region
+	reg     *regmem.Registration
 	bufs    []Buffer
 	free    []int32 // stack of free buffer indices
 }
@@ -60,33 +63,28 @@ func newBufferPool(pd verbs.ProtectionDomain, n, bufSize int, maxMRSize uint64) 
 	if uint64(bufSize) > limit {
 		return nil, fmt.Errorf("%w: buffer of %d bytes exceeds the MR size limit %d", ErrInvalid, bufSize, limit)
 	}
-	perChunk := int(limit / uint64(bufSize))
-	p := &bufferPool{bufSize: bufSize, bufs: make([]Buffer, n), free: make([]int32, 0, n)}
-	for first := 0; first < n; first += perChunk {
-		cnt := min(perChunk, n-first)
-		mem, err := allocRegistered(cnt * bufSize)
-		if err != nil {
-			p.close()
-			return nil, err
-		}
-		p.chunks = append(p.chunks, mem)
-		mr, err := pd.RegisterMemory(mem, poolAccess)
-		if err != nil {
-			p.close()
-			return nil, fmt.Errorf("initiator: register %d-byte buffer pool chunk: %w", len(mem), err)
-		}
-		p.mrs = append(p.mrs, mr)
-		for i := 0; i < cnt; i++ {
-			b := &p.bufs[first+i]
-			off := i * bufSize
-			*b = Buffer{
-				b:    mem[off : off+bufSize : off+bufSize],
-				addr: mr.Addr() + uint64(off),
-				lkey: mr.LKey(),
-				rkey: mr.RKey(),
-				pool: p,
-				idx:  int32(first + i),
-			}
+	chunk := int(limit/uint64(bufSize)) * bufSize // whole buffers per region
+	region, err := regmem.Alloc(n * bufSize)
+	if err != nil {
+		return nil, fmt.Errorf("initiator: buffer pool: %w", err)
+	}
+	mem := region.Bytes()[: n*bufSize : n*bufSize]
+	regmem.AdviseHuge(mem)
+	reg, err := regmem.Register(pd, mem, chunk, poolAccess)
+	if err != nil {
+		_ = region.Free()
+		return nil, fmt.Errorf("initiator: register %d-byte buffer pool: %w", len(mem), err)
+	}
+	p := &bufferPool{bufSize: bufSize, region: region, reg: reg, bufs: make([]Buffer, n), free: make([]int32, 0, n)}
+	for i := range p.bufs {
+		off := i * bufSize
+		p.bufs[i] = Buffer{
+			b:    mem[off : off+bufSize : off+bufSize],
+			addr: reg.Addr(off),
+			lkey: reg.LKey(off),
+			rkey: reg.RKey(off),
+			pool: p,
+			idx:  int32(i),
 		}
 	}
 	for i := n - 1; i >= 0; i-- {
@@ -125,16 +123,18 @@ func (p *bufferPool) owns(b *Buffer) bool { return b != nil && b.pool == p && b.
 // can still access the memory (QPs closed first).
 func (p *bufferPool) close() error {
 	var errs []error
-	for _, mr := range p.mrs {
-		if err := mr.Close(); err != nil {
+	if p.reg != nil {
+		if err := p.reg.Close(); err != nil {
 			errs = append(errs, err)
 		}
+		p.reg = nil
 	}
-	p.mrs = nil
-	for _, c := range p.chunks {
-		freeRegistered(c)
+	if p.region != nil {
+		if err := p.region.Free(); err != nil {
+			errs = append(errs, err)
+		}
+		p.region = nil
 	}
-	p.chunks = nil
 	p.bufs = nil
 	p.free = nil
 	return errors.Join(errs...)

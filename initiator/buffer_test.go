@@ -13,8 +13,8 @@ func TestBufferPoolChunksMemoryRegions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.close()
-	if len(p.mrs) != 4 {
-		t.Fatalf("%d memory regions, want 4", len(p.mrs))
+	if p.reg.Regions() != 4 || len(mem.regions) != 4 {
+		t.Fatalf("%d memory regions (%d registered), want 4", p.reg.Regions(), len(mem.regions))
 	}
 	seen := map[uint64]bool{}
 	for i := range p.bufs {
@@ -22,7 +22,7 @@ func TestBufferPoolChunksMemoryRegions(t *testing.T) {
 		if len(b.Bytes()) != 4096 || cap(b.Bytes()) != 4096 {
 			t.Fatalf("buffer %d: len %d cap %d", i, len(b.Bytes()), cap(b.Bytes()))
 		}
-		mr := p.mrs[i/3]
+		mr := mem.regions[i/3]
 		if b.addr < mr.Addr() || b.addr+4096 > mr.Addr()+uint64(len(mr.Buf())) || b.rkey != mr.RKey() || b.lkey != mr.LKey() {
 			t.Fatalf("buffer %d not inside its region", i)
 		}

@@ -31,6 +31,7 @@ func Connect(ctx context.Context, addr, subNQN string, opts Options) (*Controlle
 		c.abort()
 		return nil, err
 	}
+	c.startMuxes()
 	c.log.Info("nvme-of controller connected", "addr", addr, "subnqn", subNQN, "cntlid", c.cntlid,
 		"ioqueues", len(c.queues), "maxTransfer", c.maxTransfer, "inCapsule", c.inCapsule)
 	return c, nil
@@ -100,6 +101,10 @@ func (c *Controller) bringUp(ctx context.Context, discovery bool) error {
 	kato := o.katoMillis()
 	cd := nvme.ConnectData{HostID: o.HostID, CNTLID: nvme.DynamicCNTLID, SubNQN: c.subNQN, HostNQN: o.HostNQN}
 	if c.cntlid, err = admin.fabricsConnect(ctx, uint16(len(aq.slots)-1), kato, &cd); err != nil {
+		var ce *ConnectError
+		if errors.As(err, &ce) {
+			ce.Addr = c.addr
+		}
 		return err
 	}
 	if kato > 0 {
@@ -249,7 +254,6 @@ func (c *Controller) setupIOQueues(ctx context.Context, maxMR uint64, maxSGE int
 		sendSGE = 2
 	}
 	c.inCapsule = inCapsule
-	c.freeQueues = make(chan *IOQueue, n)
 	cd := nvme.ConnectData{HostID: o.HostID, CNTLID: c.cntlid, SubNQN: c.subNQN, HostNQN: o.HostNQN}
 	for i := 0; i < n; i++ {
 		qid := uint16(i + 1)
@@ -270,7 +274,6 @@ func (c *Controller) setupIOQueues(ctx context.Context, maxMR uint64, maxSGE int
 		if err := ioq.connect(ctx, &cd); err != nil {
 			return err
 		}
-		c.freeQueues <- ioq
 	}
 	return nil
 }

@@ -43,7 +43,8 @@ type Controller struct {
 	maxTransfer int // bytes per command, a multiple of 4 KiB
 	inCapsule   int // in-capsule data bytes per I/O command, 0 = none
 	queues      []*IOQueue
-	freeQueues  chan *IOQueue // queues available to the blocking API
+	muxes       []*queueMux   // the multiplexed submission layer, one per queue
+	rr          atomic.Uint32 // round-robin queue choice of route
 
 	nsMu   sync.Mutex // serialises namespace rescans; guards nsByID writes
 	nsByID atomic.Pointer[map[uint32]*Namespace]
@@ -215,8 +216,8 @@ func (c *Controller) keepAliveLoop(kato time.Duration) {
 		ctx, cancel := context.WithTimeout(context.Background(), kato)
 		err := c.admin.keepAlive(ctx)
 		cancel()
-		if h := c.opts.hooks; h != nil && h.keptAlive != nil {
-			h.keptAlive(err)
+		if f := c.opts.OnKeepAlive; f != nil {
+			f(err)
 		}
 		if err != nil && !c.isDead() {
 			c.lose(fmt.Errorf("%w: keep alive: %w", ErrControllerLost, err))
@@ -264,8 +265,8 @@ func (c *Controller) aerLoop() {
 				c.log.Warn("rescan namespaces", "err", err)
 			}
 			cancel()
-			if h := c.opts.hooks; h != nil && h.rescanned != nil {
-				h.rescanned(err)
+			if f := c.opts.OnRescan; f != nil {
+				f(err)
 			}
 		}
 	}

@@ -1,8 +1,10 @@
 // Package initiator is the NVMe-over-Fabrics RDMA host: it discovers
 // subsystems, connects a controller (one admin queue and N I/O queues, each
 // its own RC queue pair), identifies it and its namespaces, keeps it alive,
-// and moves data with a blocking io.ReaderAt / io.WriterAt API and an
-// asynchronous, zero-copy submit/poll API.
+// and moves data with an asynchronous Request API (Submit) shared by any
+// number of goroutines, the blocking io.ReaderAt / io.WriterAt API that
+// wraps it, and a raw zero-copy per-queue submit/poll API. A Session adds
+// reconnect, per-command replay and multipath by ANA.
 //
 // The model is the SPDK host, which is also the only one PVRDMA userspace
 // supports (see DESIGN.md §4): data buffers are registered once, in pools of
@@ -15,6 +17,41 @@
 // MaxQPRdAtom) is respected, so the same code runs on the soft "pvrdma"
 // profile.
 //
+// # The multiplexed I/O path
+//
+// Every I/O queue has one submission layer (DESIGN.md §3), shared by any
+// number of callers: a goroutine per queue owns the queue's slot table
+// (Depth command slots, each with a registered data buffer while in use)
+// and takes commands from a lock-free intake that any goroutine pushes
+// to. Callers never own a queue. Two APIs submit into it:
+//
+//   - Namespace.Submit and Session.Submit take a Request (a byte range of
+//     caller memory and a Done channel). The request is split into
+//     commands of at most MaxTransfer bytes, spread round robin over the
+//     queues, and sent back on Done when every command finished.
+//   - The blocking methods (Namespace and Session ReadAt, WriteAt,
+//     WriteFUA, Flush, Deallocate, WriteZeroes) are thin wrappers: one
+//     pooled Request and a wait on its channel.
+//
+// A Session chooses the path of a request with one atomic load of an
+// immutable path table, rebuilt on every path change (connect, loss, ANA
+// change). Each command that fails because its path failed — controller
+// lost, QP error, keep-alive timeout, ANA or path status, queue deleted —
+// is replayed on its own by the session's replay goroutine on the best
+// path, after a reconnect if need be, for the asynchronous and the
+// blocking API alike. A read's data reaches the caller only from an
+// attempt of that command that completed successfully. Once no path has
+// been live for CtrlLossTimeout, waiting and new requests fail at once
+// with an error wrapping ErrControllerLost and syscall.EIO.
+//
+// Neither path allocates or reads a clock per I/O in steady state
+// (commands and blocking requests are recycled through sync.Pools).
+//
+// The raw per-queue API (Controller.Queue, IOQueue Submit/Poll/Wait with
+// caller-owned registered Buffers) remains for zero-copy single-owner use
+// such as `rdmablk bench`; it bypasses the submission layer and must not
+// be mixed with Submit or the blocking methods on the same controller.
+//
 // # Ownership
 //
 //   - A Controller owns one verbs.ProtectionDomain shared by all its queues,
@@ -22,7 +59,8 @@
 //     registered control region (SQE slots, 16-byte response buffers,
 //     per-slot Dataset Management ranges) and, for I/O queues, a registered
 //     data buffer pool of Depth buffers of MaxTransfer bytes (4 queues of
-//     128 x 128 KiB: 64 MiB). Close releases all of it.
+//     128 x 128 KiB: 64 MiB), allocated and registered in ≤ 1 GiB memory
+//     regions by verbs/regmem. Close releases all of it.
 //   - Registered memory is allocated outside the Go heap (anonymous mmap on
 //     Linux) because hardware providers require it; it is unmapped only
 //     after every QP and MR using it is closed and no goroutine is inside an
@@ -30,39 +68,43 @@
 //
 // # Buffer lifetimes
 //
+//   - A Request and its Data belong to the layer from Submit until it is
+//     received from Done: the caller must not touch them in between. Data
+//     is copied into a queue's registered buffer when a write command is
+//     issued (again for a replay) and out of it when a read command
+//     succeeded; the layer keeps no reference after Done.
 //   - A Buffer belongs to the IOQueue whose AllocBuffer returned it. The
 //     caller may read and write Bytes() while the buffer is not attached to
 //     a submitted IO. From Submit until Poll returns that IO, the target may
 //     RDMA-READ or RDMA-WRITE the buffer at any time: the caller must not
 //     touch it. Give it back with FreeBuffer on the same queue.
 //   - An IO value belongs to the caller except between a successful Submit
-//     and the Poll call that returns it; the queue keeps a pointer to it in
-//     the meantime (so in-flight IOs stay retrievable for a future
-//     reconnect-and-replay).
-//   - The blocking Namespace methods copy between the caller's slice and
-//     registered buffers; the caller's slice is not retained.
+//     and the Poll call that returns it.
+//   - The blocking methods copy between the caller's slice and registered
+//     buffers; the caller's slice is not retained after they return.
 //
-// # Concurrency
+// # Goroutines and concurrency
 //
-//   - An IOQueue is owned by one goroutine at a time: Submit, Poll, Wait,
-//     AllocBuffer and FreeBuffer must not be called concurrently on the same
-//     queue. Different queues may be driven by different goroutines in
-//     parallel. The blocking Namespace methods borrow a whole queue for the
-//     duration of a call from the controller's free list (a transfer longer
-//     than one queue's pipeline also takes whatever other queues are free
-//     and runs a part on each), so they are safe for concurrent use by any
-//     number of goroutines — but a queue that a
-//     goroutine drives through the async API (Controller.Queue) must not be
-//     used by the blocking methods at the same time; use one style per
-//     controller, or bracket async use with your own synchronisation.
-//   - Admin commands are serialised by the controller; one goroutine polls
-//     the admin queue, one sends Keep Alive every KATO/2, and one per queue
-//     watches the connection for loss. Close stops and joins all of them.
+//   - Per controller: one submission goroutine per I/O queue (it sleeps on
+//     its intake when idle and never touches the queue then), one that
+//     polls the admin queue, one that sends Keep Alive every KATO/2, and
+//     one per queue that watches the connection for loss. Close stops and
+//     joins all of them.
+//   - Per session: one goroutine per path (connect, watch, reconnect) and
+//     the replay goroutine. Close joins them.
+//   - Namespace.Submit, Session.Submit and the blocking methods are safe
+//     for concurrent use by any number of goroutines. Done channels are
+//     sent to from queue goroutines (and the replay goroutine) and must
+//     have room: a full channel stalls a queue.
+//   - An IOQueue of the raw API is owned by one goroutine at a time:
+//     Submit, Poll, Wait, AllocBuffer and FreeBuffer must not be called
+//     concurrently on the same queue.
+//   - Admin commands are serialised by the controller.
 //   - Close may be called from any goroutine, also while other goroutines
-//     are blocked in IOQueue.Wait or Namespace methods: they return
-//     promptly (ErrClosed, or IOs failed with ErrClosed), and Close waits
-//     for them to leave before it frees memory. Buffers must not be
-//     touched after Close (their memory is unmapped).
+//     are blocked in IOQueue.Wait or I/O methods: they return promptly
+//     (ErrClosed, or requests failed with ErrClosed / ErrSessionClosed),
+//     and Close waits for the queue goroutines before it frees memory.
+//     Buffers must not be touched after Close (their memory is unmapped).
 //
 // # Errors
 //
@@ -73,6 +115,7 @@
 // rejection surfaces as a *ConnectRejectedError. A transport failure on any
 // queue (connection lost, work completion error, protocol violation such as
 // a CQE for a command that is not outstanding, keep-alive failure) loses the
-// whole controller: every outstanding IO completes with ErrControllerLost
-// and Done() is closed. Bad input is an error, never a panic.
+// whole controller: every outstanding command fails with ErrControllerLost
+// (a Session replays it) and Done() is closed. Bad input is an error, never
+// a panic.
 package initiator

@@ -110,3 +110,72 @@ func rejectError(qid uint16, err error) error {
 	}
 	return &ConnectRejectedError{QID: qid, Status: rej.Status}
 }
+
+// ConnectError is a fabrics Connect command the controller refused. Its
+// message names the cause a person can act on: the subsystem NQN that the
+// target does not have, the host NQN it does not allow, or the field it
+// called invalid (IPO/IATTR, NVMe-oF 1.1 §3.3). errors.Is(err,
+// nvme.StatusConnectInvalidHost) and errors.As(err, **StatusError) work.
+type ConnectError struct {
+	Addr    string // target address
+	SubNQN  string
+	HostNQN string // the host NQN presented
+	QID     uint16 // 0: admin queue
+	Status  nvme.Status
+	// Param is what a Connect Invalid Parameters / Invalid Host
+	// completion blamed.
+	Param nvme.ConnectInvalidParam
+}
+
+func (e *ConnectError) Error() string {
+	switch e.Status.Code() {
+	case nvme.StatusConnectInvalidHost:
+		return fmt.Sprintf("initiator: %s at %s does not allow host NQN %q (present another with --hostnqn, or allow this one on the target)",
+			e.SubNQN, e.Addr, e.HostNQN)
+	case nvme.StatusConnectInvalidParam:
+		if e.Param.InData {
+			switch e.Param.Offset {
+			case nvme.ConnectDataOffsetSubNQN:
+				return fmt.Sprintf("initiator: no subsystem NQN %q at %s", e.SubNQN, e.Addr)
+			case nvme.ConnectDataOffsetHostNQN:
+				return fmt.Sprintf("initiator: %s at %s refused host NQN %q as invalid (set it with --hostnqn)",
+					e.SubNQN, e.Addr, e.HostNQN)
+			case nvme.ConnectDataOffsetCNTLID, nvme.ConnectDataOffsetHostID:
+				return fmt.Sprintf("initiator: %s at %s: I/O queue %d: the controller is gone or belongs to another host (connect data byte %d)",
+					e.SubNQN, e.Addr, e.QID, e.Param.Offset)
+			}
+			return fmt.Sprintf("initiator: %s at %s: queue %d: connect refused: invalid connect data at byte %d",
+				e.SubNQN, e.Addr, e.QID, e.Param.Offset)
+		}
+		return fmt.Sprintf("initiator: %s at %s: queue %d: connect refused: invalid command field at byte %d (queue ID or size)",
+			e.SubNQN, e.Addr, e.QID, e.Param.Offset)
+	}
+	return fmt.Sprintf("initiator: %s at %s: connect queue %d: %s", e.SubNQN, e.Addr, e.QID, e.Status)
+}
+
+// Unwrap returns the status as a *StatusError.
+func (e *ConnectError) Unwrap() error { return &StatusError{Op: "connect", Status: e.Status} }
+
+// RefusedError is a connection refused below NVMe: no listener on that
+// address and port (TCP RST, RDMA CM reject without NVMe-oF private
+// data). Unwrap yields the verbs error (a *verbs.RejectError).
+type RefusedError struct {
+	Addr string
+	Err  error
+}
+
+func (e *RefusedError) Error() string {
+	return "initiator: connection refused: no NVMe-oF listener at " + e.Addr
+}
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// refusedError returns a *RefusedError when err is a reject without
+// NVMe-oF private data, else nil.
+func refusedError(addr string, err error) error {
+	var re *verbs.RejectError
+	if errors.As(err, &re) && !re.Consumer && len(re.PrivateData) == 0 {
+		return &RefusedError{Addr: addr, Err: err}
+	}
+	return nil
+}

@@ -1,7 +1,6 @@
 package initiator
 
 import (
-	"encoding/binary"
 	"sync"
 	"testing"
 	"unsafe"
@@ -397,7 +396,6 @@ func newFakeRigN(t testing.TB, nq, depth, bs, blocks, maxTransfer, inCapsule int
 	c.cc = nvme.CCEN
 	c.maxTransfer = maxTransfer
 	c.inCapsule = inCapsule
-	c.freeQueues = make(chan *IOQueue, nq)
 	r := &fakeRig{c: c}
 	for k := 0; k < nq; k++ {
 		cq := newFakeCQ()
@@ -417,7 +415,6 @@ func newFakeRigN(t testing.TB, nq, depth, bs, blocks, maxTransfer, inCapsule int
 			t.Fatal(err)
 		}
 		c.queues = append(c.queues, ioq)
-		c.freeQueues <- ioq
 		c.conns.Lock()
 		c.qpairs = append(c.qpairs, q)
 		c.conns.Unlock()
@@ -431,6 +428,7 @@ func newFakeRigN(t testing.TB, nq, depth, bs, blocks, maxTransfer, inCapsule int
 	m := map[uint32]*Namespace{fakeNSID: ns}
 	c.nsByID.Store(&m)
 	r.ns = ns
+	c.startMuxes()
 	t.Cleanup(func() { _ = c.Close() })
 	return r
 }
@@ -442,6 +440,3 @@ func log2(n int) int {
 	}
 	return k
 }
-
-// putLE64 is a test helper for patterns.
-func putLE64(b []byte, v uint64) { binary.LittleEndian.PutUint64(b, v) }

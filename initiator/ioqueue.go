@@ -114,10 +114,12 @@ func (q *IOQueue) Submit(io *IO) error {
 	if q.closed {
 		return ErrClosed
 	}
-	return q.submit(io)
+	return q.submit(io, true)
 }
 
-func (q *IOQueue) submit(io *IO) error {
+// submit queues io; timed records the submit time for IO.Latency (the raw
+// API; the multiplexed layer reads no clock per I/O).
+func (q *IOQueue) submit(io *IO, timed bool) error {
 	if io == nil {
 		return ErrInvalid
 	}
@@ -189,7 +191,10 @@ func (q *IOQueue) submit(io *IO) error {
 	io.Status, io.Err, io.Latency = 0, nil, 0
 	s := &q.q.slots[i]
 	s.io = io
-	s.start = time.Now()
+	s.start = time.Time{}
+	if timed {
+		s.start = time.Now()
+	}
 	q.q.queueSend(i, capsule, n)
 	if len(q.q.sends) >= sendBatch {
 		// A failure loses the controller; the IO then comes back from
@@ -206,7 +211,9 @@ func (q *IOQueue) complete(i uint16) {
 	if io := s.io; io != nil {
 		io.Status = s.cqe.Status()
 		io.Err = nil
-		io.Latency = time.Since(s.start)
+		if !s.start.IsZero() {
+			io.Latency = time.Since(s.start)
+		}
 	}
 	q.push(i)
 }
@@ -240,7 +247,9 @@ func (q *IOQueue) checkDead() {
 	q.q.failOutstanding(func(i uint16) {
 		if io := q.q.slots[i].io; io != nil {
 			io.Err = err
-			io.Latency = time.Since(q.q.slots[i].start)
+			if st := q.q.slots[i].start; !st.IsZero() {
+				io.Latency = time.Since(st)
+			}
 		}
 		q.push(i)
 	})
@@ -379,5 +388,9 @@ func (q *IOQueue) connect(ctx context.Context, d *nvme.ConnectData) error {
 			return fmt.Errorf("initiator: queue %d: connect: %w", q.q.qid, ctx.Err())
 		}
 	}
-	return statusErr(fmt.Sprintf("connect I/O queue %d", q.q.qid), cqe.Status())
+	if st := cqe.Status(); !st.OK() {
+		return &ConnectError{Addr: q.c.addr, SubNQN: d.SubNQN, HostNQN: d.HostNQN, QID: q.q.qid, Status: st,
+			Param: nvme.ParseConnectInvalidParam(cqe.DW0())}
+	}
+	return nil
 }

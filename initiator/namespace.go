@@ -9,8 +9,9 @@ import (
 )
 
 // Namespace is an active namespace of a Controller. Its methods are safe
-// for concurrent use; the blocking I/O methods borrow a whole I/O queue
-// per call (see the package doc).
+// for concurrent use by any number of goroutines: the blocking I/O methods
+// are thin wrappers over Submit, the multiplexed API shared by all
+// callers (see the package doc).
 type Namespace struct {
 	c    *Controller
 	nsid uint32
@@ -54,11 +55,11 @@ func (ns *Namespace) outOfRange(op string) error {
 }
 
 // ReadAt implements io.ReaderAt. off and len(p) must be multiples of
-// BlockSize (else ErrUnaligned). The read is split at MaxTransfer and
-// pipelined on one borrowed queue, through registered buffers. A read
+// BlockSize (else ErrUnaligned). The read is split at MaxTransfer into
+// commands spread over the I/O queues, through registered buffers. A read
 // reaching past the end returns the blocks before the end and io.EOF.
 func (ns *Namespace) ReadAt(p []byte, off int64) (int, error) {
-	bs, err := ns.checkRange(off, int64(len(p)))
+	_, err := ns.checkRange(off, int64(len(p)))
 	if err != nil {
 		return 0, err
 	}
@@ -73,7 +74,7 @@ func (ns *Namespace) ReadAt(p []byte, off int64) (int, error) {
 	if int64(len(p)) > size-off {
 		want = p[:size-off]
 	}
-	n, err := ns.c.doSync(IORead, ns.nsid, bs, want, uint64(off)/uint64(bs), 0, false)
+	n, err := blocking(ns, IORead, off, want, 0, false)
 	if err == nil && len(want) < len(p) {
 		err = io.EOF
 	}
@@ -95,19 +96,19 @@ func (ns *Namespace) WriteFUA(p []byte, off int64) error {
 }
 
 func (ns *Namespace) write(p []byte, off int64, fua bool) (int, error) {
-	bs, err := ns.checkRange(off, int64(len(p)))
+	_, err := ns.checkRange(off, int64(len(p)))
 	if err != nil {
 		return 0, err
 	}
 	if off+int64(len(p)) > ns.Size() {
 		return 0, ns.outOfRange("write")
 	}
-	return ns.c.doSync(IOWrite, ns.nsid, bs, p, uint64(off)/uint64(bs), 0, fua)
+	return blocking(ns, IOWrite, off, p, 0, fua)
 }
 
 // Flush makes every completed write to the namespace durable.
 func (ns *Namespace) Flush() error {
-	_, err := ns.c.doSync(IOFlush, ns.nsid, ns.BlockSize(), nil, 0, 1, false)
+	_, err := blocking(ns, IOFlush, 0, nil, 0, false)
 	return err
 }
 
@@ -127,7 +128,7 @@ func (ns *Namespace) rangeOp(op IOOp, oncs uint16, off, length int64) error {
 	if ns.c.ident.ONCS&oncs == 0 {
 		return fmt.Errorf("%w: %s (ONCS %#x)", ErrNotSupported, op, ns.c.ident.ONCS)
 	}
-	bs, err := ns.checkRange(off, length)
+	_, err := ns.checkRange(off, length)
 	if err != nil {
 		return err
 	}
@@ -137,6 +138,6 @@ func (ns *Namespace) rangeOp(op IOOp, oncs uint16, off, length int64) error {
 	if length == 0 {
 		return nil
 	}
-	_, err = ns.c.doSync(op, ns.nsid, bs, nil, uint64(off)/uint64(bs), uint64(length)/uint64(bs), false)
+	_, err = blocking(ns, op, off, nil, length, false)
 	return err
 }

@@ -46,21 +46,19 @@ type Options struct {
 	// exclusive mode and the /sys caveat). Empty: the caller's namespace.
 	NetNS string
 
-	// hooks observe background work from tests (nil in production).
-	hooks *testHooks
+	// OnKeepAlive, when set, is called by the controller's keep-alive
+	// goroutine after each Keep Alive command with its error (monitoring,
+	// tests). It must not block.
+	OnKeepAlive func(error)
+	// OnRescan, when set, is called by the controller's event goroutine
+	// after each namespace rescan that an asynchronous event caused, with
+	// its error. It must not block.
+	OnRescan func(error)
+
 	// onANAChange is called by the controller's event goroutine when the
 	// controller reports an ANA change notice (set by Session; it must
 	// not block).
 	onANAChange func()
-}
-
-// testHooks are called by the controller's background goroutines.
-type testHooks struct {
-	// rescanned is called after a namespace rescan triggered by an
-	// asynchronous event, with its error.
-	rescanned func(error)
-	// keptAlive is called after each Keep Alive command, with its error.
-	keptAlive func(error)
 }
 
 // Defaults.

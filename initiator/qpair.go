@@ -176,6 +176,9 @@ func dialQueue(ctx context.Context, s queueSetup) (q *qpair, pd verbs.Protection
 		FlowControl:    true,
 	})
 	if err != nil {
+		if rerr := refusedError(s.addr, err); rerr != nil {
+			return q, pd, rerr
+		}
 		return q, pd, fmt.Errorf("initiator: queue %d: rdma connect: %w", s.qid, rejectError(s.qid, err))
 	}
 	if len(acc.PrivateData) >= 4 {

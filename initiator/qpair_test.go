@@ -160,7 +160,7 @@ func TestQpairProtocolErrors(t *testing.T) {
 		}, 1},
 		{"short response", func(t *testing.T, tq *testQpair) {
 			tq.submitFlush(t)
-			tq.fqp.cq.push(verbs.WorkCompletion{ID: wrRecv | 0, Opcode: verbs.WCRecv, ByteLen: 8})
+			tq.fqp.cq.push(verbs.WorkCompletion{ID: wrRecv, Opcode: verbs.WCRecv, ByteLen: 8})
 		}, 0},
 		{"unknown receive ID", func(t *testing.T, tq *testQpair) {
 			tq.fqp.cq.push(verbs.WorkCompletion{ID: wrRecv | 99, Opcode: verbs.WCRecv, ByteLen: 16})

@@ -7,8 +7,9 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/rdmablk/rdmablk/nvme"
 )
 
 // Session defaults (nvme-cli's --reconnect-delay is 10 s and
@@ -96,22 +97,24 @@ type path struct {
 }
 
 // Session is a namespace reached through one or more paths, each a
-// Controller that is reconnected when it fails. Its I/O methods (ReadAt,
-// WriteAt, WriteFUA, Flush, Deallocate, WriteZeroes) replay a command
-// that failed because its path failed — controller lost, queue pair
-// error, keep-alive timeout, ANA inaccessible — on the best live path,
-// waiting for a reconnect if there is none; callers see an error only
-// when no path has been connected for CtrlLossTimeout (then an error
-// wrapping ErrControllerLost and syscall.EIO, promptly for every waiting
-// and later call) or for an error of the command itself (a *StatusError).
+// Controller that is reconnected when it fails. Its asynchronous API
+// (Submit) and the blocking methods that wrap it (ReadAt, WriteAt,
+// WriteFUA, Flush, Deallocate, WriteZeroes) replay each NVMe command that
+// failed because its path failed — controller lost, queue pair error,
+// keep-alive timeout, ANA inaccessible, queue deleted under it — on the
+// best live path, waiting for a reconnect if there is none; callers see
+// an error only when no path has been connected for CtrlLossTimeout (then
+// an error wrapping ErrControllerLost and syscall.EIO, at once for every
+// waiting and later request) or for an error of the command itself (a
+// *StatusError).
 //
-// Replay semantics: a read returns data only from an attempt that
-// completed successfully in full; a write or write zeroes that failed
-// mid-way is written again in full (block writes are idempotent), so
-// after success the range holds the data even if an earlier attempt had
-// partially reached the media. A failed attempt's partial reads are
-// overwritten by the replay. Two overlapping writes that are both
-// unacknowledged have no defined order, as on any block device.
+// Replay semantics, per command: a read's data is copied to the caller
+// only from an attempt of that command that completed successfully; a
+// write or write zeroes whose attempt failed is written again in full
+// (block writes are idempotent), so after success the range holds the
+// data even if an earlier attempt had partially reached the media. Two
+// overlapping writes that are both unacknowledged have no defined order,
+// as on any block device.
 //
 // Its methods are safe for concurrent use. It implements nbd.Backend
 // with all of nbd's optional interfaces.
@@ -131,8 +134,20 @@ type Session struct {
 	done chan struct{} // closed by Close
 	wg   sync.WaitGroup
 
-	inFlight atomic.Int64
-	replays  atomic.Uint64
+	inFlight  atomic.Int64
+	replays   atomic.Uint64
+	completed atomic.Uint64 // requests completed (blocking calls included)
+
+	// table is the immutable path table the I/O path reads without a
+	// lock; rebuilt by broadcast (under mu) on every path change.
+	table  atomic.Pointer[pathTable]
+	isShut atomic.Bool // Close has begun
+
+	rmu     sync.Mutex // guards the replay list and rclosed
+	rhead   *cmd       // commands waiting for a path (replay list)
+	rtail   *cmd
+	rclosed bool          // the replay goroutine has stopped
+	rwake   chan struct{} // capacity 1: "the replay list is not empty"
 }
 
 // OpenSession starts a goroutine per path that connects (and reconnects)
@@ -153,10 +168,13 @@ func OpenSession(ctx context.Context, opts SessionOptions) (*Session, error) {
 		opts.CtrlLossTimeout = DefaultCtrlLossTimeout
 	}
 	s := &Session{opts: opts, log: opts.Logger, changed: make(chan struct{}), done: make(chan struct{}),
-		nsid: opts.NSID, downSince: time.Now()}
+		nsid: opts.NSID, downSince: time.Now(), rwake: make(chan struct{}, 1)}
+	s.table.Store(&pathTable{})
 	for _, a := range opts.Paths {
 		s.paths = append(s.paths, &path{addr: a, kick: make(chan struct{}, 1), changed: time.Now()})
 	}
+	s.wg.Add(1)
+	go s.replayLoop()
 	for _, p := range s.paths {
 		s.wg.Add(1)
 		go s.runPath(p)
@@ -166,6 +184,7 @@ func OpenSession(ctx context.Context, opts SessionOptions) (*Session, error) {
 	for {
 		s.mu.Lock()
 		live := false
+		refused := 0 // paths whose target refused us for good
 		var lastErr error
 		for _, p := range s.paths {
 			if p.state == PathLive {
@@ -173,12 +192,21 @@ func OpenSession(ctx context.Context, opts SessionOptions) (*Session, error) {
 			}
 			if p.lastErr != nil {
 				lastErr = p.lastErr
+				if permanent(p.lastErr) {
+					refused++
+				}
 			}
 		}
 		ch := s.changed
 		s.mu.Unlock()
 		if live {
 			return s, nil
+		}
+		if refused == len(s.paths) {
+			// Every target answered "no such subsystem" or "host
+			// not allowed" (DNR): waiting will not change that.
+			s.Close()
+			return nil, fmt.Errorf("initiator: no path to %s connected: %w", opts.SubNQN, lastErr)
 		}
 		select {
 		case <-ch:
@@ -190,6 +218,14 @@ func OpenSession(ctx context.Context, opts SessionOptions) (*Session, error) {
 			return nil, fmt.Errorf("initiator: no path to %s connected: %w", opts.SubNQN, lastErr)
 		}
 	}
+}
+
+// permanent reports whether a path's connect error is the target's
+// final answer (a Connect refused with Do Not Retry: unknown subsystem,
+// host not allowed), as opposed to a target that is not up yet.
+func permanent(err error) bool {
+	var ce *ConnectError
+	return errors.As(err, &ce) && ce.Status.DNR()
 }
 
 // broadcast wakes everyone waiting for a path change. s.mu held.
@@ -208,6 +244,7 @@ func (s *Session) broadcast() {
 	case s.downSince.IsZero():
 		s.downSince = time.Now()
 	}
+	s.rebuildTable()
 }
 
 // runPath connects p, waits for its controller to fail, and reconnects
@@ -368,7 +405,8 @@ func (s *Session) connectPath(p *path, o Options) (*Controller, *Namespace, ANAS
 
 // pick returns the namespace of the best usable path: live, ANA optimized
 // before non-optimized, earlier in Paths first. With none, it waits for a
-// change until CtrlLossTimeout after the last live path went away.
+// change until CtrlLossTimeout after the last live path went away. Only
+// the replay goroutine calls it (the I/O path reads the path table).
 func (s *Session) pick() (*path, *Namespace, error) {
 	for {
 		s.mu.Lock()
@@ -376,32 +414,20 @@ func (s *Session) pick() (*path, *Namespace, error) {
 			s.mu.Unlock()
 			return nil, nil, ErrSessionClosed
 		}
-		var best *path
-		for _, p := range s.paths {
-			if p.state != PathLive || !p.ana.usable() || p.ctrl.isDead() {
-				continue
-			}
-			if best == nil || best.ana != 1 && p.ana == 1 {
-				best = p
-			}
-		}
-		if best != nil {
+		if best := s.bestLocked(); best != nil {
 			ns := best.ns
 			s.mu.Unlock()
 			return best, ns, nil
+		}
+		if err := s.expiredLocked(); err != nil {
+			s.mu.Unlock()
+			return nil, nil, err
 		}
 		ch := s.changed
 		var t *time.Timer
 		var timer <-chan time.Time
 		if s.opts.CtrlLossTimeout > 0 && !s.downSince.IsZero() {
-			left := time.Until(s.downSince.Add(s.opts.CtrlLossTimeout))
-			if left <= 0 {
-				since := s.downSince
-				s.mu.Unlock()
-				return nil, nil, fmt.Errorf("%w: %w: no path to %s for %v (ctrl-loss-tmo %v)",
-					ErrControllerLost, syscall.EIO, s.opts.SubNQN, time.Since(since).Round(time.Millisecond), s.opts.CtrlLossTimeout)
-			}
-			t = time.NewTimer(left)
+			t = time.NewTimer(time.Until(s.downSince.Add(s.opts.CtrlLossTimeout)))
 			timer = t.C
 		}
 		s.mu.Unlock()
@@ -411,63 +437,6 @@ func (s *Session) pick() (*path, *Namespace, error) {
 		case <-s.done:
 		}
 		if t != nil {
-			t.Stop()
-		}
-	}
-}
-
-// retryable reports whether err is a path failure worth replaying.
-func (s *Session) retryable(err error) bool {
-	if errors.Is(err, ErrControllerLost) || isPathError(err) || isAbortedByTeardown(err) {
-		return true
-	}
-	// A controller closed by its path goroutine under the call.
-	return errors.Is(err, ErrClosed) && !s.isClosed()
-}
-
-func (s *Session) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
-}
-
-// do runs op on the best path, replaying it after path failures.
-func (s *Session) do(op func(ns *Namespace) error) error {
-	s.inFlight.Add(1)
-	defer s.inFlight.Add(-1)
-	for {
-		p, ns, err := s.pick()
-		if err != nil {
-			return err
-		}
-		err = op(ns)
-		if err == nil || !s.retryable(err) {
-			return err
-		}
-		s.replays.Add(1)
-		if isPathError(err) {
-			// The path's ANA state changed under us: stop using it
-			// until its log says otherwise.
-			s.mu.Lock()
-			if p.ns == ns && p.ana.usable() {
-				p.ana = ANAState(0x3) // inaccessible until re-read
-				s.broadcast()
-			}
-			s.mu.Unlock()
-			select {
-			case p.kick <- struct{}{}:
-			default:
-			}
-		} else {
-			// Wait until the controller is gone (at once for a lost
-			// one; a draining target ends it shortly), so the retry
-			// does not pick the same controller again.
-			t := time.NewTimer(s.opts.ReconnectDelay)
-			select {
-			case <-ns.c.Done():
-			case <-s.done:
-			case <-t.C:
-			}
 			t.Stop()
 		}
 	}
@@ -494,53 +463,11 @@ func (s *Session) NSID() uint32 {
 	return s.nsid
 }
 
-// ReadAt reads len(p) bytes at off (see Namespace.ReadAt), replaying
-// after path failures.
-func (s *Session) ReadAt(p []byte, off int64) (n int, err error) {
-	err = s.do(func(ns *Namespace) error {
-		n, err = ns.ReadAt(p, off)
-		return err
-	})
-	return n, err
-}
-
-// WriteAt writes p at off (see Namespace.WriteAt), replaying after path
-// failures.
-func (s *Session) WriteAt(p []byte, off int64) (n int, err error) {
-	err = s.do(func(ns *Namespace) error {
-		n, err = ns.WriteAt(p, off)
-		return err
-	})
-	return n, err
-}
-
-// WriteFUA writes p at off with Force Unit Access.
-func (s *Session) WriteFUA(p []byte, off int64) error {
-	return s.do(func(ns *Namespace) error { return ns.WriteFUA(p, off) })
-}
-
-// Flush makes completed writes durable. After a failover it flushes the
-// path it runs on, which for two targets exporting one volume covers
-// only what that target holds: such targets must share the media.
-func (s *Session) Flush() error {
-	return s.do(func(ns *Namespace) error { return ns.Flush() })
-}
-
-// Deallocate trims length bytes at off.
-func (s *Session) Deallocate(off, length int64) error {
-	return s.do(func(ns *Namespace) error { return ns.Deallocate(off, length) })
-}
-
-// WriteZeroes zeroes length bytes at off.
-func (s *Session) WriteZeroes(off, length int64) error {
-	return s.do(func(ns *Namespace) error { return ns.WriteZeroes(off, length) })
-}
-
-// InFlight is the number of I/O calls in progress (including those
-// waiting for a path).
+// InFlight is the number of requests in progress, blocking calls
+// included (also those waiting for a path).
 func (s *Session) InFlight() int64 { return s.inFlight.Load() }
 
-// Replays counts I/O calls replayed after a path failure.
+// Replays counts NVMe commands replayed after a path failure.
 func (s *Session) Replays() uint64 { return s.replays.Load() }
 
 // Paths describes every path.
@@ -549,7 +476,7 @@ func (s *Session) Paths() []PathInfo {
 	defer s.mu.Unlock()
 	var cur *path
 	for _, p := range s.paths {
-		if p.state == PathLive && p.ana.usable() && (cur == nil || cur.ana != 1 && p.ana == 1) {
+		if p.state == PathLive && p.ana.usable() && (cur == nil || cur.ana != nvme.ANAStateOptimized && p.ana == nvme.ANAStateOptimized) {
 			cur = p
 		}
 	}
@@ -584,6 +511,7 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.isShut.Store(true)
 	close(s.done)
 	s.broadcast()
 	s.mu.Unlock()

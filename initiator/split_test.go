@@ -2,7 +2,15 @@ package initiator
 
 import "testing"
 
-func TestChunkerCoversRangeInOrder(t *testing.T) {
+// recordRouter records the commands it is given and finishes them.
+type recordRouter struct{ got [][2]uint64 }
+
+func (rr *recordRouter) route(c *cmd) {
+	rr.got = append(rr.got, [2]uint64{c.lba, c.blocks})
+	c.finish(nil)
+}
+
+func TestRequestSplitCoversRangeInOrder(t *testing.T) {
 	cases := []struct {
 		lba, blocks, max uint64
 		want             [][2]uint64
@@ -15,24 +23,22 @@ func TestChunkerCoversRangeInOrder(t *testing.T) {
 		{1<<64 - 4, 4, 3, [][2]uint64{{1<<64 - 4, 3}, {1<<64 - 1, 1}}},
 	}
 	for _, tc := range cases {
-		ch := newChunker(tc.lba, tc.blocks, tc.max)
-		var got [][2]uint64
-		for ch.more() {
-			l, n, ok := ch.next()
-			if !ok {
-				t.Fatal("more but no next")
-			}
-			got = append(got, [2]uint64{l, n})
+		done := make(chan *Request, 1)
+		r := &Request{Op: IODeallocate, Done: done}
+		r.pending.Store(1)
+		r.bs, r.failAt = 512, -1
+		rr := &recordRouter{}
+		r.split(tc.lba, tc.blocks, tc.max, rr)
+		r.release()
+		if got := <-done; got.Err != nil {
+			t.Fatal(got.Err)
 		}
-		if _, _, ok := ch.next(); ok {
-			t.Fatal("next after end")
+		if len(rr.got) != len(tc.want) {
+			t.Fatalf("%+v: got %v", tc, rr.got)
 		}
-		if len(got) != len(tc.want) {
-			t.Fatalf("%+v: got %v", tc, got)
-		}
-		for i := range got {
-			if got[i] != tc.want[i] {
-				t.Fatalf("%+v: got %v", tc, got)
+		for i := range rr.got {
+			if rr.got[i] != tc.want[i] {
+				t.Fatalf("%+v: got %v", tc, rr.got)
 			}
 		}
 	}

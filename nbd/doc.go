@@ -17,9 +17,14 @@
 // Requests that are not multiples of Backend.BlockSize are served by
 // read-modify-write of the edge blocks, serialised among themselves.
 //
-// The kernel path (AttachKernel, Linux only) hands one end of a socket
-// pair to /dev/nbdX with the NBD ioctls and serves the other end with
-// ServeTransmission, which starts directly in the transmission phase.
+// The kernel path (AttachKernel, Linux only) hands one end of each of N
+// socket pairs to /dev/nbdX with the NBD ioctls (NBD_SET_SOCK once per
+// socket, all ioctls from one locked OS thread, as the kernel requires)
+// and serves the other ends with ServeTransmission, which starts directly
+// in the transmission phase. Exports advertise NBD_FLAG_CAN_MULTI_CONN
+// (every connection sees the same data and a FLUSH on one covers writes
+// completed on all), so the kernel spreads its queues over the sockets;
+// rdmablk attaches one socket per initiator I/O queue.
 //
 // # Ownership and buffer lifetimes
 //
@@ -35,9 +40,11 @@
 // # Concurrency
 //
 // One goroutine per connection reads requests; each request runs on its
-// own goroutine (at most Options.MaxInFlight per connection), and replies
-// are written under a per-connection mutex, so replies may come out of
-// order (as the protocol allows). Backends must be safe for concurrent
+// own goroutine (at most Options.MaxInFlight per connection), so a
+// connection's requests are pipelined into the backend (for rdmablk: the
+// initiator's multiplexed queues, where none of them owns a queue), and
+// replies are written under a per-connection mutex as each finishes, out
+// of order (as the protocol allows). Backends must be safe for concurrent
 // use. Malformed input (bad magic, oversized option, short read) ends
 // that connection only, never the server; a failing backend call becomes
 // an NBD error reply (EIO, EINVAL, ENOSPC, ENOTSUP...).

@@ -62,17 +62,23 @@ func FreeKernelDevice() (string, error) {
 }
 
 // AttachKernel connects export name of s to the kernel device dev (""
-// picks a free one) through a socket pair and the NBD ioctls (block size,
-// size, transmission flags, request timeout, NBD_SET_SOCK, NBD_DO_IT on a
-// locked OS thread). The server serves the other end of the pair from the
-// transmission phase. timeout ≤ 0 leaves the kernel default. Call Detach
-// to disconnect. Needs CAP_SYS_ADMIN and the nbd module; without it the
-// error wraps ErrNoDevice.
-func (s *Server) AttachKernel(dev, name string, timeout time.Duration) (*KernelDevice, error) {
+// picks a free one) through conns socket pairs (conns < 1: one) and the
+// NBD ioctls: block size, size, transmission flags (with
+// NBD_FLAG_CAN_MULTI_CONN, which the kernel requires for more than one
+// connection), request timeout, NBD_SET_SOCK once per socket, then
+// NBD_DO_IT. The kernel spreads its hardware queues' requests over the
+// sockets; the server serves the other end of every pair from the
+// transmission phase. All ioctls run on one locked OS thread: the kernel
+// accepts the sockets of one device only from the task that set up the
+// first. timeout ≤ 0 leaves the kernel default. Call Detach to disconnect.
+// Needs CAP_SYS_ADMIN and the nbd module; without it the error wraps
+// ErrNoDevice.
+func (s *Server) AttachKernel(dev, name string, timeout time.Duration, conns int) (*KernelDevice, error) {
 	e := s.export(name)
 	if e == nil {
 		return nil, ErrNoExport
 	}
+	conns = max(conns, 1)
 	if dev == "" {
 		var err error
 		if dev, err = FreeKernelDevice(); err != nil {
@@ -86,66 +92,100 @@ func (s *Server) AttachKernel(dev, name string, timeout time.Duration) (*KernelD
 		}
 		return nil, err
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		f.Close()
-		return nil, err
+	var kernelEnds []int
+	var serverConns []net.Conn
+	closeAll := func() {
+		for _, fd := range kernelEnds {
+			unix.Close(fd)
+		}
+		for _, c := range serverConns {
+			c.Close()
+		}
 	}
-	kernelEnd, serverEnd := fds[0], fds[1]
-	fail := func(err error) (*KernelDevice, error) {
-		unix.Close(kernelEnd)
-		unix.Close(serverEnd)
-		_ = ioctl(f, ioctlClearSock, 0)
-		f.Close()
-		return nil, fmt.Errorf("nbd: attach %s: %w", dev, err)
+	for range conns {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			closeAll()
+			f.Close()
+			return nil, fmt.Errorf("nbd: attach %s: socketpair: %w", dev, err)
+		}
+		kernelEnds = append(kernelEnds, fds[0])
+		sf := os.NewFile(uintptr(fds[1]), "nbd-server")
+		c, err := net.FileConn(sf)
+		sf.Close()
+		if err != nil {
+			closeAll()
+			f.Close()
+			return nil, fmt.Errorf("nbd: attach %s: %w", dev, err)
+		}
+		serverConns = append(serverConns, c)
 	}
 	bs := uint64(e.bs())
 	if bs < 512 {
 		bs = 512 // the kernel's smallest logical block size
 	}
 	size := uint64(e.Backend.Size())
+	k := &KernelDevice{Path: dev, f: f, done: make(chan struct{})}
+	for _, c := range serverConns {
+		k.serveWG.Add(1)
+		go func(c net.Conn) {
+			defer k.serveWG.Done()
+			_ = s.ServeTransmission(c, e.Name)
+		}(c)
+	}
+	setup := make(chan error, 1)
+	go func() {
+		// Setup and NBD_DO_IT on one OS thread (see above). NBD_DO_IT
+		// blocks until the device is disconnected; the kernel holds
+		// its own references to the sockets.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := configureKernel(f, bs, size, uint16(e.flags()), timeout, kernelEnds)
+		setup <- err
+		if err == nil {
+			k.doErr = ioctl(f, ioctlDoIt, 0)
+		}
+		for _, fd := range kernelEnds {
+			unix.Close(fd)
+		}
+		close(k.done)
+	}()
+	if err := <-setup; err != nil {
+		_ = ioctl(f, ioctlClearSock, 0)
+		for _, c := range serverConns {
+			c.Close()
+		}
+		k.serveWG.Wait()
+		<-k.done
+		f.Close()
+		return nil, fmt.Errorf("nbd: attach %s: %w", dev, err)
+	}
+	return k, nil
+}
+
+// configureKernel sets the device's geometry, flags and timeout and adds
+// every socket. Runs on the locked thread that will call NBD_DO_IT.
+func configureKernel(f *os.File, bs, size uint64, flags uint16, timeout time.Duration, socks []int) error {
 	if err := ioctl(f, ioctlSetBlkSize, uintptr(bs)); err != nil {
-		return fail(fmt.Errorf("NBD_SET_BLKSIZE %d: %w", bs, err))
+		return fmt.Errorf("NBD_SET_BLKSIZE %d: %w", bs, err)
 	}
 	if err := ioctl(f, ioctlSetSizeBlocks, uintptr(size/bs)); err != nil {
-		return fail(fmt.Errorf("NBD_SET_SIZE_BLOCKS: %w", err))
+		return fmt.Errorf("NBD_SET_SIZE_BLOCKS: %w", err)
 	}
-	if err := ioctl(f, ioctlSetFlags, uintptr(e.flags())); err != nil {
-		return fail(fmt.Errorf("NBD_SET_FLAGS: %w", err))
+	if err := ioctl(f, ioctlSetFlags, uintptr(flags)); err != nil {
+		return fmt.Errorf("NBD_SET_FLAGS: %w", err)
 	}
 	if timeout > 0 {
 		if err := ioctl(f, ioctlSetTimeout, uintptr(max(1, int(timeout/time.Second)))); err != nil {
-			return fail(fmt.Errorf("NBD_SET_TIMEOUT: %w", err))
+			return fmt.Errorf("NBD_SET_TIMEOUT: %w", err)
 		}
 	}
-	if err := ioctl(f, ioctlSetSock, uintptr(kernelEnd)); err != nil {
-		return fail(fmt.Errorf("NBD_SET_SOCK: %w", err))
+	for i, fd := range socks {
+		if err := ioctl(f, ioctlSetSock, uintptr(fd)); err != nil {
+			return fmt.Errorf("NBD_SET_SOCK (connection %d of %d): %w", i+1, len(socks), err)
+		}
 	}
-	sf := os.NewFile(uintptr(serverEnd), "nbd-server")
-	c, err := net.FileConn(sf)
-	sf.Close()
-	if err != nil {
-		unix.Close(kernelEnd)
-		_ = ioctl(f, ioctlClearSock, 0)
-		f.Close()
-		return nil, err
-	}
-	k := &KernelDevice{Path: dev, f: f, done: make(chan struct{})}
-	k.serveWG.Add(1)
-	go func() {
-		defer k.serveWG.Done()
-		_ = s.ServeTransmission(c, e.Name)
-	}()
-	go func() {
-		// NBD_DO_IT blocks until the device is disconnected; the
-		// kernel holds its own reference to the socket.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		k.doErr = ioctl(f, ioctlDoIt, 0)
-		unix.Close(kernelEnd)
-		close(k.done)
-	}()
-	return k, nil
+	return nil
 }
 
 // Detach asks the kernel to disconnect (NBD_DISCONNECT), waits up to

@@ -11,7 +11,7 @@ type KernelDevice struct{ Path string }
 func FreeKernelDevice() (string, error) { return "", ErrNoDevice }
 
 // AttachKernel reports ErrNoDevice outside Linux.
-func (s *Server) AttachKernel(dev, name string, timeout time.Duration) (*KernelDevice, error) {
+func (s *Server) AttachKernel(dev, name string, timeout time.Duration, conns int) (*KernelDevice, error) {
 	return nil, ErrNoDevice
 }
 

@@ -129,3 +129,26 @@ func ParseANALog(b []byte) (chgcnt uint64, groups []ANAGroupDescriptor, err erro
 	}
 	return chgcnt, groups, nil
 }
+
+// ANALogHeader is the ANA log page header (NVMe base spec 2.0 §5.16.1.12,
+// Figure 220): bytes 0-7 CHGCNT, 8-9 NGRPS, 10-15 reserved.
+type ANALogHeader struct {
+	ChangeCount uint64 // CHGCNT
+	NumGroups   int    // NGRPS: group descriptors that follow
+}
+
+// ParseANALogHeader decodes the first ANALogHeaderSize bytes of b (ErrShort
+// when b is shorter). It does not retain b.
+func ParseANALogHeader(b []byte) (ANALogHeader, error) {
+	if len(b) < ANALogHeaderSize {
+		return ANALogHeader{}, ErrShort
+	}
+	le := binary.LittleEndian
+	return ANALogHeader{ChangeCount: le.Uint64(b[0:]), NumGroups: int(le.Uint16(b[8:]))}, nil
+}
+
+// DescriptorsSize is the size of the header and NumGroups descriptors
+// without their NSID lists (what a read with ANALSPRGO returns).
+func (h ANALogHeader) DescriptorsSize() int {
+	return ANALogHeaderSize + h.NumGroups*ANAGroupDescSize
+}

@@ -115,3 +115,23 @@ func TestANALogErrors(t *testing.T) {
 		t.Errorf("state byte %#x", small[32])
 	}
 }
+
+// TestANALogHeaderGolden: CHGCNT at bytes 0-7 and NGRPS at 8-9, little
+// endian (Figure 220); the reserved bytes 10-15 are ignored.
+func TestANALogHeaderGolden(t *testing.T) {
+	b := []byte{
+		0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, // CHGCNT
+		0x03, 0x00, // NGRPS
+		0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, // reserved
+	}
+	h, err := ParseANALogHeader(b)
+	if err != nil || h.ChangeCount != 0x0102030405060708 || h.NumGroups != 3 {
+		t.Fatalf("%+v %v", h, err)
+	}
+	if got := h.DescriptorsSize(); got != 16+3*32 {
+		t.Fatalf("DescriptorsSize %d", got)
+	}
+	if _, err := ParseANALogHeader(b[:15]); err != ErrShort {
+		t.Fatalf("short header: %v", err)
+	}
+}

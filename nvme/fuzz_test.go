@@ -595,3 +595,26 @@ func FuzzAsyncEventNumQueues(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseANALogHeader(f *testing.F) {
+	f.Add(make([]byte, ANALogHeaderSize))
+	f.Add([]byte{1, 2, 3})
+	hostile := make([]byte, ANALogHeaderSize)
+	put16(hostile, 8, 0xFFFF)
+	f.Add(hostile)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := ParseANALogHeader(b)
+		if err != nil {
+			if len(b) >= ANALogHeaderSize {
+				t.Fatalf("error %v on %d bytes", err, len(b))
+			}
+			return
+		}
+		if h.NumGroups < 0 || h.NumGroups > ANAMaxGroups {
+			t.Fatalf("NumGroups %d", h.NumGroups)
+		}
+		if chg, _, _ := ParseANALog(b); chg != h.ChangeCount {
+			t.Fatalf("CHGCNT %d vs ParseANALog %d", h.ChangeCount, chg)
+		}
+	})
+}

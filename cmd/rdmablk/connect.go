@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,6 +26,7 @@ import (
 // attachFlags are the flags of connect.
 type attachFlags struct {
 	cfg        attach.Config
+	transport  string
 	paths      []string
 	runDir     string
 	foreground bool
@@ -46,6 +50,9 @@ it is ready; --foreground keeps it in this process until SIGTERM or
 'rdmablk disconnect NAME'.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkTransport(af.transport); err != nil {
+				return err
+			}
 			if !af.foreground {
 				return connectBackground(cmd, af, g)
 			}
@@ -53,6 +60,7 @@ it is ready; --foreground keeps it in this process until SIGTERM or
 		},
 	}
 	f := cmd.Flags()
+	f.StringVarP(&af.transport, "transport", "t", "rdma", "transport (rdma; as nvme-cli's -t)")
 	f.StringVar(&af.cfg.Name, "name", "", "attachment name (default: derived from the NQN)")
 	f.StringArrayVar(&af.paths, "path", nil, "another address of the same subsystem (multipath; repeatable)")
 	f.Uint32Var(&af.cfg.NSID, "nsid", 0, "namespace ID (default: the first)")
@@ -63,12 +71,23 @@ it is ready; --foreground keeps it in this process until SIGTERM or
 	f.DurationVar(&af.cfg.CtrlLossTimeout, "ctrl-loss-tmo", initiator.DefaultCtrlLossTimeout, "fail I/O with EIO after no path for this long (negative: never)")
 	f.DurationVar(&af.cfg.IOTimeout, "io-timeout", 0, "kernel nbd request timeout (0: kernel default)")
 	f.StringVar(&af.cfg.NetNS, "netns", "", "network namespace for the RDMA resources (see README: rdma system set netns exclusive)")
-	f.IntVar(&af.cfg.Queues, "queues", 0, "I/O queues per path (default 16: each in-flight NBD request holds one)")
-	f.IntVar(&af.cfg.QueueDepth, "queue-depth", 0, "queue depth (default 16)")
+	f.IntVar(&af.cfg.Queues, "queues", 0, fmt.Sprintf("I/O queues per path, shared by all NBD requests; one kernel NBD connection each (default min(%d, CPUs))", initiator.DefaultIOQueues))
+	f.IntVar(&af.cfg.QueueDepth, "queue-depth", 0, fmt.Sprintf("commands in flight per queue (default %d)", initiator.DefaultQueueDepth))
 	f.StringVar(&af.runDir, "run-dir", attach.DefaultRunDir(), "directory of attachment state and sockets")
 	f.BoolVar(&af.foreground, "foreground", false, "run the attachment in this process")
 	f.StringVar(&af.logLevel, "log-level", "info", "log level (debug, info, warn, error)")
 	return cmd
+}
+
+// checkTransport accepts nvme-cli's -t values this initiator speaks.
+func checkTransport(t string) error {
+	switch t {
+	case "rdma":
+		return nil
+	case "tcp":
+		return errors.New("transport tcp is not supported yet: rdmablk connects over RDMA only (-t rdma); for NVMe/TCP use the kernel host: nvme connect -t tcp")
+	}
+	return fmt.Errorf("unknown transport %q: rdmablk supports -t rdma", t)
 }
 
 // resolveNQN returns --nqn or the first NVM subsystem of the discovery log.
@@ -173,6 +192,7 @@ func connectBackground(cmd *cobra.Command, af *attachFlags, g *globals) error {
 		return err
 	}
 	defer lf.Close()
+	logStart, _ := lf.Seek(0, io.SeekEnd)
 	child := exec.Command(self, args...)
 	child.Stdout, child.Stderr = lf, lf
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -187,6 +207,9 @@ func connectBackground(cmd *cobra.Command, af *attachFlags, g *globals) error {
 	for {
 		select {
 		case err := <-exited:
+			if msg := startError(logPath, logStart); msg != "" {
+				return fmt.Errorf("attachment %s failed to start: %s (log: %s)", name, msg, logPath)
+			}
 			return fmt.Errorf("attachment %s exited during start (%v); see %s", name, err, logPath)
 		case <-deadline:
 			return fmt.Errorf("attachment %s not ready in time; see %s", name, logPath)
@@ -195,16 +218,42 @@ func connectBackground(cmd *cobra.Command, af *attachFlags, g *globals) error {
 		entries, _ := attach.List(af.runDir)
 		for _, e := range entries {
 			if e.Name == name && e.Status != nil {
-				fmt.Printf("%s: pid %d, socket %s", name, e.PID, e.Status.Socket)
-				if e.Status.Device != "" {
-					fmt.Printf(", device %s", e.Status.Device)
+				st := e.Status
+				fmt.Printf("%s: %s (%d-byte blocks), %d queues × %d, NBD socket %s, pid %d\n",
+					name, humanBytes(st.Size), st.BlockSize, st.Queues, st.QueueDepth, st.Socket, e.PID)
+				if st.Device != "" {
+					fmt.Printf("device: %s\n", st.Device)
+				} else {
+					fmt.Printf("device: none: %s\n", st.DeviceNote)
 				}
-				fmt.Printf(", %s (%d-byte blocks)\n", humanBytes(e.Status.Size), e.Status.BlockSize)
 				_ = child.Process.Release()
 				return nil
 			}
 		}
 	}
+}
+
+// startError returns the error line the attachment process printed
+// ("rdmablk: ...") in its log after offset, without the prefix; "" when
+// there is none.
+func startError(logPath string, offset int64) string {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return ""
+	}
+	last := ""
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if l, ok := strings.CutPrefix(sc.Text(), "rdmablk: "); ok {
+			last = l
+		}
+	}
+	return last
 }
 
 // newServe runs the attachments of a configuration file (the service mode).

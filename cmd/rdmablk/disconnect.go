@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,15 +10,37 @@ import (
 	"github.com/rdmablk/rdmablk/internal/attach"
 )
 
-func newDisconnect(_ *globals) *cobra.Command {
+func newDisconnect(g *globals) *cobra.Command {
 	var runDir string
 	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "disconnect NAME...",
+		Use:   "disconnect [NAME...] | -n NQN",
 		Short: "Stop attachments: detach /dev/nbdX, stop the NBD export, flush and disconnect",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `disconnect stops attachments by name, or every attachment of the subsystem
+given with -n/--nqn (as nvme-cli's disconnect -n).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			for _, name := range args {
+			names := args
+			if g.nqn != "" {
+				if len(args) > 0 {
+					return errors.New("give attachment names or -n NQN, not both")
+				}
+				entries, err := attach.List(runDir)
+				if err != nil {
+					return err
+				}
+				for _, e := range entries {
+					if e.Status != nil && e.Status.NQN == g.nqn {
+						names = append(names, e.Name)
+					}
+				}
+				if len(names) == 0 {
+					return fmt.Errorf("no attachment of %s in %s (rdmablk list)", g.nqn, runDir)
+				}
+			}
+			if len(names) == 0 {
+				return errors.New("name the attachments to disconnect, or give -n NQN (rdmablk list shows them)")
+			}
+			for _, name := range names {
 				if err := attach.Disconnect(runDir, name, timeout); err != nil {
 					return err
 				}

@@ -16,7 +16,7 @@ func newList(g *globals) *cobra.Command {
 	var runDir string
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List attachments: device, socket, paths and their state, queues, in-flight I/O",
+		Short: "List attachments: frontend, device, queues, in-flight I/O, replays, current IOPS and paths",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			entries, err := attach.List(runDir)
@@ -35,10 +35,10 @@ func newList(g *globals) *cobra.Command {
 				return enc.Encode(out)
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tDEVICE\tSOCKET\tSIZE\tPATHS (addr state ana cntlid queues)\tIN-FLIGHT\tREPLAYS")
+			fmt.Fprintln(tw, "NAME\tFRONTEND\tDEVICE\tSIZE\tQUEUES\tIN-FLIGHT\tREPLAYS\tIOPS\tPATHS (addr state ana cntlid)")
 			for _, e := range entries {
 				if e.Status == nil {
-					fmt.Fprintf(tw, "%s\t-\t-\t-\tnot answering (pid %d): %v\t-\t-\n", e.Name, e.PID, e.Err)
+					fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\tnot answering (pid %d): %v\n", e.Name, e.PID, e.Err)
 					continue
 				}
 				s := e.Status
@@ -48,13 +48,14 @@ func newList(g *globals) *cobra.Command {
 					if p.Preferred {
 						mark = "*"
 					}
-					ps = append(ps, fmt.Sprintf("%s%s %s %s %d %d", mark, p.Addr, p.State, p.ANA, p.CNTLID, p.Queues))
+					ps = append(ps, fmt.Sprintf("%s%s %s %s %d", mark, p.Addr, p.State, p.ANA, p.CNTLID))
 				}
 				dev := s.Device
 				if dev == "" {
-					dev = "-"
+					dev = "- (socket " + s.Socket + ")"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\n", s.Name, dev, s.Socket, humanBytes(s.Size), strings.Join(ps, "; "), s.InFlight, s.Replays)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d×%d\t%d\t%d\t%.0f\t%s\n", s.Name, s.Frontend, dev, humanBytes(s.Size),
+					s.Queues, s.QueueDepth, s.InFlight, s.Replays, s.IOPS, strings.Join(ps, "; "))
 			}
 			return tw.Flush()
 		},

@@ -101,6 +101,14 @@ func TestRunListDisconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
+	entries, err := attach.List(dir)
+	if err != nil || len(entries) != 1 || entries[0].Status == nil {
+		t.Fatalf("list: %+v %v", entries, err)
+	}
+	st = entries[0].Status
+	if st.Frontend != "nbd" || st.Queues != 1 || st.QueueDepth != 8 || st.Requests < 1 || st.DeviceNote == "" {
+		t.Fatalf("status after one write: %+v", st)
+	}
 	if err := attach.Disconnect(dir, "v0", 30*time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -31,21 +31,31 @@ type PathStatus struct {
 
 // Status is what GET /status returns.
 type Status struct {
-	Name        string       `json:"name"`
-	NQN         string       `json:"nqn"`
-	NSID        uint32       `json:"nsid"`
-	PID         int          `json:"pid"`
-	Socket      string       `json:"socket"`
-	TCP         string       `json:"tcp,omitempty"`
-	Device      string       `json:"device,omitempty"`
-	Size        int64        `json:"size"`
-	BlockSize   int          `json:"block_size"`
-	Paths       []PathStatus `json:"paths"`
-	InFlight    int64        `json:"in_flight"`
-	Replays     uint64       `json:"replays"`
-	NBDConns    int64        `json:"nbd_conns"`
-	NBDRequests uint64       `json:"nbd_requests"`
-	Started     time.Time    `json:"started"`
+	Name      string       `json:"name"`
+	NQN       string       `json:"nqn"`
+	NSID      uint32       `json:"nsid"`
+	PID       int          `json:"pid"`
+	Socket    string       `json:"socket"`
+	TCP       string       `json:"tcp,omitempty"`
+	Device    string       `json:"device,omitempty"`
+	Size      int64        `json:"size"`
+	BlockSize int          `json:"block_size"`
+	Paths     []PathStatus `json:"paths"`
+	// Frontend is how the namespace reaches the block layer ("nbd").
+	Frontend string `json:"frontend"`
+	// DeviceNote says why there is no kernel device (Device empty).
+	DeviceNote string `json:"device_note,omitempty"`
+	// Queues and QueueDepth of the current path's controller; NBDConns
+	// counts the kernel's connections too (one per I/O queue).
+	Queues      int       `json:"queues"`
+	QueueDepth  int       `json:"queue_depth"`
+	InFlight    int64     `json:"in_flight"`
+	Replays     uint64    `json:"replays"`
+	Requests    uint64    `json:"requests"`
+	IOPS        float64   `json:"iops"` // requests completed per second over the last second
+	NBDConns    int64     `json:"nbd_conns"`
+	NBDRequests uint64    `json:"nbd_requests"`
+	Started     time.Time `json:"started"`
 }
 
 // Attachment is a running attachment.
@@ -62,17 +72,24 @@ type Attachment struct {
 	ctlLn  net.Listener
 	serveW sync.WaitGroup
 
+	deviceNote string // why there is no kernel device
+
+	iopsMu   sync.Mutex // guards iops and the last sample
+	iops     float64
+	lastReq  uint64
+	lastTime time.Time
+
 	stopOnce sync.Once
 	stopped  chan struct{} // closed when Stop finished
 	request  chan struct{} // closed on a disconnect request
 	reqOnce  sync.Once
 }
 
-// Default queue shape of an attachment's controllers (see Start).
-const (
-	DefaultQueues     = 16
-	DefaultQueueDepth = 16
-)
+// An attachment's controllers use the initiator's queue shape unless the
+// Config sets one: min(initiator.DefaultIOQueues, GOMAXPROCS) queues of
+// initiator.DefaultQueueDepth. Every NBD connection's requests share all
+// queues (the session's submission layer multiplexes them), so a few deep
+// queues serve any number of requests in flight.
 
 // Start opens the session (waiting for a first path within
 // opts.ConnectTimeout), serves the NBD export, attaches the kernel device
@@ -88,11 +105,7 @@ func Start(ctx context.Context, cfg Config, opts initiator.Options, runDir strin
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	// The session's blocking calls each borrow a whole I/O queue, so the
-	// number of queues bounds the NBD requests in flight: an attachment
-	// defaults to many shallow queues (16 × 16) rather than the
-	// initiator's few deep ones; the target may grant fewer.
-	opts.IOQueues, opts.QueueDepth = DefaultQueues, DefaultQueueDepth
+	opts.IOQueues, opts.QueueDepth = 0, 0 // the initiator's defaults
 	if cfg.Queues > 0 {
 		opts.IOQueues = cfg.Queues
 	}
@@ -141,19 +154,21 @@ func Start(ctx context.Context, cfg Config, opts initiator.Options, runDir strin
 	}
 	switch cfg.Device {
 	case "none":
+		a.deviceNote = "no kernel device requested (--device none)"
 	default:
 		dev := cfg.Device
 		if dev == "auto" {
 			dev = ""
 		}
-		k, err := a.srv.AttachKernel(dev, cfg.Name, cfg.IOTimeout)
+		// One NBD connection per I/O queue (NBD_FLAG_CAN_MULTI_CONN).
+		k, err := a.srv.AttachKernel(dev, cfg.Name, cfg.IOTimeout, max(1, sess.Stats().Queues))
 		switch {
 		case err == nil:
 			a.kdev = k
 			a.log.Info("attached kernel device", "device", k.Path)
 		case errors.Is(err, nbd.ErrNoDevice) && cfg.Device == "auto":
-			a.log.Info("no kernel nbd device (module not loaded?); serving NBD clients only",
-				"socket", cfg.Socket, "manual", fmt.Sprintf("nbd-client -unix %s /dev/nbd0 -N %s", cfg.Socket, cfg.Name))
+			a.deviceNote = noDeviceNote(err, cfg)
+			a.log.Info("no kernel nbd device; serving NBD clients only", "why", a.deviceNote, "socket", cfg.Socket)
 		default:
 			return fail(err)
 		}
@@ -164,6 +179,8 @@ func Start(ctx context.Context, cfg Config, opts initiator.Options, runDir strin
 	if err := a.writeState(); err != nil {
 		return fail(err)
 	}
+	a.lastTime = time.Now()
+	go a.sampleIOPS()
 	a.log.Info("attachment ready", "nqn", cfg.NQN, "paths", cfg.Paths, "socket", cfg.Socket, "size", sess.Size())
 	return a, nil
 }
@@ -188,10 +205,15 @@ func (a *Attachment) Disconnected() <-chan struct{} { return a.request }
 
 // Status reports the attachment's state.
 func (a *Attachment) Status() Status {
+	ss := a.sess.Stats()
+	a.iopsMu.Lock()
+	iops := a.iops
+	a.iopsMu.Unlock()
 	st := Status{
 		Name: a.cfg.Name, NQN: a.cfg.NQN, NSID: a.sess.NSID(), PID: os.Getpid(), Socket: a.cfg.Socket, TCP: a.cfg.TCP,
-		Size: a.sess.Size(), BlockSize: a.sess.BlockSize(), InFlight: a.sess.InFlight(), Replays: a.sess.Replays(),
-		Started: a.started,
+		Size: a.sess.Size(), BlockSize: a.sess.BlockSize(), Frontend: "nbd", DeviceNote: a.deviceNote,
+		Queues: ss.Queues, QueueDepth: ss.QueueDepth, InFlight: ss.InFlight, Replays: ss.Replays,
+		Requests: ss.Requests, IOPS: iops, Started: a.started,
 	}
 	if a.kdev != nil {
 		st.Device = a.kdev.Path
@@ -203,6 +225,38 @@ func (a *Attachment) Status() Status {
 			CNTLID: p.CNTLID, Queues: p.Queues, Connects: p.Connects, Preferred: p.Preferred, LastError: p.LastError})
 	}
 	return st
+}
+
+// sampleIOPS updates the IOPS figure once a second until Stop.
+func (a *Attachment) sampleIOPS() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.stopped:
+			return
+		case now := <-t.C:
+			req := a.sess.Stats().Requests
+			a.iopsMu.Lock()
+			if d := now.Sub(a.lastTime).Seconds(); d > 0 {
+				a.iops = float64(req-a.lastReq) / d
+			}
+			a.lastReq, a.lastTime = req, now
+			a.iopsMu.Unlock()
+		}
+	}
+}
+
+// noDeviceNote explains a missing /dev/nbdX and what to do instead.
+func noDeviceNote(err error, cfg Config) string {
+	why := "no free /dev/nbdX"
+	if _, serr := os.Stat("/sys/module/nbd"); serr != nil {
+		why = "the nbd kernel module is not loaded (modprobe nbd)"
+	} else if os.Geteuid() != 0 {
+		why = "attaching /dev/nbdX needs root (CAP_SYS_ADMIN)"
+	}
+	return fmt.Sprintf("%s; the export still serves NBD clients: nbd-client -unix %s /dev/nbd0 -N %s (%v)",
+		why, cfg.Socket, cfg.Name, err)
 }
 
 // Stop detaches the kernel device (the kernel flushes first), stops the

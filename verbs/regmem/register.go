@@ -53,6 +53,10 @@ func (g *Registration) Regions() int { return len(g.mrs) }
 // LKey is the local key of the memory region holding byte off.
 func (g *Registration) LKey(off int) uint32 { return g.mrs[off/g.chunk].LKey() }
 
+// RKey is the remote key of the memory region holding byte off (for a
+// keyed SGL that lets the peer RDMA READ or WRITE it).
+func (g *Registration) RKey(off int) uint32 { return g.mrs[off/g.chunk].RKey() }
+
 // Addr is the address work requests use for byte off.
 func (g *Registration) Addr(off int) uint64 {
 	i := off / g.chunk

@@ -1,4 +1,4 @@
-package initiator_test
+package e2e
 
 import (
 	"testing"

@@ -1,9 +1,10 @@
-package initiator_test
+package e2e
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -687,7 +688,8 @@ func TestE2ERejectedByTarget(t *testing.T) {
 func TestE2ENamespaceChangeRescans(t *testing.T) {
 	e := newEnv(t, envConfig{profile: soft.ProfileDefault})
 	rescans := make(chan error, 4)
-	o := initiator.WithTestHooks(e.opts(), func(err error) { rescans <- err }, nil)
+	o := e.opts()
+	o.OnRescan = func(err error) { rescans <- err }
 	c := e.connect(t, o)
 	if n := len(c.Namespaces()); n != 1 {
 		t.Fatalf("%d namespaces", n)
@@ -740,12 +742,13 @@ func TestE2ENamespaceChangeRescans(t *testing.T) {
 func TestE2EKeepAlive(t *testing.T) {
 	e := newEnv(t, envConfig{profile: soft.ProfileDefault})
 	kept := make(chan error, 16)
-	o := initiator.WithTestHooks(e.opts(), nil, func(err error) {
+	o := e.opts()
+	o.OnKeepAlive = func(err error) {
 		select {
 		case kept <- err:
 		default:
 		}
-	})
+	}
 	o.KeepAlive = 100 * time.Millisecond
 	c := e.connect(t, o)
 	for i := 0; i < 3; i++ {
@@ -785,22 +788,46 @@ func BenchmarkReadAt4K(b *testing.B) {
 	})
 }
 
-// TestAdminExecAfterLossReturns: an admin command issued after the
-// controller died — after the admin poller has failed what was
-// outstanding — must return the dead-controller error, not wait forever
-// (the asynchronous event loop re-issues its request in exactly that
-// window during Close).
+// TestAdminExecAfterLossReturns: admin commands issued after the
+// controller died (every connection cut) return the dead-controller error
+// promptly, never wait forever — also in the window where the admin
+// poller is failing what was outstanding (the asynchronous event loop
+// re-issues its request in exactly that window during Close).
 func TestAdminExecAfterLossReturns(t *testing.T) {
 	e := newEnv(t, envConfig{profile: soft.ProfileDefault, blockSize: 4096, blocks: 64})
-	c := e.connect(t, e.opts())
+	rec := &qpRecorder{Provider: e.hostP}
+	o := e.opts()
+	o.Provider = rec
+	c := e.connect(t, o)
+	if c.Identify().CMIC&nvme.CMICANA == 0 {
+		t.Fatal("the target does not report ANA: ANAState would not reach the admin queue")
+	}
+	rec.cutAll(e.addr)
 	done := make(chan error, 1)
-	go func() { done <- initiator.LoseAndKeepAlive(c, 50) }()
+	go func() {
+		<-c.Done()
+		for range 50 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			_, err := c.ANAState(ctx, 1)
+			expired := ctx.Err() != nil
+			cancel()
+			if err == nil {
+				done <- errors.New("admin command succeeded on a lost controller")
+				return
+			}
+			if expired {
+				done <- fmt.Errorf("admin command on a lost controller waited for its deadline: %w", err)
+				return
+			}
+		}
+		done <- nil
+	}()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("admin command on a lost controller never returned")
 	}
 }

@@ -1,4 +1,4 @@
-package initiator_test
+package e2e
 
 import (
 	"context"
@@ -62,25 +62,17 @@ func startLoad(t *testing.T, s *initiator.Session, workers int) *verifyload.Load
 func TestSessionQPErrorReplayed(t *testing.T) {
 	forProfiles(t, func(t *testing.T, p soft.Profile) {
 		e := newEnv(t, envConfig{profile: p, blockSize: 512, blocks: 16384})
-		s := e.session(t, []string{e.addr}, nil)
+		rec := &qpRecorder{Provider: e.hostP}
+		s := e.session(t, []string{e.addr}, func(o *initiator.SessionOptions) { o.Provider = rec })
 		load := startLoad(t, s, 4)
-		for round := 0; round < 3; round++ {
+		// At least 3 rounds, and more until one hit a command in flight.
+		for round := 0; round < 3 || s.Replays() == 0 && round < 20; round++ {
 			load.WaitOps(50)
-			c := initiator.SessionController(s, 0)
-			if c == nil {
-				t.Fatal("no live controller")
+			connects := s.Paths()[0].Connects
+			if rec.injectAll() == 0 {
+				t.Fatal("no QP to inject an error into")
 			}
-			for _, qp := range initiator.QueuePairs(c) {
-				if err := soft.InjectQPError(qp); err != nil {
-					t.Fatal(err)
-				}
-			}
-			select {
-			case <-c.Done():
-			case <-time.After(30 * time.Second):
-				t.Fatal("controller not lost after QP errors")
-			}
-			verifyload.WaitPath(t, s, 0, initiator.PathLive, true, 30*time.Second)
+			waitConnects(t, s, 0, connects, 30*time.Second)
 		}
 		load.WaitOps(50)
 		load.Finish()
@@ -145,7 +137,8 @@ func TestSessionMultipathFailoverFailback(t *testing.T) {
 		e := newEnv(t, envConfig{profile: p, blockSize: 512, blocks: 16384})
 		const addrB = "192.0.2.2:4420"
 		e.listen(t, addrB, 2)
-		s := e.session(t, []string{e.addr, addrB}, nil)
+		rec := &qpRecorder{Provider: e.hostP}
+		s := e.session(t, []string{e.addr, addrB}, func(o *initiator.SessionOptions) { o.Provider = rec })
 		verifyload.WaitPath(t, s, 1, initiator.PathLive, false, 30*time.Second)
 		verifyload.WaitPath(t, s, 0, initiator.PathLive, true, 30*time.Second)
 		if !s.Paths()[0].Preferred {
@@ -156,11 +149,8 @@ func TestSessionMultipathFailoverFailback(t *testing.T) {
 
 		// Fail over: the preferred path's listener goes away and its
 		// connections are cut.
-		c := initiator.SessionController(s, 0)
 		e.ln.Close()
-		for _, id := range initiator.ConnIDs(c) {
-			_ = soft.CutLink(id)
-		}
+		rec.cutAll(e.addr)
 		verifyload.WaitPath(t, s, 1, initiator.PathLive, true, 30*time.Second)
 		load.WaitOps(100)
 		if st := s.Paths()[0].State; st == initiator.PathLive {

@@ -1,0 +1,346 @@
+package initiator
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+)
+
+// queueMux is the submission layer of one I/O queue, shared by any number
+// of callers (DESIGN.md §3): callers push commands onto a lock-free
+// intake, and the queue's goroutine (run) owns the IOQueue, takes
+// commands into a local FIFO, issues up to Depth of them into its slot
+// table, reaps completions and finishes each command. No caller ever owns
+// the queue.
+//
+// The goroutine touches the qpair only while it has commands; an idle mux
+// sleeps on wake and leaves the queue alone, so the raw IOQueue API stays
+// usable on a controller whose multiplexed API is not in use.
+type queueMux struct {
+	c *Controller
+	q *IOQueue
+
+	// head is the intake: a Treiber stack pushed by any goroutine (push)
+	// and taken whole by run. muxClosed marks a mux that takes nothing
+	// more (its controller is dead).
+	head atomic.Pointer[cmd]
+	wake chan struct{} // capacity 1: "the intake is not empty"
+
+	// Owned by run.
+	fifo, tail *cmd // commands taken, not yet issued, in order
+	ios        []IO // one per slot
+	cmds       []*cmd
+	free       []int // free slot indices
+	done       []*IO
+	busy       int
+
+	// Published for Stats (written by run only).
+	inFlight  atomic.Int32
+	completed atomic.Uint64
+}
+
+// muxClosed is the intake head of a mux that takes no more commands.
+var muxClosed = new(cmd)
+
+func newQueueMux(c *Controller, q *IOQueue) *queueMux {
+	d := q.Depth()
+	m := &queueMux{c: c, q: q, wake: make(chan struct{}, 1),
+		ios: make([]IO, d), cmds: make([]*cmd, d), free: make([]int, 0, d), done: make([]*IO, d)}
+	for i := d - 1; i >= 0; i-- {
+		m.free = append(m.free, i)
+	}
+	return m
+}
+
+// push hands x to the queue. Any goroutine; it never blocks. False when
+// the mux is closed (the caller finishes x).
+func (m *queueMux) push(x *cmd) bool {
+	for {
+		h := m.head.Load()
+		if h == muxClosed {
+			return false
+		}
+		x.next = h
+		if m.head.CompareAndSwap(h, x) {
+			break
+		}
+	}
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// take moves the intake into the FIFO, oldest first.
+func (m *queueMux) take() {
+	h := m.head.Swap(nil)
+	if h == muxClosed { // cannot happen before shut; keep it closed
+		m.head.Store(muxClosed)
+		return
+	}
+	m.appendReversed(h)
+}
+
+// appendReversed appends a LIFO list to the FIFO in reverse (push) order.
+func (m *queueMux) appendReversed(h *cmd) {
+	var rev *cmd
+	for h != nil {
+		n := h.next
+		h.next = rev
+		rev = h
+		h = n
+	}
+	for rev != nil {
+		n := rev.next
+		rev.next = nil
+		if m.tail == nil {
+			m.fifo = rev
+		} else {
+			m.tail.next = rev
+		}
+		m.tail = rev
+		rev = n
+	}
+}
+
+func (m *queueMux) pop() *cmd {
+	x := m.fifo
+	m.fifo = x.next
+	if m.fifo == nil {
+		m.tail = nil
+	}
+	x.next = nil
+	return x
+}
+
+func (m *queueMux) pushFront(x *cmd) {
+	x.next = m.fifo
+	m.fifo = x
+	if m.tail == nil {
+		m.tail = x
+	}
+}
+
+// run is the queue's goroutine (one per I/O queue, in Controller.bg). It
+// returns once the controller is dead and every command it took has been
+// finished.
+func (m *queueMux) run() {
+	defer m.c.bg.Done()
+	q := m.q
+	for {
+		m.take()
+		if m.fifo == nil && m.busy == 0 {
+			if m.c.isDead() {
+				m.shut()
+				return
+			}
+			select {
+			case <-m.wake:
+			case <-m.c.done:
+			}
+			continue
+		}
+		m.issue()
+		n := q.reap(m.done)
+		for _, io := range m.done[:n] {
+			m.finish(io)
+		}
+		if n > 0 {
+			m.completed.Add(uint64(n))
+		}
+		m.inFlight.Store(int32(m.busy))
+		if n > 0 || m.busy == 0 || q.q.err != nil || m.c.isDead() {
+			continue
+		}
+		m.sleep()
+	}
+}
+
+// sleep waits for a completion or a new command: a short spin, then an
+// armed CQ.
+func (m *queueMux) sleep() {
+	q := m.q
+	for k := 0; k < spinPolls; k++ {
+		runtime.Gosched()
+		if q.q.poll() > 0 && q.rLen > 0 || q.q.err != nil || m.head.Load() != nil {
+			return
+		}
+	}
+	if err := q.q.cq.ReqNotify(); err != nil {
+		q.q.fail(fmt.Errorf("%w: queue %d: arm CQ: %w", ErrControllerLost, q.q.qid, err))
+		return
+	}
+	// A completion that arrived before the arm raises no event.
+	if q.q.poll() > 0 && q.rLen > 0 || q.q.err != nil || m.head.Load() != nil {
+		return
+	}
+	select {
+	case <-q.q.cq.Notify():
+	case <-m.wake:
+	case <-m.c.done:
+	}
+}
+
+// issue submits FIFO commands while slots and buffers are free.
+func (m *queueMux) issue() {
+	q := m.q
+	for m.fifo != nil && len(m.free) > 0 {
+		x := m.pop()
+		if !m.fit(x) {
+			x.last = m.c
+			x.done(fmt.Errorf("%w: %s of %d blocks does not fit queue %d (MaxTransfer %d)", ErrInvalid, x.op, x.blocks, q.index, q.maxTransfer))
+			continue
+		}
+		var buf *Buffer
+		if x.op == IORead || x.op == IOWrite {
+			b, ok := q.pool.alloc()
+			if !ok { // the raw API holds buffers: wait for completions
+				m.pushFront(x)
+				return
+			}
+			buf = b
+			if x.op == IOWrite {
+				copy(buf.b, x.data)
+			}
+		}
+		k := m.free[len(m.free)-1]
+		io := &m.ios[k]
+		*io = IO{Op: x.op, NSID: x.nsid, LBA: x.lba, Blocks: uint32(x.blocks), FUA: x.fua, Buf: buf, User: uint64(k)}
+		if err := q.submit(io, false); err != nil {
+			q.pool.release(buf)
+			if err == ErrQueueFull {
+				m.pushFront(x)
+				return
+			}
+			x.last = m.c
+			if err == ErrControllerLost || err == ErrClosed {
+				err = m.c.failErr()
+			}
+			x.done(err)
+			continue
+		}
+		m.free = m.free[:len(m.free)-1]
+		m.cmds[k] = x
+		m.busy++
+	}
+}
+
+// fit splits x when it exceeds one command of this queue, putting the
+// rest back at the front of the FIFO. False when not even one block fits.
+func (m *queueMux) fit(x *cmd) bool {
+	var per uint64
+	switch x.op {
+	case IORead, IOWrite:
+		per = maxBlocksPerCommand(x.op, x.r.bs, m.q.maxTransfer)
+	case IOWriteZeroes, IODeallocate:
+		per = maxBlocksPerCommand(x.op, x.r.bs, m.q.maxTransfer)
+	default:
+		return true
+	}
+	if per == 0 {
+		return false
+	}
+	if x.blocks <= per {
+		return true
+	}
+	rest := x.r.newCmd(x.lba+per, x.blocks-per, uint64(x.r.Off)/uint64(x.r.bs))
+	x.r.pending.Add(1)
+	x.blocks = per
+	if x.data != nil {
+		x.data = x.data[:int(per)*x.r.bs]
+	}
+	m.pushFront(rest)
+	return true
+}
+
+// finish completes the command of a reaped IO.
+func (m *queueMux) finish(io *IO) {
+	k := int(io.User)
+	x := m.cmds[k]
+	m.cmds[k] = nil
+	m.free = append(m.free, k)
+	m.busy--
+	var err error
+	if io.Err != nil {
+		err = m.c.failErr()
+	} else if !io.Status.OK() {
+		err = statusErr(x.op.String(), io.Status)
+	}
+	if err == nil && x.op == IORead {
+		copy(x.data, io.Buf.b)
+	}
+	m.q.pool.release(io.Buf)
+	if err != nil {
+		x.last = m.c
+	}
+	x.done(err)
+}
+
+// shut closes the intake and fails every command it still holds with
+// the controller's error. Called by run once the controller is dead and
+// nothing is in flight.
+func (m *queueMux) shut() {
+	h := m.head.Swap(muxClosed)
+	m.appendReversed(h)
+	err := m.c.failErr()
+	for m.fifo != nil {
+		x := m.pop()
+		x.last = m.c
+		x.done(err)
+	}
+	m.inFlight.Store(0)
+}
+
+// route hands x to one of the controller's queues (round robin). It never
+// blocks; on a dead controller x is finished with its error.
+func (c *Controller) route(x *cmd) {
+	if len(c.muxes) == 0 {
+		x.last = c
+		x.done(fmt.Errorf("%w: controller has no I/O queues", ErrNotSupported))
+		return
+	}
+	i := c.rr.Add(1) % uint32(len(c.muxes))
+	if !c.muxes[i].push(x) {
+		x.last = c
+		x.done(c.failErr())
+	}
+}
+
+// failErr is the error of a command failed by a dead controller: ErrClosed
+// after Close, else the loss cause (wrapping ErrControllerLost).
+func (c *Controller) failErr() error {
+	if err := c.Err(); err != nil {
+		return err
+	}
+	return ErrControllerLost
+}
+
+// startMuxes starts one submission goroutine per I/O queue (Connect).
+func (c *Controller) startMuxes() {
+	c.muxes = make([]*queueMux, len(c.queues))
+	for i, q := range c.queues {
+		c.muxes[i] = newQueueMux(c, q)
+	}
+	for _, m := range c.muxes {
+		c.bg.Add(1)
+		go m.run()
+	}
+}
+
+// QueueStats is a snapshot of one I/O queue's multiplexed use.
+type QueueStats struct {
+	Depth     int    // slots in the queue's slot table
+	InFlight  int    // commands in the queue's slot table now
+	Completed uint64 // commands completed through the multiplexed API
+}
+
+// QueueStats returns the per-queue counters of the multiplexed API. Any
+// goroutine; it does not block.
+func (c *Controller) QueueStats() []QueueStats {
+	out := make([]QueueStats, len(c.muxes))
+	for i, m := range c.muxes {
+		out[i] = QueueStats{Depth: m.q.Depth(), InFlight: int(m.inFlight.Load()), Completed: m.completed.Load()}
+	}
+	return out
+}
