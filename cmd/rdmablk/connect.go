@@ -19,14 +19,12 @@ import (
 
 	"github.com/rdmablk/rdmablk/initiator"
 	"github.com/rdmablk/rdmablk/internal/attach"
-	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/verbs/providers"
 )
 
 // attachFlags are the flags of connect.
 type attachFlags struct {
 	cfg        attach.Config
-	transport  string
 	paths      []string
 	runDir     string
 	foreground bool
@@ -50,9 +48,6 @@ it is ready; --foreground keeps it in this process until SIGTERM or
 'rdmablk disconnect NAME'.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkTransport(af.transport); err != nil {
-				return err
-			}
 			if !af.foreground {
 				return connectBackground(cmd, af, g)
 			}
@@ -60,7 +55,6 @@ it is ready; --foreground keeps it in this process until SIGTERM or
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&af.transport, "transport", "t", "rdma", "transport (rdma; as nvme-cli's -t)")
 	f.StringVar(&af.cfg.Name, "name", "", "attachment name (default: derived from the NQN)")
 	f.StringArrayVar(&af.paths, "path", nil, "another address of the same subsystem (multipath; repeatable)")
 	f.Uint32Var(&af.cfg.NSID, "nsid", 0, "namespace ID (default: the first)")
@@ -77,34 +71,6 @@ it is ready; --foreground keeps it in this process until SIGTERM or
 	f.BoolVar(&af.foreground, "foreground", false, "run the attachment in this process")
 	f.StringVar(&af.logLevel, "log-level", "info", "log level (debug, info, warn, error)")
 	return cmd
-}
-
-// checkTransport accepts nvme-cli's -t values this initiator speaks.
-func checkTransport(t string) error {
-	switch t {
-	case "rdma":
-		return nil
-	case "tcp":
-		return errors.New("transport tcp is not supported yet: rdmablk connects over RDMA only (-t rdma); for NVMe/TCP use the kernel host: nvme connect -t tcp")
-	}
-	return fmt.Errorf("unknown transport %q: rdmablk supports -t rdma", t)
-}
-
-// resolveNQN returns --nqn or the first NVM subsystem of the discovery log.
-func resolveNQN(ctx context.Context, g *globals, opts initiator.Options) (string, error) {
-	if g.nqn != "" {
-		return g.nqn, nil
-	}
-	entries, err := initiator.Discover(ctx, g.addr(), opts)
-	if err != nil {
-		return "", fmt.Errorf("discover (to pick a subsystem; or pass --nqn): %w", err)
-	}
-	for _, e := range entries {
-		if e.SubType == nvme.SubTypeNVM {
-			return e.SubNQN, nil
-		}
-	}
-	return "", fmt.Errorf("the discovery log at %s lists no NVM subsystem", g.addr())
 }
 
 // defaultName derives an attachment name from the NQN's last component.
@@ -143,7 +109,9 @@ func connectForeground(ctx context.Context, af *attachFlags, g *globals) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	cctx, cancel := context.WithTimeout(ctx, 2*g.timeout)
-	nqn, err := resolveNQN(cctx, g, opts)
+	// The subsystem and where it lives: the discovery record's address,
+	// as nvme connect-all does (root.go resolveTarget).
+	nqn, addr, err := g.resolveTarget(cctx, opts)
 	cancel()
 	if err != nil {
 		return err
@@ -153,7 +121,7 @@ func connectForeground(ctx context.Context, af *attachFlags, g *globals) error {
 	if cfg.Name == "" {
 		cfg.Name = defaultName(nqn)
 	}
-	cfg.Paths = append([]string{g.addr()}, af.paths...)
+	cfg.Paths = append([]string{addr}, af.paths...)
 	return attach.Run(ctx, []attach.Config{cfg}, opts, af.runDir, log)
 }
 
@@ -165,7 +133,7 @@ func connectBackground(cmd *cobra.Command, af *attachFlags, g *globals) error {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), 2*g.timeout)
-	nqn, err := resolveNQN(ctx, g, opts)
+	nqn, _, err := g.resolveTarget(ctx, opts)
 	cancel()
 	if err != nil {
 		return err

@@ -7,18 +7,6 @@ import (
 	"testing"
 )
 
-func TestCheckTransport(t *testing.T) {
-	if err := checkTransport("rdma"); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkTransport("tcp"); err == nil || !strings.Contains(err.Error(), "not supported yet") {
-		t.Fatalf("tcp: %v", err)
-	}
-	if err := checkTransport("fc"); err == nil || !strings.Contains(err.Error(), "-t rdma") {
-		t.Fatalf("fc: %v", err)
-	}
-}
-
 // TestStartErrorReadsThisRunsLine: the error line the attachment process
 // printed in this run (after offset) is found; an older run's is not.
 func TestStartErrorReadsThisRunsLine(t *testing.T) {

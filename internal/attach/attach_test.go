@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,5 +121,18 @@ func TestRunListDisconnect(t *testing.T) {
 	}
 	if err := attach.Disconnect(dir, "v0", time.Second); !errors.Is(err, attach.ErrNotFound) {
 		t.Fatalf("disconnect of a stopped attachment: %v", err)
+	}
+}
+
+// rdmablk serve refuses a configuration with a typo'd key and names it
+// with the nearest valid key (issue 11 item 2).
+func TestLoadFileRejectsUnknownKeys(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "a.yaml")
+	if err := os.WriteFile(p, []byte("attachments:\n  - name: v\n    nqn: nqn.2026-11.io.rdmablk:v\n    paths: [127.0.0.1:4420]\n    queus: 4\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := attach.LoadFile(p)
+	if err == nil || !strings.Contains(err.Error(), `queus"`) || !strings.Contains(err.Error(), "queues") || !strings.Contains(err.Error(), p) {
+		t.Fatalf("LoadFile with queus: %v", err)
 	}
 }

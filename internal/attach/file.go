@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/rdmablk/rdmablk/initiator"
+	"github.com/rdmablk/rdmablk/internal/confkeys"
 )
 
 // File is the service configuration (`rdmablk serve --config FILE`).
@@ -32,6 +33,11 @@ func LoadFile(path string) (*File, error) {
 	var f File
 	if err := yaml.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("attach: %s: %w", path, err)
+	}
+	// A typo'd key (queus:, pahts:) is an error naming the key and the
+	// nearest valid one, never a silently ignored setting.
+	if err := confkeys.CheckYAML(path, b, &File{}, "yaml"); err != nil {
+		return nil, err
 	}
 	if f.Provider == "" {
 		f.Provider = "auto"
