@@ -66,7 +66,7 @@ func TestReport(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"| 4 KiB randread QD32 ×2 jobs | 2500 (2000–3000) | 1000 (1000–1000) | 2.50 (2.00–3.00) |",
-		"| 400 / 800 | 900 / 1500 |", // p50/p99 only where reported (one round each)
+		"| 400 / 800 | 900 / 1500 |",                        // p50/p99 only where reported (one round each)
 		"| 100.0 (100.0–100.0) / 50.0 (50.0–50.0) | 0.50 |", // CPU per I/O and IOPS per CPU-s
 		"target guest busy 5.0 % of one CPU with rdmablkd (rdmablkd itself 1.0 %), 2.0 % with nvmet-rdma",
 		"Connect time (s): rdmablkd 1.50, nvmet-rdma -",
