@@ -60,19 +60,6 @@ func (c *fakeClock) Advance(d time.Duration) {
 	}
 }
 
-// armedTimers counts the timers waiting to fire.
-func (c *fakeClock) armedTimers() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, t := range c.timers {
-		if t.armed {
-			n++
-		}
-	}
-	return n
-}
-
 type fakeTimer struct {
 	c     *fakeClock
 	f     func()

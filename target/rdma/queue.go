@@ -430,15 +430,6 @@ func (q *queue) recvSGL(i int32) []verbs.SGE {
 	return q.recvSGE[2*i : 2*i+1]
 }
 
-// bufSize is the capacity of data buffer i (the bootstrap buffer is
-// smaller).
-func (q *queue) bufSize(i int32) int {
-	if i == q.bootIdx {
-		return bootSize
-	}
-	return q.dataSize
-}
-
 // dataBuf returns data buffer i.
 func (q *queue) dataBuf(i int32) []byte {
 	if i == q.bootIdx {

@@ -167,9 +167,6 @@ func (h *rawHost) close() {
 func (h *rawHost) data() []byte            { return h.mem[h.dataOff:] }
 func (h *rawHost) dataAddr(off int) uint64 { return h.mr.Addr() + uint64(h.dataOff+off) }
 func (h *rawHost) rkey() uint32            { return h.mr.RKey() }
-func (h *rawHost) keyed(off int, n uint32) (uint64, uint32, uint32) {
-	return h.dataAddr(off), n, h.rkey()
-}
 
 // send posts one capsule (any bytes) as a SEND.
 func (h *rawHost) send(capsule []byte) error {

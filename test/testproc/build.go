@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 )
@@ -46,7 +45,7 @@ func BuildGoBinary(t testing.TB, importPath string) string {
 			return
 		}
 		b.path = filepath.Join(dir, name)
-		out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", b.path,
+		out, err := exec.Command(goTool(), "build", "-o", b.path,
 			importPath).CombinedOutput()
 		if err != nil {
 			b.err = fmt.Errorf("go build %s: %v\n%s", importPath, err, out)
@@ -57,3 +56,19 @@ func BuildGoBinary(t testing.TB, importPath string) string {
 	}
 	return b.path
 }
+
+// goTool is the go command that runs this test: $GOROOT/bin/go when go
+// test set GOROOT, else the one on PATH.
+func goTool() string {
+	if r := os.Getenv("GOROOT"); r != "" {
+		if p := filepath.Join(r, "bin", "go"); fileExists(p) {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return "go"
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -84,9 +84,6 @@ func (w *frameWriter) flush() error {
 	return err
 }
 
-// buffered reports whether bytes await a flush.
-func (w *frameWriter) buffered() bool { return len(w.buf) > 0 }
-
 // frameReader reads frames from one stream; owned by one goroutine at a
 // time (the CM code, then the link's rx engine).
 type frameReader struct {

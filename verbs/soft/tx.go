@@ -130,7 +130,7 @@ func (q *qp) nextTxLocked(a *txAction) {
 		return
 	}
 	a.kind = txIdle
-	for q.state == qpRTS && !q.rnrWait && !q.localErr && q.sqNext < q.sqTail {
+	if q.state == qpRTS && !q.rnrWait && !q.localErr && q.sqNext < q.sqTail {
 		i := q.sqNext
 		s := q.slot(i)
 		isRead := s.op == verbs.OpRDMARead
