@@ -41,4 +41,8 @@
 // reference counting of entries is the caller's business.
 //
 // The package is Linux-only; elsewhere New returns ErrUnsupported.
+// Two ring types share one core (ringcore_linux.go: setup, mappings, reaping,
+// closing): Ring, with 64-byte SQEs, for the file backend, and Ring128
+// (NewSQE128), with 128-byte SQEs for IORING_OP_URING_CMD and its 80-byte
+// command area, used by package ublk.
 package uring
