@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -24,20 +23,6 @@ type daemonProc struct {
 	volume string
 }
 
-const daemonConfig = `data_dir: %s
-log: {level: info, format: json}
-transport: {provider: soft, profile: %s}
-listeners:
-  - addr: 127.0.0.1:0
-volumes:
-  - {name: vol0, path: vol0.img, size: %d, block_size: 512}
-subsystems:
-  - nqn: ` + testNQN + `
-    allow_any_host: true
-    namespaces:
-      - {nsid: 1, volume: vol0}
-`
-
 // startDaemon runs rdmablkd with a config serving one file volume of
 // size bytes on an ephemeral loopback port, and waits for its ready line.
 func startDaemon(t *testing.T, profile string, size int64) *daemonProc {
@@ -45,7 +30,7 @@ func startDaemon(t *testing.T, profile string, size int64) *daemonProc {
 	bin := testproc.BuildGoBinary(t, "github.com/rdmablk/rdmablk/cmd/rdmablkd")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "rdmablkd.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, daemonConfig, dir, profile, size), 0o600); err != nil {
+	if err := os.WriteFile(cfg, testproc.SoftVolumeConfig(dir, profile, "127.0.0.1:0", size, testNQN), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	d := &daemonProc{Daemon: testproc.New(t, bin), volume: filepath.Join(dir, "vol0.img")}

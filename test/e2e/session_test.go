@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -151,20 +150,6 @@ func TestAsyncReplayQPErrors(t *testing.T) {
 	}
 }
 
-const killConfig = `data_dir: %s
-log: {level: info, format: json}
-transport: {provider: soft, profile: %s}
-listeners:
-  - addr: %s
-volumes:
-  - {name: vol0, path: vol0.img, size: %d, block_size: 512}
-subsystems:
-  - nqn: ` + testNQN + `
-    allow_any_host: true
-    namespaces:
-      - {nsid: 1, volume: vol0}
-`
-
 // TestAsyncReplayTargetSIGKILL: rdmablkd (a child process, soft provider
 // over TCP) is killed with SIGKILL and restarted on the same address
 // while Submit keeps write/read-verify requests in flight: every command
@@ -177,7 +162,7 @@ func TestAsyncReplayTargetSIGKILL(t *testing.T) {
 			dir := t.TempDir()
 			addr := testproc.FreePort(t)
 			cfg := filepath.Join(dir, "rdmablkd.yaml")
-			if err := os.WriteFile(cfg, fmt.Appendf(nil, killConfig, dir, pr, addr, 16<<20), 0o600); err != nil {
+			if err := os.WriteFile(cfg, testproc.SoftVolumeConfig(dir, pr, addr, 16<<20, testNQN), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			d := testproc.New(t, bin)

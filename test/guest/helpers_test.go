@@ -2,7 +2,6 @@ package guest
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -103,25 +102,11 @@ type daemon struct {
 	addr string
 }
 
-const daemonConfig = `data_dir: %s
-log: {level: info, format: json}
-transport: {provider: soft, profile: %s}
-listeners:
-  - addr: %s
-volumes:
-  - {name: vol0, path: vol0.img, size: %d, block_size: 512}
-subsystems:
-  - nqn: ` + testNQN + `
-    allow_any_host: true
-    namespaces:
-      - {nsid: 1, volume: vol0}
-`
-
 func newDaemon(t *testing.T, profile string, size int64) *daemon {
 	t.Helper()
 	dir := t.TempDir()
 	d := &daemon{cfg: filepath.Join(dir, "rdmablkd.yaml"), addr: testproc.FreePort(t)}
-	if err := os.WriteFile(d.cfg, fmt.Appendf(nil, daemonConfig, dir, profile, d.addr, size), 0o600); err != nil {
+	if err := os.WriteFile(d.cfg, testproc.SoftVolumeConfig(dir, profile, d.addr, size, testNQN), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	d.Daemon = testproc.New(t, testproc.BuildGoBinary(t, "github.com/rdmablk/rdmablk/cmd/rdmablkd"))
