@@ -68,6 +68,8 @@ func TestRunListDisconnect(t *testing.T) {
 	}
 	defer func() { l.Close(); tgt.Close(); be.Close() }()
 
+	// This host has no ublk: auto falls back to nbd and says why.
+	defer attach.SetUblkProbe(false, false, nil)()
 	dir := t.TempDir()
 	cfg := attach.Config{Name: "v0", NQN: nqn, Paths: []string{"192.0.2.1:4420"}, Device: "auto", Queues: 1, QueueDepth: 8}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -107,7 +109,7 @@ func TestRunListDisconnect(t *testing.T) {
 		t.Fatalf("list: %+v %v", entries, err)
 	}
 	st = entries[0].Status
-	if st.Frontend != "nbd" || st.Queues != 1 || st.QueueDepth != 8 || st.Requests < 1 || st.DeviceNote == "" {
+	if st.Frontend != "nbd" || !strings.Contains(st.FrontendNote, "ublk unavailable: /dev/ublk-control missing") || st.Queues != 1 || st.QueueDepth != 8 || st.Requests < 1 || st.DeviceNote == "" {
 		t.Fatalf("status after one write: %+v", st)
 	}
 	if err := attach.Disconnect(dir, "v0", 30*time.Second); err != nil {
