@@ -193,7 +193,10 @@ func connectBackground(cmd *cobra.Command, af *attachFlags, g *globals) error {
 		}
 		entries, _ := attach.List(af.runDir)
 		for _, e := range entries {
-			if e.Name == name && e.Status != nil {
+			// The state file must be the new process's: after a crash the
+			// old one stays until the new process registers, and the
+			// control socket answers before that.
+			if e.Name == name && e.Status != nil && e.Status.PID == e.PID {
 				st := e.Status
 				fmt.Printf("%s: %s (%d-byte blocks), %d queues × %d, NBD socket %s, pid %d\n",
 					name, humanBytes(st.Size), st.BlockSize, st.Queues, st.QueueDepth, st.Socket, e.PID)
