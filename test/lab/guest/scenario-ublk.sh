@@ -4,8 +4,9 @@
 # mkfs.ext4, mount, write files, unmount, disconnect, connect again, files read back intact; fio
 # suite (the jobs of scenarios nvmeof and nbd) plus 4k randread/randwrite QD32 × 2 jobs and a crc32c
 # verify; fio verify while the attachment process (rdmablk connect --foreground) is SIGKILLed and
-# started again: the same /dev/ublkbN recovered (UBLK_F_USER_RECOVERY), fio err=0; disconnect
-# removes the device; dmesg clean. Needs the 6.12 guest kernel (ublk_drv; 6.1 has none).
+# started again: the same /dev/ublkbN recovered (UBLK_F_USER_RECOVERY), fio err=0; `rdmablk serve`
+# SIGKILLed and restarted while ext4 is mounted and files are being written: device recovered,
+# e2fsck clean, every file intact; disconnect removes the device; dmesg clean. Needs the 6.12 guest kernel (ublk_drv; 6.1 has none).
 # Needs /mnt/share/bin/rdmablk and /mnt/share/bin/rdmablkd (built with -tags ibverbs).
 # Run: LAB_KERNEL=6.12 test/lab/run.sh ublk
 . /mnt/share/scripts/lib.sh
@@ -108,6 +109,53 @@ step "disconnect"
 run "$B" disconnect lab || fail "rdmablk disconnect"
 for _ in $(seq 50); do [ -e "$DEV" ] || break; sleep 0.1; done
 [ -e "$DEV" ] && fail "$DEV still present after disconnect"
+
+step "rdmablk serve: ext4 mounted, files written while serve is SIGKILLed and restarted"
+cat > /tmp/rd/attachments.yaml <<EOC
+provider: auto
+run_dir: $RDMABLK_RUN_DIR
+attachments:
+  - {name: lab, nqn: "$OURS", paths: ["$IP:4420"], frontend: ublk, reconnect_delay: 1s, ctrl_loss_tmo: 120s}
+EOC
+# serve_up: start rdmablk serve, wait for the attachment; sets SPID and DEV.
+serve_up() {
+  "$B" serve -c /tmp/rd/attachments.yaml >> "$LAB_OUT/serve.log" 2>&1 &
+  SPID=$!
+  for _ in $(seq 300); do
+    DEV=$("$B" list 2>/dev/null | awk '$1=="lab" && $2=="ublk" {print $3}')
+    case "$DEV" in /dev/ublkb*) [ "$(sed 's/.*"pid":\([0-9]*\).*/\1/' "$RDMABLK_RUN_DIR/lab.json")" = "$SPID" ] && return 0 ;; esac
+    sleep 0.1
+  done
+  fail "rdmablk serve did not attach"; tail -20 "$LAB_OUT/serve.log"; return 1
+}
+if serve_up; then
+  run "$B" list
+  run mount "$DEV" /mnt/v || fail "mount (serve)"
+  for i in $(seq 8); do head -c $((4 << 20)) /dev/urandom > /tmp/g$i; done
+  (cd /tmp && sha256sum g* > /tmp/gsums)
+  (for i in $(seq 8); do cp /tmp/g$i /mnt/v/g$i && sync; done) &
+  WPID=$!
+  sleep 2
+  OLD=$DEV
+  run kill -9 "$SPID"; wait "$SPID" 2>/dev/null
+  t0=$(ts)
+  serve_up || fail "serve restart"
+  echo "serve recovery took $(since "$t0")s"
+  grep -q 'recovered ublk device' "$LAB_OUT/serve.log" && result ublk.serve_kill9.recovered yes || { result ublk.serve_kill9.recovered no; fail "serve did not recover the device"; }
+  [ "$DEV" = "$OLD" ] || fail "device changed across the serve restart: $OLD -> $DEV"
+  wait "$WPID" || fail "writing files across kill -9 of serve"
+  run umount /mnt/v || fail "umount"
+  echo 3 > /proc/sys/vm/drop_caches
+  run e2fsck -fn "$DEV" || fail "e2fsck after kill -9 of serve"
+  run mount "$DEV" /mnt/v || fail "mount after kill -9 of serve"
+  (cd /mnt/v && sha256sum -c /tmp/sums && cd /tmp && sed 's|  g|  /mnt/v/g|' /tmp/gsums | sha256sum -c) &&
+    result ublk.serve_kill9.files_intact yes || { result ublk.serve_kill9.files_intact no; fail "files differ after kill -9 of serve"; }
+  run umount /mnt/v
+  run "$B" disconnect lab || fail "rdmablk disconnect (serve)"
+  wait "$SPID"
+  for _ in $(seq 50); do [ -e "$DEV" ] || break; sleep 0.1; done
+  [ -e "$DEV" ] && fail "$DEV still present after disconnect (serve)"
+fi
 kill "$DPID"; wait "$DPID"
 dmesg_check
 result ublk.wall_s "$(since "$t_start")"
