@@ -21,7 +21,10 @@ func TestChooseFrontend(t *testing.T) {
 	loaded := false
 	calls := 0
 	modOK := func() error { calls++; loaded = true; return nil }
-	modFail := func() error { calls++; return errors.New("modprobe ublk_drv: exit status 1: FATAL: Module ublk_drv not found") }
+	modFail := func() error {
+		calls++
+		return errors.New("modprobe ublk_drv: exit status 1: FATAL: Module ublk_drv not found")
+	}
 	for _, c := range []struct {
 		name       string
 		want       string

@@ -73,7 +73,7 @@ func (b *Backend) OpenQueue(q, depth int, done ublk.Completer) (ublk.BackendQueu
 	if err != nil {
 		return nil, fmt.Errorf("ublkback: queue %d buffers: %w", q, err)
 	}
-	bq := &queue{sess: b.sess, done: done, mem: mem, per: per,
+	bq := &queue{sess: b.sess, done: done, mem: mem, per: per, q: uint16(q + 1),
 		reqs: make([]initiator.Request, depth), ch: make(chan *initiator.Request, depth), stop: make(chan struct{})}
 	bq.wg.Add(1)
 	go bq.complete()
@@ -86,6 +86,7 @@ type queue struct {
 	done ublk.Completer
 	mem  []byte // depth × per bytes, outside the Go heap
 	per  int
+	q    uint16              // initiator.Request.Queue: this ublk queue's initiator queue, plus one
 	reqs []initiator.Request // per tag: owned by the initiator from Submit to Done
 	ch   chan *initiator.Request
 	stop chan struct{}
@@ -102,7 +103,7 @@ func (q *queue) Buffer(tag uint16) []byte {
 // blocks, allocates nothing.
 func (q *queue) Submit(tag uint16, req *ublk.Request) {
 	r := &q.reqs[tag]
-	*r = initiator.Request{Off: int64(req.Offset), FUA: req.FUA, Done: q.ch, User: uint64(tag)}
+	*r = initiator.Request{Off: int64(req.Offset), FUA: req.FUA, Done: q.ch, User: uint64(tag), Queue: q.q}
 	switch req.Op {
 	case ublk.OpRead:
 		r.Op, r.Data = initiator.IORead, req.Data

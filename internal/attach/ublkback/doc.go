@@ -43,10 +43,10 @@
 // reconnect-stable buffers to a caller; until then the tag buffers are not
 // registered memory.
 //
-// Queue q of the ublk device submits through Session.Submit, which
-// spreads commands round robin over the current path's I/O queues (the
-// Request API has no per-queue placement); the number of requests in
-// flight is the same (queues × depth).
+// Queue q of the ublk device submits through Session.Submit with
+// Request.Queue = q+1: its commands go to I/O queue q of the current
+// path's controller (also after a reconnect, and for replays), with that
+// queue's depth.
 //
 // # Goroutines
 //
