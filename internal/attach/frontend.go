@@ -62,6 +62,10 @@ func chooseFrontend(want string, p ublkProbe) (frontend, reason string, err erro
 		return "", "", fmt.Errorf("attach: unknown frontend %q (want auto, ublk or nbd)", want)
 	}
 	if p.available() {
+		if !p.root && want != FrontendUblk {
+			// ADD_DEV needs CAP_SYS_ADMIN; the NBD export works without.
+			return FrontendNBD, "ublk unavailable: creating /dev/ublkbN needs root (CAP_SYS_ADMIN)", nil
+		}
 		return FrontendUblk, ublkControl + " present", nil
 	}
 	var why string

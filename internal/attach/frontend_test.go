@@ -38,7 +38,9 @@ func TestChooseFrontend(t *testing.T) {
 		loadedOnce bool
 	}{
 		{name: "auto-present", want: "auto", avail: true, root: true, mod: modFail, frontend: "ublk", reason: "/dev/ublk-control present"},
-		{name: "empty-is-auto", want: "", avail: true, frontend: "ublk", reason: "present"},
+		{name: "empty-is-auto", want: "", avail: true, root: true, frontend: "ublk", reason: "present"},
+		{name: "auto-present-user", want: "auto", avail: true, frontend: "nbd", reason: "needs root"},
+		{name: "ublk-present-user", want: "ublk", avail: true, frontend: "ublk", reason: "present"},
 		{name: "auto-absent-user", want: "auto", frontend: "nbd", reason: "as root: modprobe ublk_drv"},
 		{name: "auto-absent-root-modprobe-fails", want: "auto", root: true, mod: modFail, frontend: "nbd", reason: "Module ublk_drv not found", modprobes: 1},
 		{name: "auto-absent-root-modprobe-loads", want: "auto", root: true, mod: modOK, frontend: "ublk", reason: "loaded ublk_drv", modprobes: 1, loadedOnce: true},
