@@ -292,7 +292,8 @@ func (m *queueMux) shut() {
 	m.inFlight.Store(0)
 }
 
-// route hands x to one of the controller's queues (round robin). It never
+// route hands x to one of the controller's queues (Request.Queue, else
+// round robin). It never
 // blocks; on a dead controller x is finished with its error.
 func (c *Controller) route(x *cmd) {
 	if len(c.muxes) == 0 {
@@ -300,7 +301,12 @@ func (c *Controller) route(x *cmd) {
 		x.done(fmt.Errorf("%w: controller has no I/O queues", ErrNotSupported))
 		return
 	}
-	i := c.rr.Add(1) % uint32(len(c.muxes))
+	var i uint32
+	if q := x.r.Queue; q > 0 {
+		i = uint32(q-1) % uint32(len(c.muxes))
+	} else {
+		i = c.rr.Add(1) % uint32(len(c.muxes))
+	}
 	if !c.muxes[i].push(x) {
 		x.last = c
 		x.done(c.failErr())

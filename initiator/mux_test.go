@@ -186,3 +186,39 @@ func BenchmarkNamespaceReadAt4K(b *testing.B) {
 		}
 	})
 }
+
+// TestRequestQueuePlacement: Request.Queue q+1 puts every command of the
+// request on I/O queue q (a request split in several commands too);
+// 0 spreads them round robin.
+func TestRequestQueuePlacement(t *testing.T) {
+	r := newFakeRigN(t, 3, 8, 512, 1024, 4096, 0)
+	done := make(chan *Request, 1)
+	run := func(q uint16, n int) {
+		t.Helper()
+		req := &Request{Op: IORead, Data: make([]byte, n), Queue: q, Done: done}
+		if err := r.ns.Submit(req); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-done; got.Err != nil {
+			t.Fatal(got.Err)
+		}
+	}
+	completed := func() []uint64 {
+		var c []uint64
+		for _, s := range r.c.QueueStats() {
+			c = append(c, s.Completed)
+		}
+		return c
+	}
+	run(2, 4*4096) // queue 1, four commands
+	run(5, 512)    // 5-1 = 4 mod 3: queue 1
+	if c := completed(); c[0] != 0 || c[1] != 5 || c[2] != 0 {
+		t.Fatalf("per-queue completions %v, want [0 5 0]", c)
+	}
+	for range 3 {
+		run(0, 512)
+	}
+	if c := completed(); c[0] == 0 || c[2] == 0 {
+		t.Fatalf("round robin left a queue unused: %v", c)
+	}
+}

@@ -36,6 +36,11 @@ type Request struct {
 	Done chan *Request
 	// User is free for the caller (a tag); the layer does not touch it.
 	User uint64
+	// Queue places the request's commands: 0 spreads them round robin
+	// over the I/O queues; q+1 puts them all on I/O queue q (modulo the
+	// queue count), for a caller that keeps its own queue affinity (one
+	// ublk queue per initiator queue). Replays keep the placement.
+	Queue uint16
 
 	// Err is nil on success, else the first failure: a *StatusError for
 	// an NVMe error status, an error wrapping ErrControllerLost (and, for

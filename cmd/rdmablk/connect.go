@@ -35,13 +35,20 @@ func newConnect(g *globals) *cobra.Command {
 	af := &attachFlags{}
 	cmd := &cobra.Command{
 		Use:   "connect",
-		Short: "Attach a namespace: serve it as an NBD export (and /dev/nbdX when the nbd module is loaded)",
+		Short: "Attach a namespace as /dev/ublkbN (ublk) or /dev/nbdX (NBD)",
 		Long: `connect opens a reconnecting, multipath initiator session to the subsystem
-(--traddr plus any --path), serves the namespace as an NBD export on a unix
-socket (--socket; --tcp adds a TCP listener) and attaches it to a free
-/dev/nbdX when the kernel has the nbd module (--device). Without the module
-the export still serves NBD clients: fio --ioengine=nbd, qemu-img, or
-nbd-client -unix SOCKET /dev/nbd0 -N NAME.
+(--traddr plus any --path) and gives the namespace a kernel block device
+through a frontend (--frontend): ublk (/dev/ublkbN, Linux ≥ 6.0 with
+ublk_drv; survives a crash of the attachment process: restarting it
+recovers the same device) or nbd. The default, auto, takes ublk when
+/dev/ublk-control exists (as root it tries modprobe ublk_drv once) and nbd
+otherwise, and says which and why.
+
+The namespace is also an NBD export on a unix socket (--socket; --tcp adds
+a TCP listener); with nbd it is attached to a free /dev/nbdX when the kernel
+has the nbd module (--device). Without the module the export still serves
+NBD clients: fio --ioengine=nbd, qemu-img, or nbd-client -unix SOCKET
+/dev/nbd0 -N NAME.
 
 By default connect starts the attachment in the background and returns once
 it is ready; --foreground keeps it in this process until SIGTERM or
@@ -60,7 +67,8 @@ it is ready; --foreground keeps it in this process until SIGTERM or
 	f.Uint32Var(&af.cfg.NSID, "nsid", 0, "namespace ID (default: the first)")
 	f.StringVar(&af.cfg.Socket, "socket", "", "NBD unix socket (default: RUNDIR/NAME.sock)")
 	f.StringVar(&af.cfg.TCP, "tcp", "", "also serve NBD on this TCP address")
-	f.StringVar(&af.cfg.Device, "device", "auto", "kernel device: auto, none or /dev/nbdX")
+	f.StringVar(&af.cfg.Frontend, "frontend", attach.FrontendAuto, "block device frontend: auto (ublk when /dev/ublk-control exists, else nbd), ublk or nbd")
+	f.StringVar(&af.cfg.Device, "device", "auto", "kernel device: auto, none (NBD export only), /dev/nbdX or /dev/ublkbN")
 	f.DurationVar(&af.cfg.ReconnectDelay, "reconnect-delay", initiator.DefaultReconnectDelay, "wait between reconnect attempts")
 	f.DurationVar(&af.cfg.CtrlLossTimeout, "ctrl-loss-tmo", initiator.DefaultCtrlLossTimeout, "fail I/O with EIO after no path for this long (negative: never)")
 	f.DurationVar(&af.cfg.IOTimeout, "io-timeout", 0, "kernel nbd request timeout (0: kernel default)")
@@ -145,8 +153,8 @@ func connectBackground(cmd *cobra.Command, af *attachFlags, g *globals) error {
 	if err := os.MkdirAll(af.runDir, 0o755); err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(af.runDir, name+".json")); err == nil {
-		return fmt.Errorf("attachment %q is already registered in %s (rdmablk disconnect %s)", name, af.runDir, name)
+	if pid, ok := attach.Running(af.runDir, name); ok {
+		return fmt.Errorf("attachment %q is already running in %s (pid %d; rdmablk disconnect %s)", name, af.runDir, pid, name)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -185,10 +193,14 @@ func connectBackground(cmd *cobra.Command, af *attachFlags, g *globals) error {
 		}
 		entries, _ := attach.List(af.runDir)
 		for _, e := range entries {
-			if e.Name == name && e.Status != nil {
+			// The state file must be the new process's: after a crash the
+			// old one stays until the new process registers, and the
+			// control socket answers before that.
+			if e.Name == name && e.Status != nil && e.Status.PID == e.PID {
 				st := e.Status
 				fmt.Printf("%s: %s (%d-byte blocks), %d queues × %d, NBD socket %s, pid %d\n",
 					name, humanBytes(st.Size), st.BlockSize, st.Queues, st.QueueDepth, st.Socket, e.PID)
+				fmt.Printf("frontend: %s (%s)\n", st.Frontend, st.FrontendNote)
 				if st.Device != "" {
 					fmt.Printf("device: %s\n", st.Device)
 				} else {

@@ -3,8 +3,10 @@ package attach_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,6 +70,8 @@ func TestRunListDisconnect(t *testing.T) {
 	}
 	defer func() { l.Close(); tgt.Close(); be.Close() }()
 
+	// This host has no ublk: auto falls back to nbd and says why.
+	defer attach.SetUblkProbe(false, false, nil)()
 	dir := t.TempDir()
 	cfg := attach.Config{Name: "v0", NQN: nqn, Paths: []string{"192.0.2.1:4420"}, Device: "auto", Queues: 1, QueueDepth: 8}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -107,7 +111,7 @@ func TestRunListDisconnect(t *testing.T) {
 		t.Fatalf("list: %+v %v", entries, err)
 	}
 	st = entries[0].Status
-	if st.Frontend != "nbd" || st.Queues != 1 || st.QueueDepth != 8 || st.Requests < 1 || st.DeviceNote == "" {
+	if st.Frontend != "nbd" || !strings.Contains(st.FrontendNote, "ublk unavailable: /dev/ublk-control missing") || st.Queues != 1 || st.QueueDepth != 8 || st.Requests < 1 || st.DeviceNote == "" {
 		t.Fatalf("status after one write: %+v", st)
 	}
 	if err := attach.Disconnect(dir, "v0", 30*time.Second); err != nil {
@@ -134,5 +138,42 @@ func TestLoadFileRejectsUnknownKeys(t *testing.T) {
 	_, err := attach.LoadFile(p)
 	if err == nil || !strings.Contains(err.Error(), `queus"`) || !strings.Contains(err.Error(), "queues") || !strings.Contains(err.Error(), p) {
 		t.Fatalf("LoadFile with queus: %v", err)
+	}
+}
+
+// A state file left by a dead process (kill -9) does not block the name:
+// Running says so and Disconnect removes the stale files; a state file of
+// a live process makes Start refuse the name.
+func TestStaleAndLiveState(t *testing.T) {
+	dir := t.TempDir()
+	write := func(pid int) {
+		b := fmt.Sprintf(`{"name":"v0","pid":%d,"control":%q,"socket":%q}`, pid, filepath.Join(dir, "v0.ctl"), filepath.Join(dir, "v0.sock"))
+		if err := os.WriteFile(filepath.Join(dir, "v0.json"), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A pid that exited: our own child, reaped.
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	write(cmd.Process.Pid)
+	if pid, ok := attach.Running(dir, "v0"); ok {
+		t.Fatalf("dead pid %d reported running", pid)
+	}
+	if err := attach.Disconnect(dir, "v0", time.Second); err != nil {
+		t.Fatalf("disconnect of a dead attachment: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "v0.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("stale state file left: %v", err)
+	}
+	write(1) // init: alive
+	if _, ok := attach.Running(dir, "v0"); !ok {
+		t.Fatal("pid 1 not reported running")
+	}
+	cfg := attach.Config{Name: "v0", NQN: nqn, Paths: []string{"192.0.2.9:4420"}}
+	_, err := attach.Start(context.Background(), cfg, initiator.Options{Provider: soft.New(soft.Options{Fabric: soft.NewFabric()})}, dir)
+	if err == nil || !strings.Contains(err.Error(), "already running (pid 1)") {
+		t.Fatalf("start over a live attachment: %v", err)
 	}
 }

@@ -11,10 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rdmablk/rdmablk/initiator"
 	"github.com/rdmablk/rdmablk/nbd"
+	"github.com/rdmablk/rdmablk/ublk"
 )
 
 // PathStatus is one path in a Status.
@@ -41,21 +43,27 @@ type Status struct {
 	Size      int64        `json:"size"`
 	BlockSize int          `json:"block_size"`
 	Paths     []PathStatus `json:"paths"`
-	// Frontend is how the namespace reaches the block layer ("nbd").
-	Frontend string `json:"frontend"`
+	// Frontend is how the namespace reaches the block layer ("ublk" or
+	// "nbd"), FrontendNote why that one.
+	Frontend     string `json:"frontend"`
+	FrontendNote string `json:"frontend_note,omitempty"`
 	// DeviceNote says why there is no kernel device (Device empty).
 	DeviceNote string `json:"device_note,omitempty"`
 	// Queues and QueueDepth of the current path's controller; NBDConns
 	// counts the kernel's connections too (one per I/O queue).
-	Queues      int       `json:"queues"`
-	QueueDepth  int       `json:"queue_depth"`
-	InFlight    int64     `json:"in_flight"`
-	Replays     uint64    `json:"replays"`
-	Requests    uint64    `json:"requests"`
-	IOPS        float64   `json:"iops"` // requests completed per second over the last second
-	NBDConns    int64     `json:"nbd_conns"`
-	NBDRequests uint64    `json:"nbd_requests"`
-	Started     time.Time `json:"started"`
+	Queues      int     `json:"queues"`
+	QueueDepth  int     `json:"queue_depth"`
+	InFlight    int64   `json:"in_flight"`
+	Replays     uint64  `json:"replays"`
+	Requests    uint64  `json:"requests"`
+	IOPS        float64 `json:"iops"` // requests completed per second over the last second
+	NBDConns    int64   `json:"nbd_conns"`
+	NBDRequests uint64  `json:"nbd_requests"`
+	// UblkRequests and UblkErrors count the ublk device's requests
+	// (completed; completed with an error).
+	UblkRequests uint64    `json:"ublk_requests,omitempty"`
+	UblkErrors   uint64    `json:"ublk_errors,omitempty"`
+	Started      time.Time `json:"started"`
 }
 
 // Attachment is a running attachment.
@@ -68,16 +76,20 @@ type Attachment struct {
 	sess   *initiator.Session
 	srv    *nbd.Server
 	kdev   *nbd.KernelDevice
+	udev   *ublk.Device // the ublk frontend's device (nil for nbd)
 	ctl    *http.Server
 	ctlLn  net.Listener
 	serveW sync.WaitGroup
 
-	deviceNote string // why there is no kernel device
+	frontend, frontendNote string
+	deviceNote             string // why there is no kernel device
 
 	iopsMu   sync.Mutex // guards iops and the last sample
 	iops     float64
 	lastReq  uint64
 	lastTime time.Time
+
+	registered bool // the state file is ours (written by writeState)
 
 	stopOnce sync.Once
 	stopped  chan struct{} // closed when Stop finished
@@ -118,7 +130,23 @@ func Start(ctx context.Context, cfg Config, opts initiator.Options, runDir strin
 	if err := setNetNS(&opts, cfg.NetNS); err != nil {
 		return nil, err
 	}
-	a := &Attachment{cfg: cfg, runDir: runDir, log: opts.Logger.With("attachment", cfg.Name), started: time.Now(),
+	// A state file left by a process that died without Stop (kill -9)
+	// names the ublk device to recover; a live process owns the name.
+	var prev *state
+	if st, err := readState(filepath.Join(runDir, cfg.Name+".json")); err == nil {
+		if st.PID != os.Getpid() && pidAlive(st.PID) {
+			return nil, fmt.Errorf("attach: attachment %s is already running (pid %d)", cfg.Name, st.PID)
+		}
+		prev = &st
+	}
+	frontend, why, err := chooseFrontend(cfg.Frontend, hostProbe)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Device == "none" {
+		frontend, why = FrontendNBD, "no kernel device requested (--device none)"
+	}
+	a := &Attachment{cfg: cfg, frontend: frontend, frontendNote: why, runDir: runDir, log: opts.Logger.With("attachment", cfg.Name), started: time.Now(),
 		stopped: make(chan struct{}), request: make(chan struct{})}
 	sess, err := initiator.OpenSession(ctx, initiator.SessionOptions{
 		Options: opts, SubNQN: cfg.NQN, Paths: cfg.Paths, NSID: cfg.NSID,
@@ -152,10 +180,18 @@ func Start(ctx context.Context, cfg Config, opts initiator.Options, runDir strin
 		a.cfg.TCP = tl.Addr().String()
 		a.serve(tl)
 	}
-	switch cfg.Device {
-	case "none":
+	a.log.Info("frontend", "frontend", frontend, "why", why)
+	switch {
+	case frontend == FrontendUblk:
+		if err := a.startUblk(prev); err != nil {
+			return fail(err)
+		}
+	case cfg.Device == "none":
 		a.deviceNote = "no kernel device requested (--device none)"
 	default:
+		if prev != nil && prev.Ublk {
+			a.log.Warn("the previous run left a ublk device; this run uses nbd", "device", fmt.Sprintf("/dev/ublkb%d", prev.UblkID))
+		}
 		dev := cfg.Device
 		if dev == "auto" {
 			dev = ""
@@ -211,12 +247,17 @@ func (a *Attachment) Status() Status {
 	a.iopsMu.Unlock()
 	st := Status{
 		Name: a.cfg.Name, NQN: a.cfg.NQN, NSID: a.sess.NSID(), PID: os.Getpid(), Socket: a.cfg.Socket, TCP: a.cfg.TCP,
-		Size: a.sess.Size(), BlockSize: a.sess.BlockSize(), Frontend: "nbd", DeviceNote: a.deviceNote,
+		Size: a.sess.Size(), BlockSize: a.sess.BlockSize(), Frontend: a.frontend, FrontendNote: a.frontendNote, DeviceNote: a.deviceNote,
 		Queues: ss.Queues, QueueDepth: ss.QueueDepth, InFlight: ss.InFlight, Replays: ss.Replays,
 		Requests: ss.Requests, IOPS: iops, Started: a.started,
 	}
 	if a.kdev != nil {
 		st.Device = a.kdev.Path
+	}
+	if a.udev != nil {
+		st.Device = a.udev.Path()
+		us := a.udev.Stats()
+		st.UblkRequests, st.UblkErrors = us.Requests, us.Errors
 	}
 	ns := a.srv.Stats()
 	st.NBDConns, st.NBDRequests = ns.Conns, ns.Requests
@@ -271,7 +312,16 @@ func (a *Attachment) Stop() error {
 }
 
 func (a *Attachment) teardown() {
-	_ = os.Remove(a.statePath())
+	if a.registered {
+		_ = os.Remove(a.statePath())
+	}
+	if a.udev != nil {
+		// STOP_DEV (I/O in flight completes) and delete: disconnect
+		// ends the device; only a crash leaves it for recovery.
+		if err := a.udev.Stop(); err != nil {
+			a.log.Warn("stop ublk device", "device", a.udev.Path(), "err", err)
+		}
+	}
 	if a.kdev != nil {
 		if err := a.kdev.Detach(30 * time.Second); err != nil {
 			a.log.Warn("detach kernel device", "err", err)
@@ -299,21 +349,42 @@ func (a *Attachment) teardown() {
 func (a *Attachment) statePath() string { return filepath.Join(a.runDir, a.cfg.Name+".json") }
 func (a *Attachment) ctlPath() string   { return filepath.Join(a.runDir, a.cfg.Name+".ctl") }
 
+// pidAlive reports whether process pid exists.
+func pidAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
 // state is the registration file's content.
 type state struct {
 	Name    string `json:"name"`
 	PID     int    `json:"pid"`
 	Control string `json:"control"`
 	Socket  string `json:"socket"`
+	// Ublk and UblkID: the attachment serves /dev/ublkb<UblkID>; a
+	// restart after a crash recovers that device.
+	Ublk   bool   `json:"ublk,omitempty"`
+	UblkID uint32 `json:"ublk_id,omitempty"`
 }
 
 func (a *Attachment) writeState() error {
-	b, _ := json.Marshal(state{Name: a.cfg.Name, PID: os.Getpid(), Control: a.ctlPath(), Socket: a.cfg.Socket})
+	st := state{Name: a.cfg.Name, PID: os.Getpid(), Control: a.ctlPath(), Socket: a.cfg.Socket}
+	if a.udev != nil {
+		st.Ublk, st.UblkID = true, a.udev.ID()
+	}
+	b, _ := json.Marshal(st)
 	tmp := a.statePath() + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp, a.statePath())
+	if err := os.Rename(tmp, a.statePath()); err != nil {
+		return err
+	}
+	a.registered = true
+	return nil
 }
 
 func (a *Attachment) startControl() error {

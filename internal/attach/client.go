@@ -62,6 +62,17 @@ func List(runDir string) ([]Entry, error) {
 	return out, nil
 }
 
+// Running reports whether attachment name is registered in runDir by a
+// live process (pid). A state file left by a dead process is not running:
+// starting the attachment again recovers its ublk device.
+func Running(runDir, name string) (pid int, ok bool) {
+	st, err := readState(filepath.Join(runDir, name+".json"))
+	if err != nil {
+		return 0, false
+	}
+	return st.PID, pidAlive(st.PID)
+}
+
 // QueryStatus asks the attachment behind control socket sock.
 func QueryStatus(sock string) (*Status, error) {
 	resp, err := controlClient(sock).Get("http://attachment/status")
@@ -91,6 +102,17 @@ func Disconnect(runDir, name string, timeout time.Duration) error {
 		return err
 	}
 	resp, err := controlClient(st.Control).Post("http://attachment/disconnect", "", nil)
+	if err != nil && !pidAlive(st.PID) {
+		// The process died without Stop (kill -9): remove what it left,
+		// the ublk device it served included.
+		if err := removeStaleUblk(st); err != nil {
+			return err
+		}
+		for _, p := range []string{path, st.Control, st.Socket} {
+			_ = os.Remove(p)
+		}
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("attach: %s does not answer on %s (stale? remove %s): %w", name, st.Control, path, err)
 	}

@@ -24,8 +24,13 @@ type Config struct {
 	Socket string `yaml:"socket" json:"socket"`
 	// TCP optionally also serves NBD on this address ("127.0.0.1:10809").
 	TCP string `yaml:"tcp" json:"tcp,omitempty"`
-	// Device is the kernel device: "auto" (a free /dev/nbdX when the nbd
-	// module is loaded, else none), "none", or a path like /dev/nbd0.
+	// Frontend is how the namespace reaches the block layer: "auto"
+	// (default: ublk when /dev/ublk-control exists, after one modprobe
+	// ublk_drv as root; else nbd), "ublk" or "nbd".
+	Frontend string `yaml:"frontend" json:"frontend,omitempty"`
+	// Device is the kernel device: "auto" (ublk: a new /dev/ublkbN; nbd: a
+	// free /dev/nbdX when the nbd module is loaded, else none), "none"
+	// (NBD export only), or a path like /dev/nbd0 or /dev/ublkb3.
 	Device string `yaml:"device" json:"device"`
 	// ReconnectDelay and CtrlLossTimeout are nvme-cli's reconnect-delay
 	// and ctrl-loss-tmo (negative ctrl-loss: retry forever).
@@ -61,6 +66,13 @@ func (c *Config) Validate(runDir string) error {
 	}
 	if c.Device == "" {
 		c.Device = "auto"
+	}
+	switch c.Frontend {
+	case "":
+		c.Frontend = FrontendAuto
+	case FrontendAuto, FrontendUblk, FrontendNBD:
+	default:
+		return fmt.Errorf("attach: %s: unknown frontend %q (want auto, ublk or nbd)", c.Name, c.Frontend)
 	}
 	return nil
 }

@@ -11,6 +11,8 @@
 #   verbstest  scenario 5: go test -tags ibverbs ./verbs/ibverbs (verbs/verbstest) on rxe0
 #   restart    kernel host with two paths (-k 1) under crc32c fio while rdmablkd gets SIGTERM and
 #              restarts: fio err=0, no I/O error in the kernel log (not in the default set)
+#   ublk       rdmablk connect --frontend ublk (/dev/ublkbN): ext4, fio, kill -9 of the attachment and
+#              recovery (needs LAB_KERNEL=6.12; not in the default set)
 #   netns      RDMA netns exclusive: rdmablk in a tenant namespace that owns the RDMA device, a second
 #              namespace without one (not in the default set; records what the kernel's rxe does)
 #   perf       two guests; the target guest serves the same backing alternately from rdmablkd and
@@ -80,7 +82,7 @@ for s in $SCENARIOS; do
   t0=$(date +%s)
   echo "== scenario $s"
   case "$s" in
-    nvmeof|initiator|restart|netns) RUNID=$RUN-$s TIMEOUT=${TIMEOUT:-$(( 1200 + 16 * FT ))} bg "$HERE/boot.sh" "$s" \
+    nvmeof|initiator|restart|netns|ublk) RUNID=$RUN-$s TIMEOUT=${TIMEOUT:-$(( 1200 + 16 * FT ))} bg "$HERE/boot.sh" "$s" \
         lab.fiotime="$FT" lab.verifysize="$VS" ${LABARGS:-} ;;
     twovm) RUNID=$RUN-$s FIOTIME=$(( FT < 15 ? FT : 15 )) GUESTARGS="lab.verifysize=$VS" bg "$HERE/twovm.sh" ;;
     perf)

@@ -1,0 +1,150 @@
+package ublkback
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/rdmablk/rdmablk/initiator"
+	"github.com/rdmablk/rdmablk/nvme"
+	"github.com/rdmablk/rdmablk/ublk"
+)
+
+// MaxWriteZeroesBlocks is the largest write zeroes of one NVMe command
+// (NLB is 16-bit, 0's based).
+const MaxWriteZeroesBlocks = initiator.MaxBlocksPerIO
+
+// maxDSMBlocks is one Dataset Management range's limit (32-bit NLB).
+const maxDSMBlocks = 1<<32 - 1
+
+// Backend serves a Session as a ublk.Backend. Make it with New.
+type Backend struct {
+	sess *initiator.Session
+	geo  ublk.Geometry
+}
+
+// New reads the session's geometry from its current path (it must have
+// one: open the session first). The geometry is fixed for the Backend's
+// life; a device recovered later is checked against it by ublk.Recover.
+func New(sess *initiator.Session) (*Backend, error) {
+	l, ok := sess.Limits()
+	if !ok {
+		return nil, fmt.Errorf("ublkback: the session has no usable path")
+	}
+	bs := sess.BlockSize()
+	page := os.Getpagesize()
+	if bs < 512 || bs > page || bs&(bs-1) != 0 {
+		return nil, fmt.Errorf("ublkback: block size %d: ublk takes 512 bytes to one page", bs)
+	}
+	mt := l.MaxTransfer / page * page
+	if mt == 0 {
+		return nil, fmt.Errorf("ublkback: controller max transfer %d is below a page", l.MaxTransfer)
+	}
+	g := ublk.Geometry{
+		LogicalBlockSize: uint32(bs),
+		Blocks:           uint64(sess.Size()) / uint64(bs),
+		Queues:           max(1, l.Queues),
+		Depth:            max(1, l.QueueDepth),
+		MaxTransfer:      uint32(min(mt, 32<<20)),
+		VolatileCache:    l.VolatileCache,
+		FUA:              l.VolatileCache,
+	}
+	if l.ONCS&nvme.ONCSDSM != 0 {
+		g.MaxDiscardBlocks = maxDSMBlocks
+	}
+	if l.ONCS&nvme.ONCSWriteZeroes != 0 {
+		g.MaxWriteZeroesBlocks = MaxWriteZeroesBlocks
+	}
+	return &Backend{sess: sess, geo: g}, nil
+}
+
+// Geometry implements ublk.Backend.
+func (b *Backend) Geometry() ublk.Geometry { return b.geo }
+
+// OpenQueue implements ublk.Backend: depth tag buffers of MaxTransfer in
+// one anonymous mapping, a Request per tag, and the completion goroutine.
+func (b *Backend) OpenQueue(q, depth int, done ublk.Completer) (ublk.BackendQueue, error) {
+	if depth < 1 || depth > 4096 {
+		return nil, fmt.Errorf("ublkback: queue %d: depth %d", q, depth)
+	}
+	per := int(b.geo.MaxTransfer)
+	mem, err := syscall.Mmap(-1, 0, depth*per, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return nil, fmt.Errorf("ublkback: queue %d buffers: %w", q, err)
+	}
+	bq := &queue{sess: b.sess, done: done, mem: mem, per: per, q: uint16(q + 1),
+		reqs: make([]initiator.Request, depth), ch: make(chan *initiator.Request, depth), stop: make(chan struct{})}
+	bq.wg.Add(1)
+	go bq.complete()
+	return bq, nil
+}
+
+// queue is one ublk queue's backend side.
+type queue struct {
+	sess *initiator.Session
+	done ublk.Completer
+	mem  []byte // depth × per bytes, outside the Go heap
+	per  int
+	q    uint16              // initiator.Request.Queue: this ublk queue's initiator queue, plus one
+	reqs []initiator.Request // per tag: owned by the initiator from Submit to Done
+	ch   chan *initiator.Request
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Buffer implements ublk.BackendQueue.
+func (q *queue) Buffer(tag uint16) []byte {
+	o := int(tag) * q.per
+	return q.mem[o : o+q.per : o+q.per]
+}
+
+// Submit implements ublk.BackendQueue. The ublk queue goroutine; never
+// blocks, allocates nothing.
+func (q *queue) Submit(tag uint16, req *ublk.Request) {
+	r := &q.reqs[tag]
+	*r = initiator.Request{Off: int64(req.Offset), FUA: req.FUA, Done: q.ch, User: uint64(tag), Queue: q.q}
+	switch req.Op {
+	case ublk.OpRead:
+		r.Op, r.Data = initiator.IORead, req.Data
+	case ublk.OpWrite:
+		r.Op, r.Data = initiator.IOWrite, req.Data
+	case ublk.OpFlush:
+		r.Op = initiator.IOFlush
+	case ublk.OpDiscard:
+		r.Op, r.Len = initiator.IODeallocate, int64(req.Length)
+	case ublk.OpWriteZeroes:
+		// The initiator sends DEAC=0: right for NoUnmap, allowed without.
+		r.Op, r.Len = initiator.IOWriteZeroes, int64(req.Length)
+	default:
+		q.done.Complete(tag, syscall.EOPNOTSUPP)
+		return
+	}
+	if err := q.sess.Submit(r); err != nil {
+		q.done.Complete(tag, Errno(err))
+	}
+}
+
+// complete is the queue's completion goroutine.
+func (q *queue) complete() {
+	defer q.wg.Done()
+	for {
+		select {
+		case r := <-q.ch:
+			errno := Errno(r.Err)
+			tag := uint16(r.User)
+			r.Data = nil
+			q.done.Complete(tag, errno)
+		case <-q.stop:
+			return
+		}
+	}
+}
+
+// Close implements ublk.BackendQueue: every request has completed (ublk's
+// contract), so the goroutine can stop and the buffers go.
+func (q *queue) Close() error {
+	close(q.stop)
+	q.wg.Wait()
+	return syscall.Munmap(q.mem)
+}
