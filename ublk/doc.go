@@ -53,9 +53,12 @@
 // it before delivering the request, for a read it copies out of it after
 // the commit — out of the address named in the commit itself, which is
 // why each tag keeps one buffer for the life of the queue. The buffer is
-// BackendQueue.Buffer(tag) — the initiator's
-// registered memory — so that copy, done by the kernel, is the only one:
-// the RDMA transfer moves the same bytes to or from the target. Why not
+// BackendQueue.Buffer(tag). When a backend hands out memory its transport
+// moves directly (an initiator's registered memory), that kernel copy is
+// the only one; the initiator adapter of today (internal/attach/ublkback)
+// hands out plain memory and the initiator copies it once more into its
+// registered buffers, because caller-held registered buffers that survive
+// reconnects do not exist yet (see its doc.go). Why not
 // the other modes: UBLK_F_SUPPORT_ZERO_COPY is refused by 6.12's driver
 // ("not ready"); UBLK_F_USER_COPY (6.5+) still copies, through a pread or
 // pwrite on /dev/ublkcN per request (more system calls, no fewer copies);
