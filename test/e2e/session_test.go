@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -121,6 +122,27 @@ func waitConnects(t *testing.T, s *initiator.Session, i, n int, timeout time.Dur
 	}
 }
 
+// waitInFlight waits until the live path's queues hold n commands, or the
+// path has left the live state (its commands are then queued for replay).
+func waitInFlight(t *testing.T, s *initiator.Session, n int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		st := s.Stats()
+		sum := 0
+		for _, q := range st.QueueInFlight {
+			sum += q
+		}
+		if sum >= n || s.Paths()[0].State != initiator.PathLive {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d commands in flight after %v: %+v", sum, n, timeout, st)
+		}
+		time.Sleep(time.Millisecond) // polling a condition, not a timing assumption
+	}
+}
+
 // TestAsyncReplayQPErrors: QP errors injected into every queue of the
 // live controller while Submit keeps 24 write/read-verify requests in
 // flight: the controller is lost, the session reconnects and replays the
@@ -176,6 +198,16 @@ func TestAsyncReplayTargetSIGKILL(t *testing.T) {
 			load := startAsyncLoad(t, s, 16, 64)
 			load.waitVerified(t, 30, time.Minute)
 			connects := s.Paths()[0].Connects
+			// Stop the daemon before killing it so that commands are
+			// certainly in flight at the kill: a stopped target answers
+			// nothing, the load refills every slot, and those commands
+			// can only complete by being replayed. Without this, the
+			// load's completion goroutine can be descheduled with all
+			// its requests answered, and nothing is in flight to replay.
+			if err := d.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			waitInFlight(t, s, 16, time.Minute)
 			d.Kill()
 			d.Start("--config", cfg)
 			d.WaitLog("rdmablkd ready", time.Minute)
