@@ -62,9 +62,15 @@
 // (target.Queue.BeginBatch / EndBatch), so backend I/O it started
 // (io_uring) reaches the device in one submission. While passes find work
 // the group keeps passing; after an adaptive number of empty passes (at
-// most Config.PollSpins, spinBudget) it arms every CQ, passes once more and
+// most Config.PollSpins, spinBudget) it arms the CQs, passes once more and
 // sleeps on its bell, so an idle target burns no CPU and an oversubscribed
-// one does not spin. QueueConn.Complete queues the slot on the queue's
+// one does not spin. A queue has two CQs: receives on one, send-queue
+// completions (READs, response SENDs) on the other. The receive CQ is
+// always armed; the send CQ only while something waits for a send
+// completion (a READ in flight, a request short of a slot, credits or a
+// buffer, a drain): otherwise a response SEND's completion, which only
+// frees its slot, is reaped by the next command's pass instead of waking
+// the group once more per I/O. QueueConn.Complete queues the slot on the queue's
 // completion channel (capacity = slots, so Complete never blocks) and
 // rings the group's bell: a backend completion reaches the owning group
 // without a goroutine hand-off. Each queue has one parked watcher

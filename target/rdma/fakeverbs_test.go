@@ -17,15 +17,16 @@ import (
 
 type fakeDevice struct {
 	attr verbs.DeviceAttr
-	cq   *fakeCQ
+	cqs  []*fakeCQ // in creation order: the queue's receive CQ, then its send CQ
 }
 
 func (d *fakeDevice) Name() string                             { return "fake0" }
 func (d *fakeDevice) Attr() verbs.DeviceAttr                   { return d.attr }
 func (d *fakeDevice) AllocPD() (verbs.ProtectionDomain, error) { return &fakePD{}, nil }
 func (d *fakeDevice) CreateCQ(cqe, vector int) (verbs.CompletionQueue, error) {
-	d.cq = &fakeCQ{notify: make(chan struct{}, 1), ring: make([]verbs.WorkCompletion, 0, cqe)}
-	return d.cq, nil
+	c := &fakeCQ{notify: make(chan struct{}, 1), ring: make([]verbs.WorkCompletion, 0, cqe)}
+	d.cqs = append(d.cqs, c)
+	return c, nil
 }
 
 type fakePD struct{}
@@ -52,6 +53,7 @@ type fakeCQ struct {
 	mu     sync.Mutex
 	ring   []verbs.WorkCompletion
 	notify chan struct{}
+	armed  int // ReqNotify calls
 }
 
 func (c *fakeCQ) inject(wc verbs.WorkCompletion) {
@@ -67,7 +69,7 @@ func (c *fakeCQ) Poll(wc []verbs.WorkCompletion) (int, error) {
 	c.ring = c.ring[:copy(c.ring, c.ring[n:])]
 	return n, nil
 }
-func (c *fakeCQ) ReqNotify() error        { return nil }
+func (c *fakeCQ) ReqNotify() error        { c.armed++; return nil }
 func (c *fakeCQ) Notify() <-chan struct{} { return c.notify }
 func (c *fakeCQ) Depth() int              { return cap(c.ring) }
 func (c *fakeCQ) Close() error            { return nil }
@@ -150,7 +152,8 @@ type fakeRig struct {
 	l    *Listener
 	q    *queue
 	id   *fakeConnID
-	cq   *fakeCQ
+	rcq  *fakeCQ // receive completions
+	scq  *fakeCQ // send-queue completions
 	qp   *fakeQP
 	core *fakeCore
 	fq   *fakeQueue
@@ -192,7 +195,7 @@ func newFakeRig(t testing.TB, attr verbs.DeviceAttr, cfg Config, p queueParams) 
 			t.Fatal(err)
 		}
 	}
-	return &fakeRig{t: t, l: l, q: q, id: id, cq: dev.cq, qp: id.qp, core: core, fq: cq.(*fakeQueue)}
+	return &fakeRig{t: t, l: l, q: q, id: id, rcq: dev.cqs[0], scq: dev.cqs[1], qp: id.qp, core: core, fq: cq.(*fakeQueue)}
 }
 
 // fakeProvider satisfies Config validation only.
@@ -214,7 +217,7 @@ func (g *fakeRig) deliver(ri int32, capsule []byte) {
 	if len(capsule) > nvme.SQESize {
 		copy(g.q.icdBuf(ri), capsule[nvme.SQESize:])
 	}
-	g.cq.inject(verbs.WorkCompletion{ID: wrID(wrRecv, ri), Opcode: verbs.WCRecv, ByteLen: uint32(len(capsule))})
+	g.rcq.inject(verbs.WorkCompletion{ID: wrID(wrRecv, ri), Opcode: verbs.WCRecv, ByteLen: uint32(len(capsule))})
 }
 
 // complete injects the successful completion of a posted send WR.
@@ -223,7 +226,7 @@ func (g *fakeRig) complete(wr verbs.SendWR) {
 	if wr.Opcode == verbs.OpRDMARead {
 		op = verbs.WCRDMARead
 	}
-	g.cq.inject(verbs.WorkCompletion{ID: wr.ID, Opcode: op})
+	g.scq.inject(verbs.WorkCompletion{ID: wr.ID, Opcode: op})
 }
 
 // step runs one poller iteration.

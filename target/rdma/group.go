@@ -16,7 +16,8 @@ import (
 // the completions the core handed back, waiting requests, and one
 // PostRecv and one PostSend per queue with everything the pass produced for
 // it. While passes find work the group keeps passing; after an adaptive
-// number of empty passes (spinBudget) it arms every CQ, passes once more,
+// number of empty passes (spinBudget) it arms the CQs (queue.arm: the
+// send CQ only when something waits for it), passes once more,
 // and sleeps on its bell. Everything that needs the group rings the bell:
 // QueueConn.Complete (after queueing the slot on the queue's completion
 // channel, so a backend completion reaches the group without a goroutine
@@ -119,6 +120,8 @@ func (q *queue) watch() {
 		select {
 		case <-q.cq.Notify():
 			q.g.ring()
+		case <-q.scq.Notify():
+			q.g.ring()
 		case <-kill:
 			kill = nil
 			q.signal(ctlKill)
@@ -201,7 +204,7 @@ func (g *pollGroup) run() {
 		}
 		budget = spinBudget(budget, limit, spinSlept)
 		for _, q := range g.queues {
-			if err := q.cq.ReqNotify(); err != nil {
+			if err := q.arm(); err != nil {
 				q.fatal("arming the CQ", err)
 			}
 		}

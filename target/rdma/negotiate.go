@@ -12,7 +12,8 @@ type queueParams struct {
 	qid     uint16 // queue ID from the CM private data (0 = admin)
 	depth   int    // receive queue = hsqsize+1 command slots (CRQSIZE)
 	sendQ   int    // send queue work requests
-	cqe     int    // completion queue entries
+	rcqe    int    // receive CQ entries
+	scqe    int    // send CQ entries
 	ord     int    // RDMA READs we keep outstanding (InitiatorDepth)
 	icd     int    // in-capsule data bytes accepted per command
 	hrqsize int    // host receive queue size (informational)
@@ -92,10 +93,12 @@ func negotiate(cfg *Config, attr verbs.DeviceAttr, p verbs.ConnParam) (queuePara
 	if attr.MaxQPWR > 0 && qp.sendQ > attr.MaxQPWR {
 		qp.sendQ = attr.MaxQPWR
 	}
-	// Every signaled send WR occupies a send-queue slot until polled, and
-	// every posted receive completes once: the CQ can never overrun.
-	qp.cqe = qp.depth + qp.sendQ
-	if attr.MaxCQE > 0 && qp.cqe > attr.MaxCQE {
+	// Receives and sends complete on CQs of their own (see queue.scq):
+	// every posted receive completes once, and every send WR — signaled,
+	// or unsignaled and failed or flushed — occupies a send-queue slot
+	// until its completion is polled: neither CQ can overrun.
+	qp.rcqe, qp.scqe = qp.depth, qp.sendQ
+	if attr.MaxCQE > 0 && max(qp.rcqe, qp.scqe) > attr.MaxCQE {
 		return qp, nvme.CMRejectNoResources
 	}
 	return qp, 0

@@ -41,7 +41,7 @@ func TestNegotiate(t *testing.T) {
 		{"hrqsize above device limit", cmReq(0, 1, 1025, 31), 16, nil, nvme.CMRejectInvalidHRQSize},
 		{"host IRD 0", cmReq(0, 1, 32, 31), 0, nil, nvme.CMRejectInvalidIRD},
 		{"device ORD 0", cmReq(0, 1, 32, 31), 16, func(a *verbs.DeviceAttr) { a.MaxQPInitRdAtom = 0 }, nvme.CMRejectNoResources},
-		{"CQ too small", cmReq(0, 1, 32, 31), 16, func(a *verbs.DeviceAttr) { a.MaxCQE = 64 }, nvme.CMRejectNoResources},
+		{"send CQ too small", cmReq(0, 1, 32, 31), 16, func(a *verbs.DeviceAttr) { a.MaxCQE = 63 }, nvme.CMRejectNoResources},
 		{"device queue below hsqsize", cmReq(0, 1, 32, 31), 16, func(a *verbs.DeviceAttr) { a.MaxQPWR = 16 }, nvme.CMRejectInvalidHSQSize},
 	}
 	for _, tc := range cases {
@@ -66,7 +66,7 @@ func TestNegotiateAccepts(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, st := negotiate(&cfg, attr, verbs.ConnParam{PrivateData: cmReq(0, 0, 32, 31), InitiatorDepth: 16})
-	if st != 0 || p.depth != 32 || p.ord != 8 || p.icd != 0 || p.sendQ != 64 || p.cqe != 96 {
+	if st != 0 || p.depth != 32 || p.ord != 8 || p.icd != 0 || p.sendQ != 64 || p.rcqe != 32 || p.scqe != 64 {
 		t.Fatalf("admin: st %d %+v", st, p)
 	}
 	// Old SPDK hosts send hrqsize = hsqsize + 1 with a 1-based hsqsize.
@@ -77,7 +77,7 @@ func TestNegotiateAccepts(t *testing.T) {
 	// The send queue is clamped to the device.
 	attr.MaxQPWR = 200
 	p, st = negotiate(&cfg, attr, verbs.ConnParam{PrivateData: cmReq(0, 1, 128, 127), InitiatorDepth: 2})
-	if st != 0 || p.sendQ != 200 || p.cqe != 328 {
+	if st != 0 || p.sendQ != 200 || p.scqe != 200 {
 		t.Fatalf("clamped: st %d %+v", st, p)
 	}
 	ap := acceptParam(p)

@@ -60,13 +60,10 @@ func (q *queue) step() bool {
 		q.batch.BeginBatch()
 		defer q.batch.EndBatch()
 	}
-	n, err := q.cq.Poll(q.wc)
+	n, err := q.pollCQs()
 	if err != nil {
 		q.fatal("polling the CQ", err)
 		return true
-	}
-	for i := range n {
-		q.handleWC(&q.wc[i])
 	}
 	worked := n > 0
 	for more := true; more; {
@@ -85,6 +82,47 @@ func (q *queue) step() bool {
 		q.flush()
 	}
 	return worked
+}
+
+// pollCQs polls the send CQ, then the receive CQ (send completions free
+// the slots and credits new commands need), handles what it found and
+// returns how many completions that was.
+func (q *queue) pollCQs() (int, error) {
+	total := 0
+	for _, cq := range [2]verbs.CompletionQueue{q.scq, q.cq} {
+		n, err := cq.Poll(q.wc)
+		for i := range n {
+			q.handleWC(&q.wc[i])
+		}
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// arm requests completion events before the poll group sleeps: always on
+// the receive CQ; on the send CQ only while something waits for a send
+// completion (needSendEvents). Unarmed, a response SEND's completion is
+// reaped by the pass the queue's next command causes.
+func (q *queue) arm() error {
+	if err := q.cq.ReqNotify(); err != nil {
+		return err
+	}
+	if q.needSendEvents() {
+		return q.scq.ReqNotify()
+	}
+	return nil
+}
+
+// needSendEvents reports whether progress depends on a send completion:
+// an RDMA READ in flight (its completion lets the command run), a request
+// waiting for a slot, credits or a buffer that completions free, or a
+// drain (it ends when every slot is free).
+func (q *queue) needSendEvents() bool {
+	return q.readCredits < q.params.ord || !q.sendWait.empty() || !q.readWait.empty() ||
+		!q.bufWait.empty() || q.backlogLen > 0 || q.draining || q.dying
 }
 
 // handleWC dispatches one work completion.
@@ -668,7 +706,7 @@ func (q *queue) teardown() {
 	}
 	for (!cqBroken && (q.postedRecvs > 0 || q.outstanding > 0)) || q.executing > 0 {
 		if !cqBroken {
-			n, err := q.cq.Poll(q.wc)
+			n, err := q.pollCQs()
 			if err != nil {
 				// The CQ overflowed: flushes cannot be counted. Destroying
 				// the QP stops the device from touching our memory.
@@ -678,9 +716,6 @@ func (q *queue) teardown() {
 					_ = q.qp.Close()
 					qpClosed = true
 				}
-			}
-			for i := range n {
-				q.handleWC(&q.wc[i])
 			}
 			if n > 0 {
 				continue
@@ -692,18 +727,21 @@ func (q *queue) teardown() {
 			continue
 		default:
 		}
-		var notify <-chan struct{}
+		var rnotify, snotify <-chan struct{}
 		if !cqBroken && (q.postedRecvs > 0 || q.outstanding > 0) {
 			if err := q.cq.ReqNotify(); err == nil {
-				notify = q.cq.Notify()
+				rnotify = q.cq.Notify()
 			}
-			if n, _ := q.cq.Poll(q.wc[:1]); n > 0 {
-				q.handleWC(&q.wc[0])
+			if err := q.scq.ReqNotify(); err == nil {
+				snotify = q.scq.Notify()
+			}
+			if n, _ := q.pollCQs(); n > 0 {
 				continue
 			}
 		}
 		select {
-		case <-notify:
+		case <-rnotify:
+		case <-snotify:
 		case t := <-q.compCh:
 			q.onComplete(t)
 		case <-timer.C:

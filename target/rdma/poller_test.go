@@ -305,7 +305,7 @@ func TestReadErrorKillsQueueAndFreesBufferOnlyAfterCompletion(t *testing.T) {
 	if len(g.q.freeBufs) != g.q.params.depth-1 {
 		t.Fatal("buffer not taken")
 	}
-	g.cq.inject(verbs.WorkCompletion{ID: rd.ID, Status: verbs.WCRemAccessErr})
+	g.scq.inject(verbs.WorkCompletion{ID: rd.ID, Status: verbs.WCRemAccessErr})
 	g.step()
 	if !g.q.dying || r.state != StateFree || len(g.q.freeBufs) != g.q.params.depth || g.fq.executed.Load() != 0 {
 		t.Fatalf("dying %v state %v bufs %d executed %d", g.q.dying, r.state, len(g.q.freeBufs), g.fq.executed.Load())
@@ -409,5 +409,61 @@ func TestSpinBudget(t *testing.T) {
 	}
 	if b = spinBudget(5, 0, spinFound); b != 0 {
 		t.Fatalf("limit 0 (PollSpins < 0): budget %d", b)
+	}
+}
+
+// TestIdleArmsSendCQOnlyWhenWaited: a queue going idle always arms its
+// receive CQ, and its send CQ only while progress depends on a send
+// completion. After a host read (WRITE + response SEND posted) nothing
+// waits for the SEND's completion, so it must not wake the poller; an
+// RDMA READ in flight (host write) or a drain must.
+func TestIdleArmsSendCQOnlyWhenWaited(t *testing.T) {
+	attr := defaultFakeAttr()
+	g := newFakeRig(t, attr, Config{}, ioParams(t, attr, 8, 4))
+	arm := func() (r, s int) {
+		t.Helper()
+		r0, s0 := g.rcq.armed, g.scq.armed
+		if err := g.q.arm(); err != nil {
+			t.Fatal(err)
+		}
+		return g.rcq.armed - r0, g.scq.armed - s0
+	}
+	if r, s := arm(); r != 1 || s != 0 {
+		t.Fatalf("idle queue armed receive CQ %d, send CQ %d times; want 1, 0", r, s)
+	}
+	rd := rwSQE(nvme.IORead, 1, 0, 8, 0x1000, 0x42, nvme.SGLSubtypeAddress)
+	g.qp.reset()
+	g.deliver(0, capsule(&rd, nil))
+	g.step()
+	if len(g.sendsOf(verbs.OpSend)) != 1 {
+		t.Fatalf("posted %+v, want the response SEND", g.qp.sends)
+	}
+	if r, s := arm(); r != 1 || s != 0 {
+		t.Fatalf("with only a response SEND outstanding: armed receive CQ %d, send CQ %d times; want 1, 0", r, s)
+	}
+	wr := rwSQE(nvme.IOWrite, 2, 8, 8, 0x2000, 0x43, nvme.SGLSubtypeAddress)
+	g.qp.reset()
+	g.deliver(1, capsule(&wr, nil))
+	g.step()
+	reads := g.sendsOf(verbs.OpRDMARead)
+	if len(reads) != 1 {
+		t.Fatalf("posted %+v, want one READ", g.qp.sends)
+	}
+	if r, s := arm(); r != 1 || s != 1 {
+		t.Fatalf("with an RDMA READ in flight: armed receive CQ %d, send CQ %d times; want 1, 1", r, s)
+	}
+	// The READ completes: the write runs and its SEND is posted; the
+	// first SEND's completion, never waited for, is reaped in this pass.
+	g.complete(reads[0])
+	g.step()
+	if g.q.active != 2 {
+		t.Fatalf("%d active slots, want 2 (both responses in flight)", g.q.active)
+	}
+	if r, s := arm(); r != 1 || s != 0 {
+		t.Fatalf("after the READ completed: armed receive CQ %d, send CQ %d times; want 1, 0", r, s)
+	}
+	g.q.startDrain()
+	if r, s := arm(); r != 1 || s != 1 {
+		t.Fatalf("draining: armed receive CQ %d, send CQ %d times; want 1, 1", r, s)
 	}
 }

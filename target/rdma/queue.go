@@ -36,9 +36,17 @@ type queue struct {
 	log    *slog.Logger
 	params queueParams
 
-	id      verbs.ConnID
-	pd      verbs.ProtectionDomain
+	id verbs.ConnID
+	pd verbs.ProtectionDomain
+	// cq takes the receive completions, scq the send-queue ones (READ,
+	// and the response SEND; WRITEs are unsignaled). Split so that an idle
+	// queue sleeps with only cq armed: a response SEND's completion only
+	// frees the slot and credits, which the next command's pass reaps, so
+	// it need not wake the poller (one wake-up per I/O less; on rxe a
+	// wake-up is several system calls and goroutine switches). scq is
+	// armed only while something waits for it (armSendCQ).
 	cq      verbs.CompletionQueue
+	scq     verbs.CompletionQueue
 	qp      verbs.QueuePair
 	region  *regmem.Region         // address space of every buffer below (regmem.Reserve)
 	small   *regmem.Registration   // receive, CQE and bootstrap buffers (one region, from accept)
@@ -248,11 +256,14 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 	if n := attr.NumCompVectors; p.qid != 0 && n > 1 {
 		vector = int(l.vector.Add(1)) % n
 	}
-	if q.cq, err = dev.CreateCQ(p.cqe, vector); err != nil {
-		return q, fmt.Errorf("create CQ: %w", err)
+	if q.cq, err = dev.CreateCQ(p.rcqe, vector); err != nil {
+		return q, fmt.Errorf("create receive CQ: %w", err)
+	}
+	if q.scq, err = dev.CreateCQ(p.scqe, vector); err != nil {
+		return q, fmt.Errorf("create send CQ: %w", err)
 	}
 	if q.qp, err = id.CreateQP(q.pd, verbs.QPInitAttr{
-		SendCQ: q.cq,
+		SendCQ: q.scq,
 		RecvCQ: q.cq,
 		Cap: verbs.QPCap{
 			MaxSendWR:  p.sendQ,
@@ -298,7 +309,7 @@ func (l *Listener) newQueue(id verbs.ConnID, dev verbs.Device, attr verbs.Device
 	q.backlog = make([]backlogEntry, p.depth)
 	q.recvBatch = make([]verbs.RecvWR, p.depth)
 	q.sendBatch = make([]verbs.SendWR, p.sendQ)
-	q.wc = make([]verbs.WorkCompletion, min(64, p.cqe))
+	q.wc = make([]verbs.WorkCompletion, min(64, max(p.rcqe, p.scqe)))
 	q.sendCredits = p.sendQ
 	q.readCredits = p.ord
 
@@ -508,6 +519,9 @@ func (q *queue) release(leak bool) {
 	}
 	if q.cq != nil {
 		errs = append(errs, q.cq.Close())
+	}
+	if q.scq != nil {
+		errs = append(errs, q.scq.Close())
 	}
 	if q.pd != nil {
 		errs = append(errs, q.pd.Close())
