@@ -354,6 +354,19 @@ type CompletionQueue interface {
 	Close() error
 }
 
+// NotifyRouter is implemented by CQs whose completion-event tokens can go
+// to a channel the consumer owns, so that one goroutine can sleep on a
+// single channel for many CQs (a poll group) without a goroutine per CQ
+// relaying them. Every provider implements it (checked by verbstest).
+type NotifyRouter interface {
+	// RouteNotify makes ch the channel later tokens are sent to (a
+	// non-blocking send, as on the CQ's own channel: ch should have
+	// capacity ≥ 1) and the one Notify returns; nil routes them back to
+	// the CQ's own channel. A token already on the old channel stays
+	// there. Safe from any goroutine, concurrently with completions.
+	RouteNotify(ch chan struct{})
+}
+
 // Wait blocks until cq has a completion to poll, or ctx ends. It arms the
 // CQ, so a subsequent Poll should find at least one completion (unless
 // another goroutine took it).

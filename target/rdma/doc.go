@@ -73,8 +73,9 @@
 // the group once more per I/O. QueueConn.Complete queues the slot on the queue's
 // completion channel (capacity = slots, so Complete never blocks) and
 // rings the group's bell: a backend completion reaches the owning group
-// without a goroutine hand-off. Each queue has one parked watcher
-// goroutine that rings the bell for its CQ notifications and records its
+// without a goroutine hand-off. CQ events go straight to the bell where
+// the provider can route them (verbs.NotifyRouter: soft and ibverbs both
+// can). Each queue has one parked watcher goroutine that records its
 // control events (core Close, connection end, drain) and timers (Fabrics
 // Connect, drain) as bits the group acts on. A queue that dies or has
 // drained leaves its group and is torn down (flushes awaited, core

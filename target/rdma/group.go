@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rdmablk/rdmablk/verbs"
 )
 
 // pollGroup is one poller goroutine that owns many queues (SPDK's poll
@@ -95,6 +97,15 @@ func (g *pollGroup) add(q *queue) {
 	if q.l.cfg.ConnectTimeout > 0 && !q.connected {
 		q.connTimer = time.AfterFunc(q.l.cfg.ConnectTimeout, func() { q.signal(ctlConnectTimeout) })
 	}
+	// CQ events ring the group's bell directly where the provider allows
+	// (verbs.NotifyRouter); otherwise the watcher relays them.
+	rr, ok1 := q.cq.(verbs.NotifyRouter)
+	sr, ok2 := q.scq.(verbs.NotifyRouter)
+	if ok1 && ok2 {
+		rr.RouteNotify(g.bell)
+		sr.RouteNotify(g.bell)
+		q.routed = true
+	}
 	q.watchStop = make(chan struct{})
 	q.watchDone = make(chan struct{})
 	go q.watch()
@@ -111,16 +122,20 @@ func (q *queue) signal(bits uint32) {
 	q.g.ring()
 }
 
-// watch turns the queue's control channels and CQ notifications into
-// control bits and bells. It is parked in select almost always.
+// watch turns the queue's control channels (and CQ notifications, where
+// they cannot be routed to the bell) into control bits and bells. It is parked in select almost always.
 func (q *queue) watch() {
 	defer close(q.watchDone)
 	kill, done, drain := q.killCh, q.id.Done(), q.drainCh
+	rnotify, snotify := q.cq.Notify(), q.scq.Notify()
+	if q.routed {
+		rnotify, snotify = nil, nil // they ring the bell themselves
+	}
 	for {
 		select {
-		case <-q.cq.Notify():
+		case <-rnotify:
 			q.g.ring()
-		case <-q.scq.Notify():
+		case <-snotify:
 			q.g.ring()
 		case <-kill:
 			kill = nil

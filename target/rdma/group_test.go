@@ -79,6 +79,15 @@ func TestPollGroupManyQueues(t *testing.T) {
 		default:
 		}
 	}
+	// The soft provider routes CQ events: they ring the group's bell with
+	// no watcher goroutine relaying them.
+	g.l.groups[0].inspect(func(qs []*queue) {
+		for _, q := range qs {
+			if !q.routed {
+				t.Errorf("queue %d: CQ events not routed to the group's bell", q.params.qid)
+			}
+		}
+	})
 }
 
 // Queues are spread over the poll groups at connect, the least loaded

@@ -694,6 +694,11 @@ func (q *queue) fatal(reason string, err error) {
 func (q *queue) teardown() {
 	q.dying = true
 	q.nRecv, q.nSend = 0, 0
+	if q.routed {
+		// Teardown waits on the CQs' own channels, not the group's bell.
+		q.cq.(verbs.NotifyRouter).RouteNotify(nil)
+		q.scq.(verbs.NotifyRouter).RouteNotify(nil)
+	}
 	_ = q.id.Disconnect()
 	q.destroyCore()
 	timer := time.NewTimer(flushTimeout)

@@ -126,6 +126,7 @@ type queue struct {
 	// for it (ctl* bits); watchStop ends the watcher goroutine; the timers
 	// are the Fabrics Connect and drain deadlines.
 	g          *pollGroup
+	routed     bool // the CQs' notifications ring g.bell (set before the group owns q)
 	ctl        atomic.Uint32
 	watchStop  chan struct{}
 	watchDone  chan struct{}

@@ -27,7 +27,8 @@ type cq struct {
 	efd     *evfd
 	handle  uintptr
 	depth   int
-	notify  chan struct{}
+	own     chan struct{}                 // the CQ's own event channel
+	notify  atomic.Pointer[chan struct{}] // where tokens go (own unless routed)
 	stopped chan struct{}
 
 	overrun atomic.Bool
@@ -93,8 +94,9 @@ func newCQ(d *device, cqe, vector int) (*cq, error) {
 	if ch == nil {
 		return nil, fmt.Errorf("ibverbs: ibv_create_comp_channel on %s failed", d.name)
 	}
-	c := &cq{dev: d, ch: ch, notify: make(chan struct{}, 1), stopped: make(chan struct{}),
+	c := &cq{dev: d, ch: ch, own: make(chan struct{}, 1), stopped: make(chan struct{}),
 		qps: map[*queuePair]struct{}{}}
+	c.notify.Store(&c.own)
 	c.handle = cqHandles.Add(1)
 	d.c.addCQ(c)
 	c.cq = C.rb_create_cq(d.ctx, C.int(cqe), C.uintptr_t(c.handle), ch, C.int(vector))
@@ -131,7 +133,7 @@ func (c *cq) eventLoop() {
 
 func (c *cq) token() {
 	select {
-	case c.notify <- struct{}{}:
+	case *c.notify.Load() <- struct{}{}:
 	default:
 	}
 }
@@ -205,8 +207,18 @@ func (c *cq) ReqNotify() error {
 	return nil
 }
 
-func (c *cq) Notify() <-chan struct{} { return c.notify }
-func (c *cq) Depth() int              { return c.depth }
+var _ verbs.NotifyRouter = (*cq)(nil)
+
+func (c *cq) Notify() <-chan struct{} { return *c.notify.Load() }
+
+// RouteNotify implements verbs.NotifyRouter.
+func (c *cq) RouteNotify(ch chan struct{}) {
+	if ch == nil {
+		ch = c.own
+	}
+	c.notify.Store(&ch)
+}
+func (c *cq) Depth() int { return c.depth }
 
 func (c *cq) attach(q *queuePair) error {
 	c.mu.Lock()

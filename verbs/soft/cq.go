@@ -14,7 +14,8 @@ type completionQueue struct {
 	dev    *device
 	depth  int
 	vector int
-	notify chan struct{} // completion events, capacity 1
+	own    chan struct{}                 // the CQ's own event channel, capacity 1
+	notify atomic.Pointer[chan struct{}] // where completion events go (own unless routed)
 
 	mu      sync.Mutex // guards the fields below
 	ring    []cqEntry
@@ -26,7 +27,10 @@ type completionQueue struct {
 	qps     map[*qp]struct{} // QPs using the CQ (send or receive side)
 }
 
-var _ verbs.CompletionQueue = (*completionQueue)(nil)
+var (
+	_ verbs.CompletionQueue = (*completionQueue)(nil)
+	_ verbs.NotifyRouter    = (*completionQueue)(nil)
+)
 
 // cqEntry is a completion plus the work-queue slots polling it frees.
 type cqEntry struct {
@@ -36,12 +40,14 @@ type cqEntry struct {
 }
 
 func newCQ(d *device, depth, vector int) *completionQueue {
-	return &completionQueue{
+	cq := &completionQueue{
 		dev: d, depth: depth, vector: vector,
-		notify: make(chan struct{}, 1),
-		ring:   make([]cqEntry, depth),
-		qps:    make(map[*qp]struct{}),
+		own:  make(chan struct{}, 1),
+		ring: make([]cqEntry, depth),
+		qps:  make(map[*qp]struct{}),
 	}
+	cq.notify.Store(&cq.own)
+	return cq
 }
 
 // Poll copies up to len(wc) completions. After an overrun it returns
@@ -89,8 +95,16 @@ func (cq *completionQueue) ReqNotify() error {
 	return nil
 }
 
-func (cq *completionQueue) Notify() <-chan struct{} { return cq.notify }
-func (cq *completionQueue) Depth() int              { return cq.depth }
+func (cq *completionQueue) Notify() <-chan struct{} { return *cq.notify.Load() }
+
+// RouteNotify implements verbs.NotifyRouter.
+func (cq *completionQueue) RouteNotify(ch chan struct{}) {
+	if ch == nil {
+		ch = cq.own
+	}
+	cq.notify.Store(&ch)
+}
+func (cq *completionQueue) Depth() int { return cq.depth }
 
 // Close destroys the CQ; ErrInvalid while QPs use it.
 func (cq *completionQueue) Close() error {
@@ -168,7 +182,7 @@ func (cq *completionQueue) signalLocked() {
 	}
 	cq.armed = false
 	select {
-	case cq.notify <- struct{}{}:
+	case *cq.notify.Load() <- struct{}{}:
 	default:
 	}
 }

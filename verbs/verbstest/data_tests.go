@@ -402,3 +402,52 @@ func testNotifyPending(t *testing.T, e Env) {
 	}
 	expectStatus(t, waitWC(t, p.ctx, p.c.scq, 1), ok(1))
 }
+
+// testNotifyRouted: a CQ's tokens go to a consumer's channel after
+// RouteNotify (also the pending-completion token of ReqNotify), Notify
+// returns that channel, and RouteNotify(nil) brings them back.
+func testNotifyRouted(t *testing.T, e Env) {
+	p := connect(t, e, pairConfig{})
+	r, isRouter := p.c.scq.(verbs.NotifyRouter)
+	if !isRouter {
+		t.Fatalf("%T does not implement verbs.NotifyRouter", p.c.scq)
+	}
+	own := p.c.scq.Notify()
+	bell := make(chan struct{}, 1)
+	r.RouteNotify(bell)
+	if p.c.scq.Notify() != (<-chan struct{})(bell) {
+		t.Fatal("Notify does not return the routed channel")
+	}
+	buf := p.mem.alloc(4096)
+	mc, md := p.c.reg(buf[:2048], 0), p.s.reg(buf[2048:], allAccess)
+	if err := p.c.scq.ReqNotify(); err != nil {
+		t.Fatalf("ReqNotify: %v", err)
+	}
+	p.c.postSend(verbs.SendWR{ID: 1, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
+		SGL: []verbs.SGE{sge(mc, 0, 8)}, RemoteAddr: md.Addr(), RKey: md.RKey()})
+	select {
+	case <-bell:
+	case <-p.ctx.Done():
+		t.Fatal("no completion event on the routed channel")
+	}
+	select {
+	case <-own:
+		t.Fatal("a routed CQ signalled its own channel")
+	default:
+	}
+	r.RouteNotify(nil)
+	if p.c.scq.Notify() != own {
+		t.Fatal("RouteNotify(nil) did not restore the CQ's own channel")
+	}
+	// The completion is still queued: arming signals at once, on the
+	// CQ's own channel now.
+	if err := verbs.Wait(p.ctx, p.c.scq); err != nil {
+		t.Fatalf("Wait after routing back: %v", err)
+	}
+	select {
+	case <-bell:
+		t.Fatal("a token went to the channel the CQ was routed away from")
+	default:
+	}
+	expectStatus(t, waitWC(t, p.ctx, p.c.scq, 1), ok(1))
+}

@@ -102,6 +102,7 @@ var suite = []testCase{
 	{"Inline", testInline},
 	{"CompletionOrdering", testCompletionOrdering},
 	{"NotifyPending", testNotifyPending},
+	{"NotifyRouted", testNotifyRouted},
 	{"ReadDepthORD", testReadDepthORD},
 	{"RNRRetryExceeded", testRNRRetryExceeded},
 	{"RNRRetryForever", testRNRRetryForever},
