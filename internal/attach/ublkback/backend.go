@@ -1,6 +1,7 @@
 package ublkback
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -63,7 +64,9 @@ func New(sess *initiator.Session) (*Backend, error) {
 func (b *Backend) Geometry() ublk.Geometry { return b.geo }
 
 // OpenQueue implements ublk.Backend: depth tag buffers of MaxTransfer in
-// one anonymous mapping, a Request per tag, and the completion goroutine.
+// one anonymous mapping, registered with the session (every controller
+// of every path, also after reconnects) so the initiator moves their data
+// by RDMA with no copy, a Request per tag, and the completion goroutine.
 func (b *Backend) OpenQueue(q, depth int, done ublk.Completer) (ublk.BackendQueue, error) {
 	if depth < 1 || depth > 4096 {
 		return nil, fmt.Errorf("ublkback: queue %d: depth %d", q, depth)
@@ -73,7 +76,12 @@ func (b *Backend) OpenQueue(q, depth int, done ublk.Completer) (ublk.BackendQueu
 	if err != nil {
 		return nil, fmt.Errorf("ublkback: queue %d buffers: %w", q, err)
 	}
-	bq := &queue{sess: b.sess, done: done, mem: mem, per: per, q: uint16(q + 1),
+	reg, err := b.sess.RegisterBuffer(mem)
+	if err != nil {
+		_ = syscall.Munmap(mem)
+		return nil, fmt.Errorf("ublkback: queue %d buffers: %w", q, err)
+	}
+	bq := &queue{sess: b.sess, done: done, mem: mem, reg: reg, per: per, q: uint16(q + 1),
 		reqs: make([]initiator.Request, depth), ch: make(chan *initiator.Request, depth), stop: make(chan struct{})}
 	bq.wg.Add(1)
 	go bq.complete()
@@ -85,6 +93,7 @@ type queue struct {
 	sess *initiator.Session
 	done ublk.Completer
 	mem  []byte // depth × per bytes, outside the Go heap
+	reg  *initiator.MemRegion // mem, registered with the session
 	per  int
 	q    uint16              // initiator.Request.Queue: this ublk queue's initiator queue, plus one
 	reqs []initiator.Request // per tag: owned by the initiator from Submit to Done
@@ -142,9 +151,11 @@ func (q *queue) complete() {
 }
 
 // Close implements ublk.BackendQueue: every request has completed (ublk's
-// contract), so the goroutine can stop and the buffers go.
+// contract), so the goroutine can stop, and the buffers are deregistered
+// and unmapped.
 func (q *queue) Close() error {
 	close(q.stop)
 	q.wg.Wait()
-	return syscall.Munmap(q.mem)
+	err := q.reg.Close()
+	return errors.Join(err, syscall.Munmap(q.mem))
 }
