@@ -92,7 +92,7 @@ func (b *Backend) OpenQueue(q, depth int, done ublk.Completer) (ublk.BackendQueu
 type queue struct {
 	sess *initiator.Session
 	done ublk.Completer
-	mem  []byte // depth × per bytes, outside the Go heap
+	mem  []byte               // depth × per bytes, outside the Go heap
 	reg  *initiator.MemRegion // mem, registered with the session
 	per  int
 	q    uint16              // initiator.Request.Queue: this ublk queue's initiator queue, plus one
