@@ -3,6 +3,7 @@ package ublkback_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"syscall"
@@ -36,6 +37,12 @@ func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // serve exports be as namespace 1 of testNQN at addr on fab.
 func serve(t testing.TB, fab *soft.Fabric, be blockdev.Backend, addr string) string {
 	t.Helper()
+	return serveN(t, fab, be, addr)[0]
+}
+
+// serveN is serve with one listener per address.
+func serveN(t testing.TB, fab *soft.Fabric, be blockdev.Backend, addrs ...string) []string {
+	t.Helper()
 	tgt := target.New(target.Options{Logger: quiet()})
 	if _, err := tgt.AddSubsystem(target.SubsystemConfig{
 		NQN: testNQN, Serial: "ublkback01", AllowAnyHost: true,
@@ -43,21 +50,31 @@ func serve(t testing.TB, fab *soft.Fabric, be blockdev.Backend, addr string) str
 	}); err != nil {
 		t.Fatal(err)
 	}
-	l, err := rdma.Listen(rdma.Config{Provider: soft.New(soft.Options{Fabric: fab}), Target: tgt, Addr: addr, PortID: 1, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() { _ = tgt.Close() })
+	var out []string
+	for i, a := range addrs {
+		l, err := rdma.Listen(rdma.Config{Provider: soft.New(soft.Options{Fabric: fab}), Target: tgt, Addr: a, PortID: uint16(i + 1), Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Close() })
+		out = append(out, l.Addr())
 	}
-	t.Cleanup(func() { _ = l.Close(); _ = tgt.Close() })
-	return l.Addr()
+	return out
 }
 
 func open(t testing.TB, p verbs.Provider, addr string, queues, depth int) *initiator.Session {
+	t.Helper()
+	return openPaths(t, p, []string{addr}, queues, depth)
+}
+
+func openPaths(t testing.TB, p verbs.Provider, paths []string, queues, depth int) *initiator.Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := initiator.OpenSession(ctx, initiator.SessionOptions{
 		Options: initiator.Options{Provider: p, IOQueues: queues, QueueDepth: depth, Logger: quiet(), KeepAlive: time.Second},
-		SubNQN:  testNQN, Paths: []string{addr}, ReconnectDelay: 20 * time.Millisecond, CtrlLossTimeout: 2 * time.Minute,
+		SubNQN:  testNQN, Paths: paths, ReconnectDelay: 20 * time.Millisecond, CtrlLossTimeout: 2 * time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -356,5 +373,111 @@ func BenchmarkQueueRead4KZeroCopy(b *testing.B) {
 	b.StopTimer()
 	if st := s.Stats(); st.CopiedBytes != 0 {
 		b.Fatalf("copied %d bytes", st.CopiedBytes)
+	}
+}
+
+// TestRegisterBuffer: the Session API itself. Bad registrations are
+// refused with ErrInvalid; a region registered on a two-path session is
+// used zero-copy by the blocking API on the first path and, after that
+// path's controller is lost (its listener closed), on the second; once
+// the region is closed its memory takes the copy path; after Close of
+// the session RegisterBuffer fails with ErrSessionClosed.
+func TestRegisterBuffer(t *testing.T) {
+	fab := soft.NewFabric()
+	lsAddrs := []string{"rb-a:4420", "rb-b:4420"}
+	tgt := target.New(target.Options{Logger: quiet()})
+	if _, err := tgt.AddSubsystem(target.SubsystemConfig{
+		NQN: testNQN, Serial: "ublkback02", AllowAnyHost: true,
+		Namespaces: []target.NamespaceConfig{{NSID: 1, Backend: mem.New(1024, 512)}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tgt.Close() })
+	var ls []*rdma.Listener
+	for i, a := range lsAddrs {
+		l, err := rdma.Listen(rdma.Config{Provider: soft.New(soft.Options{Fabric: fab}), Target: tgt, Addr: a, PortID: uint16(i + 1), Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Close() })
+		ls = append(ls, l)
+	}
+	s := openPaths(t, soft.New(soft.Options{Profile: soft.ProfilePVRDMA, Fabric: fab}), []string{ls[0].Addr(), ls[1].Addr()}, 2, 8)
+	for s.Paths()[1].State != initiator.PathLive { // both controllers carry the region
+		select {
+		case <-s.Changed():
+		case <-time.After(time.Minute):
+			t.Fatal("second path not live")
+		}
+	}
+	if _, err := s.RegisterBuffer(nil); !errors.Is(err, initiator.ErrInvalid) {
+		t.Fatalf("empty buffer: %v", err)
+	}
+	region, err := syscall.Mmap(-1, 0, 64<<10, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(region)
+	m, err := s.RegisterBuffer(region)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RegisterBuffer(region[4096:8192]); !errors.Is(err, initiator.ErrInvalid) {
+		t.Fatalf("overlapping buffer: %v", err)
+	}
+	for i := range 16 << 10 {
+		region[i] = byte(i * 3)
+	}
+	if _, err := s.WriteAt(region[:16<<10], 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReadAt(region[16<<10:32<<10], 0); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(region[:16<<10], region[16<<10:32<<10]) {
+		t.Fatal("read back other data")
+	}
+	if st := s.Stats(); st.CopiedBytes != 0 || st.ZeroCopyBytes != 32<<10 {
+		t.Fatalf("first path: copied %d, zero-copy %d", st.CopiedBytes, st.ZeroCopyBytes)
+	}
+	b1 := ls[1].Stats().BytesToHost
+	ch := s.Changed()
+	_ = ls[0].Close() // the first path's controller is lost
+	for s.Paths()[0].State == initiator.PathLive {
+		select {
+		case <-ch:
+			ch = s.Changed()
+		case <-time.After(time.Minute):
+			t.Fatal("first path still live after its listener closed")
+		}
+	}
+	clear(region[32<<10 : 48<<10])
+	if _, err := s.ReadAt(region[32<<10:48<<10], 0); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(region[:16<<10], region[32<<10:48<<10]) {
+		t.Fatal("second path: read back other data")
+	}
+	if ls[1].Stats().BytesToHost == b1 {
+		t.Fatal("the read did not go to the second path")
+	}
+	if st := s.Stats(); st.CopiedBytes != 0 || st.ZeroCopyBytes != 48<<10 {
+		t.Fatalf("second path: copied %d, zero-copy %d", st.CopiedBytes, st.ZeroCopyBytes)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := s.ReadAt(region[48<<10:52<<10], 0); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.CopiedBytes != 4096 {
+		t.Fatalf("after the region's Close: copied %d, want 4096", st.CopiedBytes)
+	}
+	s.Close()
+	if _, err := s.RegisterBuffer(region); !errors.Is(err, initiator.ErrSessionClosed) {
+		t.Fatalf("after session Close: %v", err)
 	}
 }
