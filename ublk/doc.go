@@ -62,19 +62,20 @@
 // Why not the other modes (include/uapi/linux/ublk_cmd.h and
 // drivers/block/ublk_drv.c; facts as read from the kernel sources):
 //   - UBLK_F_SUPPORT_ZERO_COPY (bit 0) exists in the header, but ADD_DEV
-//     clears it ("We are not ready to support zero copy") in every driver
-//     before the 6.15 zero-copy rework, 6.12 included: the device comes
-//     up in copy mode anyway.
+//     silently clears it (the driver says it is not ready for zero copy)
+//     in every driver before the zero-copy rework of 6.15 — 6.12
+//     included (the rework's patches of November 2024 still replace that
+//     line): the device comes up in copy mode anyway.
 //   - UBLK_F_USER_COPY (bit 7, since 6.5) still copies: the server moves
 //     each request's data with pread or pwrite on /dev/ublkcN — the same
 //     one copy, plus system calls per request.
 //   - The zero-copy of 6.15+ (UBLK_U_IO_REGISTER_IO_BUF /
 //     UNREGISTER_IO_BUF; UBLK_F_AUTO_BUF_REG, bit 11, in 6.16) lends the
 //     request's pages to an io_uring as a fixed buffer that only io_uring
-//     operations can use, and "the ublk server can never directly access
-//     the request data memory": an RDMA NIC moves data only to or from
-//     memory registered as an MR, so an RDMA initiator cannot use it; it
-//     does not exist in 6.12 either.
+//     operations can use; the server itself never gets to address that
+//     memory (the header says so). An RDMA NIC moves data only to or from
+//     memory registered as an MR, so an RDMA initiator cannot use it, and
+//     6.12 does not have it anyway.
 //
 // Copy mode with registered server buffers is thus the minimum for an
 // RDMA backend on 6.12 (one kernel copy per request).
