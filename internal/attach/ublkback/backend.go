@@ -76,12 +76,12 @@ func (b *Backend) OpenQueue(q, depth int, done ublk.Completer) (ublk.BackendQueu
 	if err != nil {
 		return nil, fmt.Errorf("ublkback: queue %d buffers: %w", q, err)
 	}
-	reg, err := b.sess.RegisterBuffer(mem)
+	regs, err := register(b.sess, mem, per)
 	if err != nil {
 		_ = syscall.Munmap(mem)
 		return nil, fmt.Errorf("ublkback: queue %d buffers: %w", q, err)
 	}
-	bq := &queue{sess: b.sess, done: done, mem: mem, reg: reg, per: per, q: uint16(q + 1),
+	bq := &queue{sess: b.sess, done: done, mem: mem, regs: regs, per: per, q: uint16(q + 1),
 		reqs: make([]initiator.Request, depth), ch: make(chan *initiator.Request, depth), stop: make(chan struct{})}
 	bq.wg.Add(1)
 	go bq.complete()
@@ -92,8 +92,8 @@ func (b *Backend) OpenQueue(q, depth int, done ublk.Completer) (ublk.BackendQueu
 type queue struct {
 	sess *initiator.Session
 	done ublk.Completer
-	mem  []byte               // depth × per bytes, outside the Go heap
-	reg  *initiator.MemRegion // mem, registered with the session
+	mem  []byte                 // depth × per bytes, outside the Go heap
+	regs []*initiator.MemRegion // mem, registered with the session
 	per  int
 	q    uint16              // initiator.Request.Queue: this ublk queue's initiator queue, plus one
 	reqs []initiator.Request // per tag: owned by the initiator from Submit to Done
@@ -156,6 +156,35 @@ func (q *queue) complete() {
 func (q *queue) Close() error {
 	close(q.stop)
 	q.wg.Wait()
-	err := q.reg.Close()
-	return errors.Join(err, syscall.Munmap(q.mem))
+	var errs []error
+	for _, r := range q.regs {
+		errs = append(errs, r.Close())
+	}
+	return errors.Join(append(errs, syscall.Munmap(q.mem))...)
+}
+
+// regionBytes is the most one MemRegion of tag buffers spans: the
+// initiator registers a MemRegion in memory regions of at most 1 GiB (the
+// PVRDMA limit), and a command that crosses from one to the next takes
+// the copy path, so each MemRegion holds whole tag buffers within 1 GiB.
+const regionBytes = 1 << 30
+
+// register registers mem (tag buffers of per bytes) with the session as
+// MemRegions of whole tag buffers, at most regionBytes each (one region
+// unless depth × per exceeds it). On error nothing stays registered.
+func register(sess *initiator.Session, mem []byte, per int) ([]*initiator.MemRegion, error) {
+	step := max(1, regionBytes/per) * per
+	var regs []*initiator.MemRegion
+	for off := 0; off < len(mem); off += step {
+		end := min(off+step, len(mem))
+		r, err := sess.RegisterBuffer(mem[off:end:end])
+		if err != nil {
+			for _, r := range regs {
+				_ = r.Close()
+			}
+			return nil, err
+		}
+		regs = append(regs, r)
+	}
+	return regs, nil
 }

@@ -35,8 +35,10 @@
 // MaxTransfer bytes: tag t's buffer is the t-th slice, stable for the life
 // of the queue, as ublk's copy mode requires (the kernel copies a read's
 // data out of the buffer named in the commit). OpenQueue registers the
-// mapping with the session (Session.RegisterBuffer → an initiator
-// MemRegion): every controller of every path registers it on its
+// mapping with the session (Session.RegisterBuffer, as initiator
+// MemRegions of whole tag buffers within 1 GiB each, so that no tag
+// buffer crosses one of the initiator's ≤ 1 GiB memory regions; one
+// MemRegion for any usual geometry): every controller of every path registers it on its
 // protection domain — again after each reconnect, before the new
 // controller carries I/O — so the NVMe commands name the tag buffers in
 // their keyed SGLs and the target moves the data by RDMA straight to or
