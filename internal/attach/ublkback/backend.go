@@ -167,7 +167,8 @@ func (q *queue) Close() error {
 // initiator registers a MemRegion in memory regions of at most 1 GiB (the
 // PVRDMA limit), and a command that crosses from one to the next takes
 // the copy path, so each MemRegion holds whole tag buffers within 1 GiB.
-const regionBytes = 1 << 30
+// A variable for tests only.
+var regionBytes = 1 << 30
 
 // register registers mem (tag buffers of per bytes) with the session as
 // MemRegions of whole tag buffers, at most regionBytes each (one region
