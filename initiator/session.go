@@ -116,6 +116,10 @@ type path struct {
 // overlapping writes that are both unacknowledged have no defined order,
 // as on any block device.
 //
+// RegisterBuffer lends it caller memory that requests then use without a
+// copy (MemRegion; registered on every controller, also after
+// reconnects).
+//
 // Its methods are safe for concurrent use. It implements nbd.Backend
 // with all of nbd's optional interfaces.
 type Session struct {
