@@ -2,9 +2,12 @@ package initiator
 
 import (
 	"bytes"
+	"errors"
 	"sync"
 	"testing"
 	"unsafe"
+
+	"github.com/rdmablk/rdmablk/nvme"
 )
 
 // registerOn registers buf on the rig's controller as a session would
@@ -186,5 +189,55 @@ func BenchmarkNamespaceSubmit4KZeroCopy(b *testing.B) {
 	}
 	if cp, _ := r.c.copyStats(); cp != 0 {
 		b.Fatalf("copied %d bytes", cp)
+	}
+}
+
+// TestZeroCopyFailedReadIsAnError: the zero-copy counterpart of
+// TestFailedCommandNeverWritesCallerMemory. The first command of a
+// two-command read into a registered region moves its data straight into
+// the caller's memory but completes with an error status: the request
+// fails (N 0, the status as Err) — the caller never sees success with
+// that data — and the second command's data is there.
+func TestZeroCopyFailedReadIsAnError(t *testing.T) {
+	r := newFakeRig(t, 4, 512, 1024, 4096, 0)
+	for i := range r.qp.disk {
+		r.qp.disk[i] = byte(i*7 + 1)
+	}
+	reg := bytes.Repeat([]byte{0xEE}, 8192)
+	registerOn(t, r.c, reg)
+	held := make(chan struct{}, 1)
+	r.qp.heldCh = held
+	r.qp.setAuto(false)
+	done := make(chan *Request, 1)
+	req := &Request{Op: IORead, Off: 0, Data: reg, Done: done}
+	if err := r.ns.Submit(req); err != nil {
+		t.Fatal(err)
+	}
+	waitHeld(t, r.qp, held, 2)
+	r.qp.mu.Lock()
+	cmds := r.qp.held
+	r.qp.held = nil
+	r.qp.mu.Unlock()
+	for _, cmd := range cmds {
+		st := r.qp.execute(cmd)
+		if (nvme.RWCmd{SQE: &cmd.sqe}).SLBA() == 0 {
+			st = nvme.StatusDataTransferError
+		}
+		r.qp.respond(cmd, st)
+	}
+	got := <-done
+	if !errors.Is(got.Err, nvme.StatusDataTransferError) || got.N != 0 {
+		t.Fatalf("result %d %v, want 0 and a Data Transfer Error", got.N, got.Err)
+	}
+	if !bytes.Equal(reg[4096:], r.qp.disk[4096:8192]) {
+		t.Fatal("the successful command's data is missing")
+	}
+	// Zero copy: the failed attempt's bytes did land (the documented
+	// "undefined" of a failed zero-copy read).
+	if !bytes.Equal(reg[:4096], r.qp.disk[:4096]) {
+		t.Fatal("the failed command's transfer did not reach the region")
+	}
+	if cp, _ := r.c.copyStats(); cp != 0 {
+		t.Fatalf("copied %d bytes", cp)
 	}
 }
