@@ -21,6 +21,9 @@ type Buffer struct {
 	pool  *bufferPool
 	idx   int32
 	inUse bool
+	// ext marks a view of a Session MemRegion made by a queue goroutine
+	// for one zero-copy command (no pool; never handed to callers).
+	ext bool
 }
 
 // Bytes returns the whole registered buffer (MaxTransfer bytes for an I/O

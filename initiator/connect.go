@@ -84,6 +84,7 @@ func (c *Controller) bringUp(ctx context.Context, discovery bool) error {
 		return err
 	}
 	attr := aq.id.Device().Attr()
+	c.maxMR = attr.MaxMRSize
 	admin, err := newAdminQueue(c, aq, pd, attr.MaxMRSize)
 	if err != nil {
 		_ = aq.destroy()

@@ -59,6 +59,13 @@ type Controller struct {
 	bg      sync.WaitGroup // background goroutines
 	closeMu sync.Mutex     // serialises Close
 	closed  bool
+
+	// maxMR is the device's MaxMRSize (set in Connect).
+	maxMR uint64
+	// ext is the table of session MemRegions registered on pd (zero
+	// copy), replaced (never modified) under Session.regMu; read by queue
+	// goroutines with one atomic load.
+	ext atomic.Pointer[[]extMR]
 }
 
 func newController(addr, subNQN string, opts Options) *Controller {
@@ -402,6 +409,9 @@ func (c *Controller) teardown() {
 		if err := c.admin.pool.close(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := c.extClose(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.pd != nil {
 		if err := c.pd.Close(); err != nil {

@@ -47,6 +47,50 @@
 // Neither path allocates or reads a clock per I/O in steady state
 // (commands and blocking requests are recycled through sync.Pools).
 //
+// # Zero-copy requests (MemRegion)
+//
+// By default a command's data is copied between the Request's Data and a
+// registered buffer of the queue's pool. Session.RegisterBuffer lends the
+// session caller memory instead: every read or write command whose bytes
+// lie inside one registered MemRegion (and inside one of its memory
+// regions of ≤ 1 GiB) is sent with a keyed SGL that names the caller's
+// memory — the target RDMA-READs write data from it and RDMA-WRITEs read
+// data into it, and in-capsule write data is sent from it — with no copy.
+// The queue goroutine decides per command with one atomic load and a scan
+// of the controller's (short) region table; a command outside every
+// region, or one that crosses a memory region boundary, takes the copy
+// path, so any Request works either way. SessionStats.CopiedBytes and
+// ZeroCopyBytes count both paths.
+//
+// Registration follows the session's controllers, because memory regions
+// belong to one protection domain and each controller has its own: a
+// controller registers every MemRegion on its PD after it connected and
+// before the path goroutine publishes it in the path table (so no command,
+// replays included, reaches it before the regions are there);
+// RegisterBuffer registers on every controller already published; a
+// controller deregisters them in its teardown, after its QPs are
+// destroyed. MemRegion.Close deregisters from every controller; the caller
+// guarantees nothing is in flight on the memory. A controller that cannot
+// register a region logs it and serves that region's commands through the
+// copy path. Each region costs one MR per ≤ 1 GiB per connected
+// controller (PVRDMA: ≤ 1 GiB of 4 KiB pages per MR, max_mr 262,144).
+//
+// The guarantee "a read returns data only from a fully successful
+// attempt" holds as seen through the result: a request is sent on Done
+// with Err nil only when every one of its commands had a fully
+// successful attempt, and then every byte of Data comes from such an
+// attempt. With zero copy a failed attempt (an error status, or a lost
+// controller whose transfer was cut off) may already have written part of
+// the caller's memory; that command is then replayed — its successful
+// attempt rewrites all of its bytes — or the request fails, and a failed
+// zero-copy read leaves the bytes of the failed commands undefined (N
+// still counts only bytes before the first failure). No transfer of a
+// failed attempt can land after its replay: a command answered with a
+// status has finished its transfers (the target sends the response after
+// them on the same reliable connection), and a command failed by a lost
+// controller is finished or replayed only after that controller's QPs are
+// disconnected. Copy-path reads never touch Data on failure.
+//
 // The raw per-queue API (Controller.Queue, IOQueue Submit/Poll/Wait with
 // caller-owned registered Buffers) remains for zero-copy single-owner use
 // such as `rdmablk bench`; it bypasses the submission layer and must not
@@ -55,7 +99,8 @@
 // # Ownership
 //
 //   - A Controller owns one verbs.ProtectionDomain shared by all its queues,
-//     and per queue: a ConnID, a CQ (sends and receives), an RC QP, a
+//     the memory regions of the session's MemRegions on that PD, and per
+//     queue: a ConnID, a CQ (sends and receives), an RC QP, a
 //     registered control region (SQE slots, 16-byte response buffers,
 //     per-slot Dataset Management ranges) and, for I/O queues, a registered
 //     data buffer pool of Depth buffers of MaxTransfer bytes (4 queues of
@@ -72,7 +117,12 @@
 //     received from Done: the caller must not touch them in between. Data
 //     is copied into a queue's registered buffer when a write command is
 //     issued (again for a replay) and out of it when a read command
-//     succeeded; the layer keeps no reference after Done.
+//     succeeded — or, inside a MemRegion, the target accesses Data itself
+//     by RDMA during the command; the layer keeps no reference after Done.
+//   - A MemRegion's memory belongs to the caller, who keeps it valid (and
+//     outside the Go heap on hardware providers) until MemRegion.Close
+//     returns; Close must not run while a Request on it is in flight. The
+//     session keeps it registered across reconnects and path changes.
 //   - A Buffer belongs to the IOQueue whose AllocBuffer returned it. The
 //     caller may read and write Bytes() while the buffer is not attached to
 //     a submitted IO. From Submit until Poll returns that IO, the target may

@@ -133,11 +133,11 @@ func (q *IOQueue) submit(io *IO, timed bool) error {
 	switch io.Op {
 	case IORead, IOWrite:
 		bs := q.c.blockSize(io.NSID)
-		if bs == 0 || io.Blocks == 0 || io.Blocks > MaxBlocksPerIO || !q.pool.owns(io.Buf) {
+		if bs == 0 || io.Blocks == 0 || io.Blocks > MaxBlocksPerIO || io.Buf == nil || !(io.Buf.ext || q.pool.owns(io.Buf)) {
 			return ErrInvalid
 		}
 		n = int(io.Blocks) * bs
-		if n > q.maxTransfer {
+		if n > q.maxTransfer || n > len(io.Buf.b) {
 			return ErrInvalid
 		}
 	case IOWriteZeroes:

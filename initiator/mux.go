@@ -33,10 +33,13 @@ type queueMux struct {
 	free       []int // free slot indices
 	done       []*IO
 	busy       int
+	zbufs      []Buffer // per slot: the MemRegion view of a zero-copy command
 
 	// Published for Stats (written by run only).
 	inFlight  atomic.Int32
 	completed atomic.Uint64
+	copied    atomic.Uint64 // bytes copied between Request data and pool buffers
+	zeroCopy  atomic.Uint64 // bytes of commands sent from/to a MemRegion
 }
 
 // muxClosed is the intake head of a mux that takes no more commands.
@@ -45,7 +48,7 @@ var muxClosed = new(cmd)
 func newQueueMux(c *Controller, q *IOQueue) *queueMux {
 	d := q.Depth()
 	m := &queueMux{c: c, q: q, wake: make(chan struct{}, 1),
-		ios: make([]IO, d), cmds: make([]*cmd, d), free: make([]int, 0, d), done: make([]*IO, d)}
+		ios: make([]IO, d), zbufs: make([]Buffer, d), cmds: make([]*cmd, d), free: make([]int, 0, d), done: make([]*IO, d)}
 	for i := d - 1; i >= 0; i-- {
 		m.free = append(m.free, i)
 	}
@@ -192,23 +195,28 @@ func (m *queueMux) issue() {
 			x.done(fmt.Errorf("%w: %s of %d blocks does not fit queue %d (MaxTransfer %d)", ErrInvalid, x.op, x.blocks, q.index, q.maxTransfer))
 			continue
 		}
+		k := m.free[len(m.free)-1]
 		var buf *Buffer
 		if x.op == IORead || x.op == IOWrite {
-			b, ok := q.pool.alloc()
-			if !ok { // the raw API holds buffers: wait for completions
-				m.pushFront(x)
-				return
-			}
-			buf = b
-			if x.op == IOWrite {
-				copy(buf.b, x.data)
+			if zb := &m.zbufs[k]; m.c.extBuffer(x.data, zb) {
+				buf = zb // zero copy: the SGL names the caller's memory
+			} else {
+				b, ok := q.pool.alloc()
+				if !ok { // the raw API holds buffers: wait for completions
+					m.pushFront(x)
+					return
+				}
+				buf = b
+				if x.op == IOWrite {
+					copy(buf.b, x.data)
+					m.copied.Add(uint64(len(x.data)))
+				}
 			}
 		}
-		k := m.free[len(m.free)-1]
 		io := &m.ios[k]
 		*io = IO{Op: x.op, NSID: x.nsid, LBA: x.lba, Blocks: uint32(x.blocks), FUA: x.fua, Buf: buf, User: uint64(k)}
 		if err := q.submit(io, false); err != nil {
-			q.pool.release(buf)
+			m.releaseBuf(buf)
 			if err == ErrQueueFull {
 				m.pushFront(x)
 				return
@@ -267,14 +275,32 @@ func (m *queueMux) finish(io *IO) {
 	} else if !io.Status.OK() {
 		err = statusErr(x.op.String(), io.Status)
 	}
-	if err == nil && x.op == IORead {
-		copy(x.data, io.Buf.b)
+	if b := io.Buf; b != nil {
+		switch {
+		case b.ext:
+			if err == nil {
+				m.zeroCopy.Add(uint64(len(x.data)))
+			}
+		case err == nil && x.op == IORead:
+			copy(x.data, b.b)
+			m.copied.Add(uint64(len(x.data)))
+		}
 	}
-	m.q.pool.release(io.Buf)
+	m.releaseBuf(io.Buf)
 	if err != nil {
 		x.last = m.c
 	}
 	x.done(err)
+}
+
+// releaseBuf gives a command's buffer back: to the pool, or (a
+// MemRegion view) drops its reference to the caller's memory.
+func (m *queueMux) releaseBuf(b *Buffer) {
+	if b != nil && b.ext {
+		b.b = nil
+		return
+	}
+	m.q.pool.release(b)
 }
 
 // shut closes the intake and fails every command it still holds with

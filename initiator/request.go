@@ -11,7 +11,9 @@ import (
 // of goroutines may use at once. The layer splits it into NVMe commands of
 // at most MaxTransfer bytes, spreads them over the I/O queues, and copies
 // between Data and the queues' registered buffers (reads are copied only
-// from a command that completed successfully).
+// from a command that completed successfully) — unless Data lies in a
+// MemRegion of the session, which the target then accesses directly (see
+// the package doc: a failed zero-copy read leaves Data undefined).
 //
 // The caller fills the request fields, submits, and receives the same
 // pointer on Done exactly once with the result fields set. Between the two

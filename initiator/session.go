@@ -116,6 +116,10 @@ type path struct {
 // overlapping writes that are both unacknowledged have no defined order,
 // as on any block device.
 //
+// RegisterBuffer lends it caller memory that requests then use without a
+// copy (MemRegion; registered on every controller, also after
+// reconnects).
+//
 // Its methods are safe for concurrent use. It implements nbd.Backend
 // with all of nbd's optional interfaces.
 type Session struct {
@@ -148,6 +152,16 @@ type Session struct {
 	rtail   *cmd
 	rclosed bool          // the replay goroutine has stopped
 	rwake   chan struct{} // capacity 1: "the replay list is not empty"
+
+	// Zero-copy registrations (memregion.go). regMu serialises
+	// RegisterBuffer, MemRegion.Close and the path goroutines' attach and
+	// detach of controllers; it guards the fields below.
+	regMu         sync.Mutex
+	regs          []*MemRegion
+	regCtrls      map[*Controller]struct{} // controllers that carry regs
+	statCtrls     map[*Controller]struct{} // controllers whose copy counters are not yet retired
+	copiedBytes   uint64                   // of retired controllers
+	zeroCopyBytes uint64
 }
 
 // OpenSession starts a goroutine per path that connects (and reconnects)
@@ -287,6 +301,18 @@ func (s *Session) runPath(p *path) {
 			s.log.Warn("path connect failed", "addr", p.addr, "err", err)
 			continue
 		}
+		// Register the session's MemRegions on c before it carries I/O
+		// (also replays): s.mu is not held, regMu is.
+		s.mu.Unlock()
+		s.attachRegions(c)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			s.detachRegions(c)
+			c.Close()
+			s.retireStats(c)
+			return
+		}
 		p.state, p.ctrl, p.ns, p.ana, p.lastErr = PathLive, c, ns, ana, nil
 		p.connects++
 		p.changed = time.Now()
@@ -308,7 +334,9 @@ func (s *Session) runPath(p *path) {
 		s.mu.Unlock()
 		// Waits for this controller's in-flight calls, which fail fast
 		// and are replayed on another path or after the reconnect.
+		s.detachRegions(c)
 		c.Close()
+		s.retireStats(c)
 		if closed {
 			return
 		}

@@ -333,12 +333,21 @@ type SessionStats struct {
 	Queues        int
 	QueueDepth    int
 	QueueInFlight []int
+	// CopiedBytes counts bytes the CPU copied between Request data and
+	// the queues' registered pool buffers (write data before every
+	// attempt, read data after a successful one) since the session
+	// opened: the copy path of requests outside any MemRegion.
+	CopiedBytes uint64
+	// ZeroCopyBytes counts bytes of successful read and write commands
+	// that RDMA moved straight from or into a MemRegion (no copy).
+	ZeroCopyBytes uint64
 }
 
 // Stats returns the session's counters. Any goroutine; it does not block
 // on I/O.
 func (s *Session) Stats() SessionStats {
 	st := SessionStats{InFlight: s.inFlight.Load(), Replays: s.replays.Load(), Requests: s.completed.Load()}
+	st.CopiedBytes, st.ZeroCopyBytes = s.copyStats()
 	if e := s.table.Load().best; e != nil {
 		qs := e.ctrl.QueueStats()
 		st.Queues = len(qs)

@@ -47,27 +47,38 @@
 //
 // # Data path and buffer lifetimes
 //
-// The copy mode is the driver's default one: with FETCH_REQ and each
-// COMMIT_AND_FETCH_REQ the server gives the kernel the address of a buffer
-// of max_io_buf_bytes; for a write the kernel copies the bio's pages into
-// it before delivering the request, for a read it copies out of it after
-// the commit — out of the address named in the commit itself, which is
-// why each tag keeps one buffer for the life of the queue. The buffer is
-// BackendQueue.Buffer(tag). When a backend hands out memory its transport
-// moves directly (an initiator's registered memory), that kernel copy is
-// the only one; the initiator adapter of today (internal/attach/ublkback)
-// hands out plain memory and the initiator copies it once more into its
-// registered buffers, because caller-held registered buffers that survive
-// reconnects do not exist yet (see its doc.go). Why not
-// the other modes: UBLK_F_SUPPORT_ZERO_COPY is refused by 6.12's driver
-// ("not ready"); UBLK_F_USER_COPY (6.5+) still copies, through a pread or
-// pwrite on /dev/ublkcN per request (more system calls, no fewer copies);
-// the zero-copy of 6.15+ (UBLK_U_IO_REGISTER_IO_BUF, UBLK_F_AUTO_BUF_REG
-// in 6.16) lends the request's pages to io_uring as a fixed buffer, which
-// only io_uring operations can use — an RDMA NIC can move data only
-// to or from memory registered as an MR, so the initiator cannot use
-// them. The copy mode is thus the minimum for an RDMA backend on any
-// kernel.
+// The mode is copy mode with server buffers, the driver's default: with
+// FETCH_REQ and each COMMIT_AND_FETCH_REQ the server gives the kernel the
+// address of a buffer of max_io_buf_bytes; for a write the kernel copies
+// the bio's pages into it before delivering the request, for a read it
+// copies out of it after the commit — out of the address named in the
+// commit itself, which is why each tag keeps one buffer for the life of
+// the queue. The buffer is BackendQueue.Buffer(tag). When a backend hands
+// out memory its transport moves directly, that kernel copy is the only
+// one: the initiator adapter (internal/attach/ublkback) registers its tag
+// buffers with the initiator session, so the NVMe-oF target RDMA-reads
+// and RDMA-writes them in place and no second copy happens.
+//
+// Why not the other modes (include/uapi/linux/ublk_cmd.h and
+// drivers/block/ublk_drv.c; facts as read from the kernel sources):
+//   - UBLK_F_SUPPORT_ZERO_COPY (bit 0) exists in the header, but ADD_DEV
+//     silently clears it (the driver says it is not ready for zero copy)
+//     in every driver before the zero-copy rework of 6.15 — 6.12
+//     included (the rework's patches of November 2024 still replace that
+//     line): the device comes up in copy mode anyway.
+//   - UBLK_F_USER_COPY (bit 7, since 6.5) still copies: the server moves
+//     each request's data with pread or pwrite on /dev/ublkcN — the same
+//     one copy, plus system calls per request.
+//   - The zero-copy of 6.15+ (UBLK_U_IO_REGISTER_IO_BUF /
+//     UNREGISTER_IO_BUF; UBLK_F_AUTO_BUF_REG, bit 11, in 6.16) lends the
+//     request's pages to an io_uring as a fixed buffer that only io_uring
+//     operations can use; the server itself never gets to address that
+//     memory (the header says so). An RDMA NIC moves data only to or from
+//     memory registered as an MR, so an RDMA initiator cannot use it, and
+//     6.12 does not have it anyway.
+//
+// Copy mode with registered server buffers is thus the minimum for an
+// RDMA backend on 6.12 (one kernel copy per request).
 //
 // A buffer handed to the kernel is used by it until the tag's next
 // completion (a request, or ABORT); the backend must keep every buffer

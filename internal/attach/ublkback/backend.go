@@ -1,6 +1,7 @@
 package ublkback
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -63,7 +64,9 @@ func New(sess *initiator.Session) (*Backend, error) {
 func (b *Backend) Geometry() ublk.Geometry { return b.geo }
 
 // OpenQueue implements ublk.Backend: depth tag buffers of MaxTransfer in
-// one anonymous mapping, a Request per tag, and the completion goroutine.
+// one anonymous mapping, registered with the session (every controller
+// of every path, also after reconnects) so the initiator moves their data
+// by RDMA with no copy, a Request per tag, and the completion goroutine.
 func (b *Backend) OpenQueue(q, depth int, done ublk.Completer) (ublk.BackendQueue, error) {
 	if depth < 1 || depth > 4096 {
 		return nil, fmt.Errorf("ublkback: queue %d: depth %d", q, depth)
@@ -73,7 +76,12 @@ func (b *Backend) OpenQueue(q, depth int, done ublk.Completer) (ublk.BackendQueu
 	if err != nil {
 		return nil, fmt.Errorf("ublkback: queue %d buffers: %w", q, err)
 	}
-	bq := &queue{sess: b.sess, done: done, mem: mem, per: per, q: uint16(q + 1),
+	regs, err := register(b.sess, mem, per)
+	if err != nil {
+		_ = syscall.Munmap(mem)
+		return nil, fmt.Errorf("ublkback: queue %d buffers: %w", q, err)
+	}
+	bq := &queue{sess: b.sess, done: done, mem: mem, regs: regs, per: per, q: uint16(q + 1),
 		reqs: make([]initiator.Request, depth), ch: make(chan *initiator.Request, depth), stop: make(chan struct{})}
 	bq.wg.Add(1)
 	go bq.complete()
@@ -84,7 +92,8 @@ func (b *Backend) OpenQueue(q, depth int, done ublk.Completer) (ublk.BackendQueu
 type queue struct {
 	sess *initiator.Session
 	done ublk.Completer
-	mem  []byte // depth × per bytes, outside the Go heap
+	mem  []byte                 // depth × per bytes, outside the Go heap
+	regs []*initiator.MemRegion // mem, registered with the session
 	per  int
 	q    uint16              // initiator.Request.Queue: this ublk queue's initiator queue, plus one
 	reqs []initiator.Request // per tag: owned by the initiator from Submit to Done
@@ -142,9 +151,41 @@ func (q *queue) complete() {
 }
 
 // Close implements ublk.BackendQueue: every request has completed (ublk's
-// contract), so the goroutine can stop and the buffers go.
+// contract), so the goroutine can stop, and the buffers are deregistered
+// and unmapped.
 func (q *queue) Close() error {
 	close(q.stop)
 	q.wg.Wait()
-	return syscall.Munmap(q.mem)
+	var errs []error
+	for _, r := range q.regs {
+		errs = append(errs, r.Close())
+	}
+	return errors.Join(append(errs, syscall.Munmap(q.mem))...)
+}
+
+// regionBytes is the most one MemRegion of tag buffers spans: the
+// initiator registers a MemRegion in memory regions of at most 1 GiB (the
+// PVRDMA limit), and a command that crosses from one to the next takes
+// the copy path, so each MemRegion holds whole tag buffers within 1 GiB.
+// A variable for tests only.
+var regionBytes = 1 << 30
+
+// register registers mem (tag buffers of per bytes) with the session as
+// MemRegions of whole tag buffers, at most regionBytes each (one region
+// unless depth × per exceeds it). On error nothing stays registered.
+func register(sess *initiator.Session, mem []byte, per int) ([]*initiator.MemRegion, error) {
+	step := max(1, regionBytes/per) * per
+	var regs []*initiator.MemRegion
+	for off := 0; off < len(mem); off += step {
+		end := min(off+step, len(mem))
+		r, err := sess.RegisterBuffer(mem[off:end:end])
+		if err != nil {
+			for _, r := range regs {
+				_ = r.Close()
+			}
+			return nil, err
+		}
+		regs = append(regs, r)
+	}
+	return regs, nil
 }

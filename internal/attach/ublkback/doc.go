@@ -34,14 +34,27 @@
 // Each queue owns one anonymous mapping (outside the Go heap) of depth ×
 // MaxTransfer bytes: tag t's buffer is the t-th slice, stable for the life
 // of the queue, as ublk's copy mode requires (the kernel copies a read's
-// data out of the buffer named in the commit). Data therefore moves
-// twice: the kernel copies between the bio's pages and the tag buffer
-// (ublk's copy, the minimum any ublk server has — see package ublk), and
-// the initiator copies between the tag buffer and the queue's registered
-// buffer (its Request API copies Data into and out of registered memory).
-// The second copy goes away once the initiator can lend registered,
-// reconnect-stable buffers to a caller; until then the tag buffers are not
-// registered memory.
+// data out of the buffer named in the commit). OpenQueue registers the
+// mapping with the session (Session.RegisterBuffer, as initiator
+// MemRegions of whole tag buffers within 1 GiB each, so that no tag
+// buffer crosses one of the initiator's ≤ 1 GiB memory regions; one
+// MemRegion for any usual geometry): every controller of every path registers it on its
+// protection domain — again after each reconnect, before the new
+// controller carries I/O — so the NVMe commands name the tag buffers in
+// their keyed SGLs and the target moves the data by RDMA straight to or
+// from them. Data therefore moves once per I/O on the CPU: the kernel
+// copies between the bio's pages and the tag buffer (ublk copy mode with
+// server buffers, the minimum for an RDMA server — see package ublk); the
+// initiator copies nothing (SessionStats.CopiedBytes stays 0 for ublk
+// traffic). If a controller cannot register the mapping, its commands take
+// the initiator's copy path: slower, still correct. Close deregisters the
+// mapping (ublk calls it only after every tag has completed, so nothing
+// is in flight) and unmaps it.
+//
+// A failed read may have written part of the tag buffer (zero copy lets
+// a failed attempt's data land); the adapter completes it with an errno,
+// so the kernel copies nothing out of it, and a replayed read rewrites
+// every byte before it succeeds.
 //
 // Queue q of the ublk device submits through Session.Submit with
 // Request.Queue = q+1: its commands go to I/O queue q of the current
@@ -54,6 +67,6 @@
 // (Session.Submit does not); one completion goroutine receives finished
 // Requests from the queue's Done channel (capacity depth, so the
 // initiator never stalls on it) and calls ublk's Completer. Close stops
-// it and unmaps the buffers; ublk calls it only after every request has
+// it, deregisters and unmaps the buffers; ublk calls it only after every request has
 // completed. Submit and completion allocate nothing.
 package ublkback
