@@ -13,7 +13,9 @@ package blockdev
 // on I/O.
 //
 // After true, done.IODone is called exactly once, from a goroutine of the
-// backend (never from inside Submit*), with nil or an error as ReadAt /
+// backend or, for an I/O submitted under a plug, possibly from inside the
+// AsyncBatcher.Unplug that started it (never from inside Submit*), with
+// nil or an error as ReadAt /
 // WriteAt would return it. buf belongs to the backend (and the kernel)
 // until IODone is called: the caller must keep it alive and not touch it.
 type Async interface {
@@ -22,7 +24,7 @@ type Async interface {
 }
 
 // Completion receives the outcome of an asynchronous I/O. IODone must not
-// block: it runs on the backend's completion goroutine.
+// block: it runs on the backend's completion goroutine, or inside Unplug.
 type Completion interface {
 	IODone(err error)
 }
@@ -34,7 +36,11 @@ type Completion interface {
 // at once (one system call, one device notification). Plug and Unplug are
 // paired by the caller, never block on I/O, and may be called from any
 // goroutine; an I/O queued under a plug is delayed by at most the time
-// until that Unplug.
+// until that Unplug. Unplug may finish I/O that completed during the
+// submission — the Completion.IODone of any I/O on the backend's device
+// queue, this caller's or another's — on the calling goroutine before it
+// returns, so a caller must not hold across Unplug a lock that IODone
+// takes.
 type AsyncBatcher interface {
 	Plug()
 	Unplug()

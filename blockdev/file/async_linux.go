@@ -167,17 +167,27 @@ func (b *Backend) Plug() {
 
 // Unplug implements blockdev.AsyncBatcher: releasing the last plug submits
 // every queued I/O with one io_uring_enter.
+//
+// Completions the submission found already posted (a RAM-backed device
+// completes during io_uring_enter) are finished right here, on the
+// caller's goroutine, before Unplug returns: their Completion.IODone runs
+// inside Unplug (see sharedRing).
 func (b *Backend) Unplug() {
 	if a := b.ring; a != nil {
+		submitted := false
 		a.mu.Lock()
 		if b.plugs > 0 {
 			b.plugs--
 			if b.plugs == 0 {
 				a.plugged--
 				_, _ = a.ring.Submit()
+				submitted = true
 			}
 		}
 		a.mu.Unlock()
+		if submitted {
+			a.reapInline()
+		}
 	}
 }
 

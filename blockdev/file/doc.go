@@ -90,8 +90,10 @@
 // reaper routes each completion back to it.
 //
 // Threads and descriptors therefore follow the number of rings, not of
-// volumes: each ring has one descriptor and one reaper goroutine, which
-// blocks in io_uring_enter and so pins one OS thread; each backend holds
+// volumes: each ring has one descriptor, one eventfd and one reaper
+// goroutine, which waits for the eventfd in Go's network poller (where the
+// eventfd cannot be registered it blocks in io_uring_enter and so pins one
+// OS thread); each backend holds
 // its file's O_DIRECT descriptor (and a buffered one after a misaligned
 // I/O). Measured: 5,000 file volumes on one process took 7 OS threads and
 // one descriptor per volume (TestManyVolumes); before shared rings, a
@@ -102,7 +104,12 @@
 // the blocking path). Plug and Unplug count per backend: a plugged
 // backend's I/O waits in the ring's SQ until its Unplug, or until another
 // backend on the same ring submits (which hands the kernel everything
-// queued; a plug only promises batching, not delay). A completion that is
+// queued; a plug only promises batching, not delay). The Unplug that
+// submits also finishes, on its caller's goroutine, the completions
+// already posted when io_uring_enter returns (a RAM-backed device
+// completes during the call): for the target this is the poll group,
+// which answers them in its next pass, with no wake-up of the reaper or
+// hand-off between goroutines. A completion that is
 // not a full transfer (error, short, EAGAIN) is redone through the
 // blocking path on a goroutine of its own, so that one volume's error
 // path does not hold up the others' completions on the shared reaper.

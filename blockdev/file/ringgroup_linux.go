@@ -3,9 +3,13 @@ package file
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/rdmablk/rdmablk/blockdev"
 	"github.com/rdmablk/rdmablk/blockdev/uring"
@@ -164,8 +168,30 @@ func (g *RingGroup) stop() {
 // in-flight I/O (whichever backend submitted it), a fixed-buffer table
 // shared by its backends, and one reaper goroutine that routes every
 // completion to the backend that submitted it.
+//
+// Completions are consumed under reapMu, by the reaper or inline: when an
+// Unplug's submission finds completions already posted (a RAM-backed
+// device such as brd completes during io_uring_enter), Unplug hands them
+// to their backends right there, on the submitting goroutine (for the
+// target: the poll group, which then answers them in its next pass with
+// no goroutine hand-off). The reaper waits in Go's network poller on an
+// eventfd the kernel signals per completion (IORING_REGISTER_EVENTFD), not
+// in io_uring_enter: a thread blocked in the kernel would be woken for
+// every completion, even those handled inline, and then compete with the
+// submitter for a P. Where the eventfd cannot be set up it falls back to
+// io_uring_enter(GETEVENTS) and there is no inline reaping.
 type sharedRing struct {
 	ring *uring.Ring
+
+	reapMu  sync.Mutex  // serialises consuming the CQ (reaper, inline reaps)
+	cqes    []uring.CQE // completions being handled; guarded by reapMu
+	sawStop atomic.Bool // the stop NOP was reaped
+	evf     *os.File    // the eventfd the kernel signals; nil: blocking Wait
+	evrc    syscall.RawConn
+	evRead  func(fd uintptr) bool // reads the eventfd; made once (no allocation per wait)
+	evBuf   [8]byte
+	evErr   error
+	inline  atomic.Uint64 // completions handled inline by Unplug (tests, stats)
 
 	mu      sync.Mutex // guards the ring's submission side, slots, free, plugged, stopping
 	slots   []asyncSlot
@@ -190,7 +216,7 @@ type asyncSlot struct {
 }
 
 func newSharedRing(r *uring.Ring, fixedEntries int) *sharedRing {
-	a := &sharedRing{ring: r, done: make(chan struct{})}
+	a := &sharedRing{ring: r, done: make(chan struct{}), cqes: make([]uring.CQE, 128)}
 	a.fixed.size = fixedEntries
 	n := r.Entries()
 	a.slots = make([]asyncSlot, n)
@@ -198,27 +224,95 @@ func newSharedRing(r *uring.Ring, fixedEntries int) *sharedRing {
 	for i := range a.free {
 		a.free[i] = uint32(n - 1 - i)
 	}
+	a.setupEventFD()
 	go a.reap()
 	return a
 }
 
+// setupEventFD registers a non-blocking eventfd with the ring and wraps it
+// for Go's poller; on any failure the reaper uses io_uring_enter instead.
+func (a *sharedRing) setupEventFD() {
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return
+	}
+	if a.ring.RegisterEventFD(fd) != nil {
+		_ = unix.Close(fd)
+		return
+	}
+	f := os.NewFile(uintptr(fd), "io_uring-eventfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		// The ring keeps signalling fd: keep it open, poll it no more.
+		return
+	}
+	a.evf, a.evrc = f, rc
+	a.evRead = func(fd uintptr) bool {
+		_, err := unix.Read(int(fd), a.evBuf[:])
+		if err == unix.EAGAIN {
+			return false
+		}
+		a.evErr = err
+		return true
+	}
+}
+
+// wait returns when completions may be waiting. Reaper only.
+func (a *sharedRing) wait() error {
+	if a.evrc == nil {
+		return a.ring.Wait()
+	}
+	a.evErr = nil
+	if err := a.evrc.Read(a.evRead); err != nil {
+		return err
+	}
+	return a.evErr
+}
+
 // reap is the ring's completion goroutine: it waits for completions and
-// finishes each I/O on the backend that submitted it. It exits on the
-// stop NOP.
+// finishes each I/O on the backend that submitted it. It exits once the
+// stop NOP was reaped (by it or inline).
 func (a *sharedRing) reap() {
 	defer close(a.done)
-	cqes := make([]uring.CQE, 128)
-	for {
-		if err := a.ring.Wait(); err != nil {
+	for !a.sawStop.Load() {
+		if err := a.wait(); err != nil {
 			// Not expected (EBADF, EFAULT); keep the I/O path alive.
 			runtime.Gosched()
 			continue
 		}
-		n := a.ring.Reap(cqes)
-		stop := false
-		for _, c := range cqes[:n] {
+		a.reapMu.Lock()
+		a.drainLocked()
+		a.reapMu.Unlock()
+	}
+}
+
+// reapInline handles the completions already posted, on the calling
+// goroutine, unless the reaper is handling some right now (it then takes
+// these too). Called by Unplug after its submission.
+func (a *sharedRing) reapInline() {
+	if a.evrc == nil || !a.reapMu.TryLock() {
+		return
+	}
+	n := a.drainLocked()
+	a.reapMu.Unlock()
+	if n > 0 {
+		a.inline.Add(uint64(n))
+	}
+}
+
+// drainLocked finishes every completion the CQ holds, each on the backend
+// that submitted it, and returns how many it took. reapMu held. Backends'
+// completion callbacks run here; one that submits again takes a.mu, never
+// reapMu (an Unplug inside one finds reapMu taken and leaves the reaping
+// to this loop).
+func (a *sharedRing) drainLocked() int {
+	total := 0
+	for {
+		n := a.ring.Reap(a.cqes)
+		total += n
+		for _, c := range a.cqes[:n] {
 			if c.UserData == stopTag {
-				stop = true
+				a.sawStop.Store(true)
 				continue
 			}
 			a.mu.Lock()
@@ -234,15 +328,16 @@ func (a *sharedRing) reap() {
 			s.c.IODone(nil)
 			s.b.mu.RUnlock()
 		}
-		a.mu.Lock()
-		if a.plugged == 0 {
-			_, _ = a.ring.Submit() // entries a failed io_uring_enter left behind
-		}
-		a.mu.Unlock()
-		if stop {
-			return
+		if n < len(a.cqes) {
+			break
 		}
 	}
+	a.mu.Lock()
+	if a.plugged == 0 {
+		_, _ = a.ring.Submit() // entries a failed io_uring_enter left behind
+	}
+	a.mu.Unlock()
+	return total
 }
 
 // redoOffReaper finishes an I/O the ring did not complete through the
@@ -269,6 +364,9 @@ func (a *sharedRing) stop() {
 	if err == nil {
 		<-a.done
 		_ = a.ring.Close()
+		if a.evf != nil {
+			_ = a.evf.Close()
+		}
 	}
 	// Otherwise the reaper stays parked on a ring with nothing in flight;
 	// leaking it is safer than unmapping under it.

@@ -27,6 +27,7 @@ const (
 
 	registerBuffers   = 0
 	unregisterBuffers = 1
+	registerEventFD   = 4
 )
 
 type sqOffsets struct {
@@ -113,6 +114,20 @@ func (r *Ring) Wait() error {
 		}
 		return fmt.Errorf("uring: io_uring_enter(GETEVENTS): %w", e)
 	}
+}
+
+// RegisterEventFD makes the kernel signal the eventfd fd whenever it posts
+// a completion to the ring (IORING_REGISTER_EVENTFD, Linux 5.2+), so that
+// a reaper can wait for completions in Go's network poller instead of
+// blocking an OS thread in io_uring_enter. At most one per ring; it stays
+// registered until Close.
+func (r *Ring) RegisterEventFD(fd int) error {
+	fd32 := int32(fd)
+	_, _, e := syscall.Syscall6(sysRegister, uintptr(r.fd), registerEventFD, uintptr(unsafe.Pointer(&fd32)), 1, 0, 0)
+	if e != 0 {
+		return fmt.Errorf("uring: register eventfd: %w", e)
+	}
+	return nil
 }
 
 // RegisterBuffers registers bufs as fixed buffers (index = position) for

@@ -12,6 +12,7 @@ func (*Ring) Submit() (int, error)           { return 0, ErrUnsupported }
 func (*Ring) Wait() error                    { return ErrUnsupported }
 func (*Ring) Reap([]CQE) int                 { return 0 }
 func (*Ring) RegisterBuffers([][]byte) error { return ErrUnsupported }
+func (*Ring) RegisterEventFD(int) error      { return ErrUnsupported }
 func (*Ring) UnregisterBuffers() error       { return ErrUnsupported }
 func (*Ring) Close() error                   { return nil }
 
