@@ -293,7 +293,7 @@ func TestAsyncMaxInFlight(t *testing.T) {
 	}
 	var held []heldReq
 	for len(held) < 4 {
-		held = append(held, <-a.held)
+		held = append(held, waitHeld(t, a))
 	}
 	for i := 0; i < 12; i++ {
 		select {
@@ -308,9 +308,20 @@ func TestAsyncMaxInFlight(t *testing.T) {
 			t.Fatalf("reply %d errno %d, want %d", cookie, errno, i)
 		}
 		if i+4 < 12 {
-			held = append(held, <-a.held) // exactly one more gets in
+			held = append(held, waitHeld(t, a)) // exactly one more gets in
 		}
 	}
+}
+
+func waitHeld(t *testing.T, a *asyncMem) heldReq {
+	t.Helper()
+	select {
+	case h := <-a.held:
+		return h
+	case <-time.After(30 * time.Second):
+		t.Fatal("no request reached the backend in 30 s")
+	}
+	return heldReq{}
 }
 
 func TestFlushCoversWritesOnOtherConnections(t *testing.T) {
