@@ -91,5 +91,15 @@ type Request struct {
 // block on the client's socket for as long as that write takes. r
 // belongs to the connection again when it is called.
 func (r *Request) Complete(err error) {
-	r.c.finish(r, errnoOrZero(err))
+	r.c.finish(r, errnoOrZero(err), false)
+}
+
+// CompleteMore is Complete for a backend that completes a run of its
+// queue's requests in a row on one goroutine (for example, draining a
+// completion channel): r's reply waits for the next Complete on the same
+// queue, and the run's replies go out in one vectored write. The caller
+// must end the run with Complete, without waiting for anything in
+// between; a reply whose run never ends is never sent.
+func (r *Request) CompleteMore(err error) {
+	r.c.finish(r, errnoOrZero(err), true)
 }

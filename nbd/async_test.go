@@ -90,18 +90,34 @@ type heldReq struct {
 
 func (h heldReq) run() { h.q.complete(h.r, h.q.a.exec(h.r)) }
 
-func (q *memQueue) complete(r *nbd.Request, err error) {
+func (q *memQueue) complete(r *nbd.Request, err error) { q.completeMore(r, err, false) }
+
+func (q *memQueue) completeMore(r *nbd.Request, err error, more bool) {
 	q.mu.Lock()
 	q.busy[r.Slot] = false
 	q.n--
 	q.mu.Unlock()
-	r.Complete(err)
+	if more {
+		r.CompleteMore(err)
+	} else {
+		r.Complete(err)
+	}
 }
 
+// run executes the queue's requests in order and completes each run of
+// requests found waiting with CompleteMore ... Complete.
 func (q *memQueue) run() {
 	defer close(q.done)
 	for r := range q.work {
-		q.complete(r, q.a.exec(r))
+		for {
+			err := q.a.exec(r)
+			if len(q.work) == 0 {
+				q.complete(r, err)
+				break
+			}
+			q.completeMore(r, err, true)
+			r = <-q.work
+		}
 	}
 }
 

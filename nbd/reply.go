@@ -7,13 +7,17 @@ import "encoding/binary"
 // writes everything pending — headers and READ data of several replies in
 // one vectored write — until the list is empty, so completions that
 // arrive while a write is under way are batched into the next one and
-// cost no extra wake-up. The writer then recycles the buffers and frees
+// cost no extra wake-up. A backend that completes a run of requests on
+// one goroutine (CompleteMore ... Complete) has the run written at its
+// end in one write. The writer then recycles the buffers and frees
 // the slots. (Options.writerGoroutine instead hands the batches to one
 // writer goroutine per connection: one more wake-up per batch; kept for
 // the benchmark that compares the two.)
 
-// finish records r's result and replies (see above). Any goroutine.
-func (cs *conn) finish(r *Request, errno uint32) {
+// finish records r's result and replies (see above), unless more (a
+// run of completions continues on this goroutine; its last one writes).
+// Any goroutine.
+func (cs *conn) finish(r *Request, errno uint32, more bool) {
 	cs.s.inFlight.Add(-1)
 	if errno != 0 {
 		cs.s.errors.Add(1)
@@ -24,7 +28,7 @@ func (cs *conn) finish(r *Request, errno uint32) {
 	binary.BigEndian.PutUint64(r.hdr[8:], r.cookie)
 	cs.wmu.Lock()
 	cs.pend = append(cs.pend, r)
-	if cs.writing {
+	if cs.writing || more {
 		cs.wmu.Unlock()
 		return
 	}

@@ -173,7 +173,7 @@ func (cs *conn) asyncable(r *Request) bool {
 // runBlocking executes r with the blocking Backend methods and replies.
 func (cs *conn) runBlocking(r *Request) {
 	defer cs.wg.Done()
-	cs.finish(r, cs.e.execute(r))
+	cs.finish(r, cs.e.execute(r), false)
 }
 
 // drain waits until every slot is free again (every started request has

@@ -76,13 +76,22 @@ func (q *nbdQueue) Submit(r *nbd.Request) {
 // complete runs until Close: it completes each NBD request whose
 // initiator Request came back (an initiator error becomes the errno the
 // nbd package maps it to: EIO unless it is a syscall.Errno it knows).
+// Requests that came back together are completed as one run
+// (CompleteMore ... Complete), so their replies share one write.
 func (q *nbdQueue) complete() {
 	defer close(q.stopped)
 	for ir := range q.done {
-		s := &q.slots[ir.User]
-		r := s.nr
-		s.nr, ir.Data = nil, nil
-		r.Complete(ir.Err)
+		for {
+			s := &q.slots[ir.User]
+			r, err := s.nr, ir.Err
+			s.nr, ir.Data = nil, nil
+			if len(q.done) == 0 {
+				r.Complete(err)
+				break
+			}
+			r.CompleteMore(err)
+			ir = <-q.done // there is one: this goroutine is the only receiver
+		}
 	}
 }
 
