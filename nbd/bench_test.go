@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -14,7 +15,7 @@ import (
 )
 
 // socketPair returns the two ends of a unix stream socket pair.
-func socketPair(b *testing.B) (net.Conn, net.Conn) {
+func socketPair(b testing.TB) (net.Conn, net.Conn) {
 	b.Helper()
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -77,12 +78,22 @@ func BenchmarkServerRead4K(b *testing.B) {
 
 // benchReads runs b.N 4 KiB reads on c with qd in flight.
 func benchReads(b *testing.B, c net.Conn, qd int) {
+	b.SetBytes(4096)
+	b.ReportAllocs()
+	pumpReads(b, c, qd, b.N, b.ResetTimer)
+	b.StopTimer()
+}
+
+// pumpReads sends n 4 KiB reads on c, keeping qd in flight, and reads
+// their replies. It allocates nothing after its first lines; start is
+// called when it is ready.
+func pumpReads(tb testing.TB, c net.Conn, qd, n int, start func()) {
 	const size = 4096
 	reqs := make([]byte, 28*qd)
 	var next uint64
-	fill := func(n int) []byte {
-		p := reqs[:28*n]
-		for i := range n {
+	fill := func(k int) []byte {
+		p := reqs[:28*k]
+		for i := range k {
 			h := p[28*i:]
 			binary.BigEndian.PutUint32(h[0:], 0x25609513)
 			binary.BigEndian.PutUint64(h[8:], next)
@@ -93,35 +104,67 @@ func benchReads(b *testing.B, c net.Conn, qd int) {
 		return p
 	}
 	br := bufio.NewReaderSize(c, 256<<10)
-	var rep [16 + size]byte
-	b.SetBytes(size)
-	b.ReportAllocs()
-	b.ResetTimer()
-	sent := min(qd, b.N)
+	rep := make([]byte, 16+size)
+	start()
+	sent := min(qd, n)
 	if _, err := c.Write(fill(sent)); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	for got := 0; got < b.N; {
-		n := 0
+	for got := 0; got < n; {
+		k := 0
 		for {
-			if _, err := io.ReadFull(br, rep[:]); err != nil {
-				b.Fatal(err)
+			if _, err := io.ReadFull(br, rep); err != nil {
+				tb.Fatal(err)
 			}
-			if binary.BigEndian.Uint32(rep[4:]) != 0 {
-				b.Fatalf("errno %d", binary.BigEndian.Uint32(rep[4:]))
+			if e := binary.BigEndian.Uint32(rep[4:]); e != 0 {
+				tb.Fatalf("errno %d", e)
 			}
-			n++
+			k++
 			if br.Buffered() < len(rep) {
 				break
 			}
 		}
-		got += n
-		if more := min(n, b.N-sent); more > 0 {
+		got += k
+		if more := min(k, n-sent); more > 0 {
 			if _, err := c.Write(fill(more)); err != nil {
-				b.Fatal(err)
+				tb.Fatal(err)
 			}
 			sent += more
 		}
 	}
-	b.StopTimer()
+}
+
+// TestAsyncReadsAllocateNothing: in steady state a 4 KiB read through
+// the async path allocates nothing, server and client together (payload
+// buffers are pooled, requests are connection slots, replies reuse one
+// vector), at QD 1 and QD 32. (The blocking path allocates one object
+// per request: its goroutine.)
+func TestAsyncReadsAllocateNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	for _, qd := range []int{1, 32} {
+		m := newMem(1<<20, 512)
+		s, err := nbd.NewServer(nbd.Options{Exports: []*nbd.Export{{Backend: &asyncMem{memBackend: m, t: t, worker: true}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, sv := socketPair(t)
+		done := make(chan error, 1)
+		go func() { done <- s.ServeTransmission(sv, "") }()
+		pumpReads(t, cl, qd, 2000, func() {}) // warm the pools
+		const n = 5000
+		var before, after runtime.MemStats
+		pumpReads(t, cl, qd, n, func() { runtime.ReadMemStats(&before) })
+		runtime.ReadMemStats(&after)
+		cl.Close()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		// A GC may empty the buffer pools once: allow a few refills.
+		if allocs := after.Mallocs - before.Mallocs; allocs > n/100 {
+			t.Errorf("QD %d: %d allocations for %d reads", qd, allocs, n)
+		}
+	}
 }
