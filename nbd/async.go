@@ -79,7 +79,8 @@ type Request struct {
 	length uint32  // NBD length
 	off    uint64  // NBD offset
 	cookie uint64  // client's handle, echoed in the reply
-	buf    *[]byte // pooled payload behind Data (READ, WRITE)
+	buf    *[]byte // payload behind Data (READ, WRITE); nil otherwise
+	keep   *[]byte // the slot's buffer between requests (see payload)
 	errno  uint32  // reply error
 	hdr    [replyHdrSize]byte
 }

@@ -93,14 +93,14 @@ func (s *Server) transmit(c net.Conn, e *Export) {
 		r.off = binary.BigEndian.Uint64(hdr[16:])
 		switch typ {
 		case cmdWrite:
-			r.buf = getBuf(int(length))
+			r.payload(int(length))
 			if _, err := io.ReadFull(c, *r.buf); err != nil {
 				cs.release(r)
 				return
 			}
 		case cmdRead:
 			if length <= MaxRequest {
-				r.buf = getBuf(int(length))
+				r.payload(int(length))
 			}
 		}
 		s.inFlight.Add(1)
@@ -189,13 +189,42 @@ func (cs *conn) drain() {
 	if cs.q != nil {
 		cs.q.Close()
 	}
+	for i := range cs.reqs {
+		if k := cs.reqs[i].keep; k != nil {
+			putBuf(k)
+			cs.reqs[i].keep = nil
+		}
+	}
 }
 
-// release recycles r's buffer and frees its slot.
+// keepMax is the largest payload buffer a slot keeps for its next
+// request (larger ones go back to the pool at once).
+const keepMax = 256 << 10
+
+// payload gives r a buffer of n bytes (n ≤ MaxRequest): the one its slot
+// kept from an earlier request when it is of n's size class, else one
+// from the pool. A steady load of one request size touches no pool.
+func (r *Request) payload(n int) {
+	if k := r.keep; k != nil && classOf(cap(*k)) == classOf(n) {
+		*k = (*k)[:n]
+		r.buf, r.keep = k, nil
+		return
+	}
+	r.buf = getBuf(n)
+}
+
+// release keeps or recycles r's buffer and frees its slot.
 func (cs *conn) release(r *Request) {
-	if r.buf != nil {
-		putBuf(r.buf)
+	if b := r.buf; b != nil {
 		r.buf = nil
+		if cap(*b) <= keepMax {
+			if r.keep != nil {
+				putBuf(r.keep)
+			}
+			r.keep = b
+		} else {
+			putBuf(b)
+		}
 	}
 	r.Data = nil
 	cs.free <- int32(r.Slot)
