@@ -1,9 +1,6 @@
 package nbd_test
 
 import (
-	"bufio"
-	"encoding/binary"
-	"io"
 	"net"
 	"os"
 	"runtime"
@@ -13,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rdmablk/rdmablk/nbd"
+	"github.com/rdmablk/rdmablk/nbd/nbdtest"
 )
 
 // socketPair returns the two ends of a unix stream socket pair.
@@ -79,59 +77,18 @@ func BenchmarkServerRead4K(b *testing.B) {
 
 // benchReads runs b.N 4 KiB reads on c with qd in flight.
 func benchReads(b *testing.B, c net.Conn, qd int) {
+	pumpReads(b, c, qd, 4*qd+100, nil) // connection set up, pools warm
 	b.SetBytes(4096)
 	b.ReportAllocs()
 	pumpReads(b, c, qd, b.N, b.ResetTimer)
 	b.StopTimer()
 }
 
-// pumpReads sends n 4 KiB reads on c, keeping qd in flight, and reads
-// their replies. It allocates nothing after its first lines; start is
-// called when it is ready.
+// pumpReads is nbdtest.Reads of 4 KiB, failing tb on an error.
 func pumpReads(tb testing.TB, c net.Conn, qd, n int, start func()) {
-	const size = 4096
-	reqs := make([]byte, 28*qd)
-	var next uint64
-	fill := func(k int) []byte {
-		p := reqs[:28*k]
-		for i := range k {
-			h := p[28*i:]
-			binary.BigEndian.PutUint32(h[0:], 0x25609513)
-			binary.BigEndian.PutUint64(h[8:], next)
-			binary.BigEndian.PutUint64(h[16:], next%256*size)
-			binary.BigEndian.PutUint32(h[24:], size)
-			next++
-		}
-		return p
-	}
-	br := bufio.NewReaderSize(c, 256<<10)
-	rep := make([]byte, 16+size)
-	start()
-	sent := min(qd, n)
-	if _, err := c.Write(fill(sent)); err != nil {
+	tb.Helper()
+	if err := nbdtest.Reads(c, qd, n, 4096, start); err != nil {
 		tb.Fatal(err)
-	}
-	for got := 0; got < n; {
-		k := 0
-		for {
-			if _, err := io.ReadFull(br, rep); err != nil {
-				tb.Fatal(err)
-			}
-			if e := binary.BigEndian.Uint32(rep[4:]); e != 0 {
-				tb.Fatalf("errno %d", e)
-			}
-			k++
-			if br.Buffered() < len(rep) {
-				break
-			}
-		}
-		got += k
-		if more := min(k, n-sent); more > 0 {
-			if _, err := c.Write(fill(more)); err != nil {
-				tb.Fatal(err)
-			}
-			sent += more
-		}
 	}
 }
 
