@@ -40,10 +40,17 @@ func BenchmarkNBDSessionRead4K(b *testing.B) {
 				}
 				b.SetBytes(4096)
 				b.ReportAllocs()
-				if err := nbdtest.Reads(cl, qd, b.N, 4096, b.ResetTimer); err != nil {
+				var r0, r1 syscall.Rusage
+				if err := nbdtest.Reads(cl, qd, b.N, 4096, func() {
+					syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
+					b.ResetTimer()
+				}); err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()
+				syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
+				// Voluntary context switches: a thread blocked and had to be woken.
+				b.ReportMetric(float64(r1.Nvcsw-r0.Nvcsw)/float64(b.N), "vcsw/op")
 				cl.Close()
 				if err := <-done; err != nil {
 					b.Fatal(err)
