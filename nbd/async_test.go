@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -366,5 +367,44 @@ func testFlushCoversWritesOnOtherConnections(t *testing.T, wrap wrapFn) {
 	defer m.mu.Unlock()
 	if !bytes.Equal(m.durable[:4096], p1) || !bytes.Equal(m.durable[64<<10:64<<10+8192], p2) {
 		t.Fatal("a flush did not cover writes answered on other connections before it")
+	}
+}
+
+// TestAsyncCloseWaitsForInFlight: Server.Close with requests held in an
+// AsyncBackend closes the connection at once but returns only after the
+// backend completed them, and closes the AsyncQueue only then (memQueue
+// fails the test when it is closed with requests in flight).
+func TestAsyncCloseWaitsForInFlight(t *testing.T) {
+	m := newMem(1<<20, 512)
+	a := &asyncMem{memBackend: m, t: t, held: make(chan heldReq, 4), hold: func(*nbd.Request) bool { return true }}
+	s, err := nbd.NewServer(nbd.Options{Exports: []*nbd.Export{{Backend: a}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", filepath.Join(t.TempDir(), "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(l)
+	c := transmission(t, l.Addr().String())
+	for i := range 3 {
+		sendRequest(t, c, 1, uint64(i), uint64(i)*4096, 4096, make([]byte, 4096))
+	}
+	held := []heldReq{waitHeld(t, a), waitHeld(t, a), waitHeld(t, a)}
+	var completed atomic.Bool
+	closed := make(chan bool)
+	go func() {
+		s.Close()
+		closed <- completed.Load()
+	}()
+	if _, err := io.ReadAll(c); err != nil { // the server hung up
+		t.Fatal(err)
+	}
+	for _, h := range held {
+		h.run()
+	}
+	completed.Store(true)
+	if !<-closed {
+		t.Fatal("Server.Close returned before the requests in flight completed")
 	}
 }
