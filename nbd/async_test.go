@@ -391,20 +391,20 @@ func TestAsyncCloseWaitsForInFlight(t *testing.T) {
 		sendRequest(t, c, 1, uint64(i), uint64(i)*4096, 4096, make([]byte, 4096))
 	}
 	held := []heldReq{waitHeld(t, a), waitHeld(t, a), waitHeld(t, a)}
-	var completed atomic.Bool
-	closed := make(chan bool)
+	var completing atomic.Int32 // completions started
+	closed := make(chan int32)
 	go func() {
 		s.Close()
-		closed <- completed.Load()
+		closed <- completing.Load()
 	}()
 	if _, err := io.ReadAll(c); err != nil { // the server hung up
 		t.Fatal(err)
 	}
 	for _, h := range held {
+		completing.Add(1)
 		h.run()
 	}
-	completed.Store(true)
-	if !<-closed {
-		t.Fatal("Server.Close returned before the requests in flight completed")
+	if n := <-closed; n != 3 {
+		t.Fatalf("Server.Close returned when %d of the 3 requests in flight had been completed", n)
 	}
 }
