@@ -7,10 +7,12 @@ type Op uint8
 const (
 	// OpRead fills Data from Off.
 	OpRead Op = iota + 1
-	// OpWrite writes Data at Off (with Force Unit Access when FUA).
+	// OpWrite writes Data at Off (with Force Unit Access when FUA; FUA is
+	// set only for backends that implement FUAWriter).
 	OpWrite
 	// OpFlush makes every write completed before it durable (NBD_CMD_FLUSH
-	// → NVMe Flush). Off, Data and Len are zero.
+	// → NVMe Flush); sent only to backends that implement Flusher. Off,
+	// Data and Len are zero.
 	OpFlush
 	// OpWriteZeroes zeroes Len bytes at Off (with FUA when FUA); sent only
 	// to backends that implement Zeroer.

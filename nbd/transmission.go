@@ -145,8 +145,14 @@ func (cs *conn) asyncable(r *Request) bool {
 		if !ok || e.ReadOnly {
 			return false
 		}
+		if _, f := e.Backend.(FUAWriter); fua && !f {
+			return false // WriteAt then Flush
+		}
 		r.Op, r.Data, r.FUA = OpWrite, *r.buf, fua
 	case cmdFlush:
+		if _, f := e.Backend.(Flusher); !f {
+			return false // nothing to flush: execute replies at once
+		}
 		r.Op, r.Off = OpFlush, 0
 	case cmdTrim:
 		if _, t := e.Backend.(Trimmer); !t || fua || e.ReadOnly {
