@@ -27,7 +27,7 @@ type conn struct {
 	writing bool       // a goroutine is writing replies (it owns batch, iov, werr)
 	pend    []*Request // completed, waiting for the writer
 	spare   []*Request // the writer's other batch slice
-	wake    chan struct{}
+	wake    chan struct{} // Options.writerGoroutine only: work for the writer
 
 	iov  net.Buffers // reused vector of the batch being written
 	wb   net.Buffers // consumed by WriteTo
