@@ -23,10 +23,10 @@ type conn struct {
 	free chan int32 // slots not in flight; the in-flight bound
 	wg   sync.WaitGroup
 
-	wmu     sync.Mutex // guards writing and pend
-	writing bool       // a goroutine is writing replies (it owns batch, iov, werr)
-	pend    []*Request // completed, waiting for the writer
-	spare   []*Request // the writer's other batch slice
+	wmu     sync.Mutex    // guards writing and pend
+	writing bool          // a goroutine is writing replies (it owns batch, iov, werr)
+	pend    []*Request    // completed, waiting for the writer
+	spare   []*Request    // the writer's other batch slice
 	wake    chan struct{} // Options.writerGoroutine only: work for the writer
 
 	iov  net.Buffers // reused vector of the batch being written
