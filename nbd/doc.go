@@ -29,23 +29,51 @@
 // # Ownership and buffer lifetimes
 //
 //   - A Server owns its listeners (after Serve), its connections and their
-//     goroutines; Close closes all of them and waits for the goroutines.
-//     It never closes a Backend: the caller does, after Server.Close.
-//   - Each request's payload lives in a buffer from a per-size-class pool:
-//     a WRITE's data is read from the socket straight into it and handed
-//     to Backend.WriteAt; a READ's buffer is filled by Backend.ReadAt and
-//     written to the socket with the reply header in one vectored write.
-//     The backend must not retain the slice after its call returns.
+//     goroutines; Close closes all of them and waits for the goroutines
+//     and for every request in flight to reply (or fail to). It never
+//     closes a Backend: the caller does, after Server.Close.
+//   - A connection owns MaxInFlight request slots (Request values, reused:
+//     no allocation per request). Each request's payload is a buffer of a
+//     power-of-two size class: the one its slot kept from its previous
+//     request (up to 256 KiB) or one from a per-class pool. A WRITE's data
+//     is read from the socket straight into it; a READ's buffer is filled
+//     by the backend and written to the socket after the reply header in
+//     one vectored write. The backend owns the buffer (Request.Data) from
+//     AsyncQueue.Submit until it calls Request.Complete, and a blocking
+//     call's slice until it returns; it must not retain it after that.
 //
 // # Concurrency
 //
-// One goroutine per connection reads requests; each request runs on its
-// own goroutine (at most Options.MaxInFlight per connection), so a
-// connection's requests are pipelined into the backend (for rdmablk: the
-// initiator's multiplexed queues, where none of them owns a queue), and
-// replies are written under a per-connection mutex as each finishes, out
-// of order (as the protocol allows). Backends must be safe for concurrent
-// use. Malformed input (bad magic, oversized option, short read) ends
-// that connection only, never the server; a failing backend call becomes
-// an NBD error reply (EIO, EINVAL, ENOSPC, ENOTSUP...).
+// One goroutine per connection reads requests. With an AsyncBackend it
+// decodes a request, takes a free slot (waiting while MaxInFlight are in
+// flight — no spinning), reads a WRITE's payload into the slot's buffer,
+// submits it to the connection's AsyncQueue and goes on reading: no
+// goroutine and no wait per request. Requests the server emulates
+// (unaligned read-modify-write, serialised among themselves; TRIM with
+// FUA; zeroes with unaligned edges), any request an export without an
+// AsyncBackend gets, and error replies run on a goroutine of their own
+// with the blocking Backend methods. Backends must be safe for concurrent
+// use.
+//
+// Replies are written by the goroutine that completes a request (the
+// backend's completion goroutine, or the request's own goroutine) under
+// the connection's write lock: the first to find no write under way
+// writes every reply pending — several in one vectored write — while
+// later completions only queue theirs, so a busy connection batches its
+// replies without a writer goroutine or an extra wake-up per request
+// (Request.CompleteMore lets a backend draining several completions hand
+// them over as one batch). Replies go out in completion order, not
+// request order, as the protocol allows. A write error closes the
+// connection.
+//
+// FLUSH is executed when it is received, concurrently with requests in
+// flight: it covers every write answered before it was received, on this
+// connection or any other (NBD_FLAG_CAN_MULTI_CONN), because a write is
+// answered only after the backend completed it and the backend's flush
+// (NVMe Flush) covers every completed write.
+//
+// Malformed input (bad magic, oversized option or write, short read)
+// ends that connection only, never the server, after its requests in
+// flight replied; a failing backend call becomes an NBD error reply (EIO,
+// EINVAL, ENOSPC, ENOTSUP...).
 package nbd

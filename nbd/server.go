@@ -47,11 +47,14 @@ func (e *Export) blockSizes() (uint32, uint32) {
 type Options struct {
 	// Exports are served by name. At least one is required.
 	Exports []*Export
-	// MaxInFlight bounds concurrently executing requests per connection;
-	// default 128.
+	// MaxInFlight bounds the requests in flight per connection (read
+	// from the socket and not yet answered); the reader waits for a
+	// reply when it is reached. Default 128.
 	MaxInFlight int
 	// Logger receives connection events; default: discard.
 	Logger *slog.Logger
+
+	writerGoroutine bool // see reply.go
 }
 
 // Stats are counters of a Server.
@@ -67,6 +70,8 @@ type Server struct {
 	exports []*Export
 	maxIn   int
 	log     *slog.Logger
+
+	writerGoroutine bool // replies by a goroutine per connection (benchmark)
 
 	mu        sync.Mutex // guards listeners, conns, closed
 	listeners map[net.Listener]struct{}
@@ -97,7 +102,7 @@ func NewServer(opts Options) (*Server, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Server{
-		exports: opts.Exports, maxIn: opts.MaxInFlight, log: opts.Logger,
+		exports: opts.Exports, maxIn: opts.MaxInFlight, log: opts.Logger, writerGoroutine: opts.writerGoroutine,
 		listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{},
 	}, nil
 }

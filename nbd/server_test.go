@@ -25,6 +25,7 @@ type memBackend struct {
 	flushes, fuas, trims, zeroes atomic.Int64
 	unaligned                    atomic.Int64
 	failReads                    atomic.Bool
+	durable                      []byte // when set: the data as of the last Flush
 }
 
 func newMem(size, bs int) *memBackend { return &memBackend{data: make([]byte, size), bs: bs} }
@@ -56,7 +57,13 @@ func (m *memBackend) WriteFUA(p []byte, off int64) error {
 	_, err := m.WriteAt(p, off)
 	return err
 }
-func (m *memBackend) Flush() error { m.flushes.Add(1); return nil }
+func (m *memBackend) Flush() error {
+	m.flushes.Add(1)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	copy(m.durable, m.data)
+	return nil
+}
 func (m *memBackend) Deallocate(off, n int64) error {
 	m.check(off, int(n))
 	m.trims.Add(1)
@@ -107,9 +114,11 @@ func dial(t testing.TB, sock, name string) *nbdtest.Client {
 	return c
 }
 
-func TestGoAndInfo(t *testing.T) {
+func TestGoAndInfo(t *testing.T) { contract(t, testGoAndInfo) }
+
+func testGoAndInfo(t *testing.T, wrap wrapFn) {
 	m := newMem(1<<20, 512)
-	_, sock := serve(t, &nbd.Export{Name: "vol0", Backend: m})
+	_, sock := serve(t, &nbd.Export{Name: "vol0", Backend: wrap(m)})
 	c := dial(t, sock, "vol0")
 	if c.Size != 1<<20 {
 		t.Fatalf("size %d", c.Size)
@@ -128,9 +137,11 @@ func TestGoAndInfo(t *testing.T) {
 	}
 }
 
-func TestReadWriteMapping(t *testing.T) {
+func TestReadWriteMapping(t *testing.T) { contract(t, testReadWriteMapping) }
+
+func testReadWriteMapping(t *testing.T, wrap wrapFn) {
 	m := newMem(1<<20, 512)
-	_, sock := serve(t, &nbd.Export{Name: "v", Backend: m})
+	_, sock := serve(t, &nbd.Export{Name: "v", Backend: wrap(m)})
 	c := dial(t, sock, "v")
 	p := bytes.Repeat([]byte("0123456789abcdef"), 512) // 8 KiB
 	if _, err := c.WriteAt(p, 4096); err != nil {
@@ -176,9 +187,11 @@ func TestReadWriteMapping(t *testing.T) {
 	}
 }
 
-func TestUnalignedReadModifyWrite(t *testing.T) {
+func TestUnalignedReadModifyWrite(t *testing.T) { contract(t, testUnalignedReadModifyWrite) }
+
+func testUnalignedReadModifyWrite(t *testing.T, wrap wrapFn) {
 	m := newMem(64<<10, 4096)
-	_, sock := serve(t, &nbd.Export{Backend: m})
+	_, sock := serve(t, &nbd.Export{Backend: wrap(m)})
 	c := dial(t, sock, "")
 	ref := make([]byte, 64<<10)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -207,10 +220,12 @@ func TestUnalignedReadModifyWrite(t *testing.T) {
 	}
 }
 
-func TestErrors(t *testing.T) {
+func TestErrors(t *testing.T) { contract(t, testErrors) }
+
+func testErrors(t *testing.T, wrap wrapFn) {
 	m := newMem(1<<20, 512)
 	ro := newMem(1<<20, 512)
-	_, sock := serve(t, &nbd.Export{Name: "rw", Backend: m}, &nbd.Export{Name: "ro", Backend: ro, ReadOnly: true})
+	_, sock := serve(t, &nbd.Export{Name: "rw", Backend: wrap(m)}, &nbd.Export{Name: "ro", Backend: wrap(ro), ReadOnly: true})
 	c := dial(t, sock, "rw")
 	buf := make([]byte, 4096)
 	if _, err := c.ReadAt(buf, 1<<20-512); !errors.Is(err, syscall.EINVAL) {
@@ -243,9 +258,11 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-func TestConcurrentClients(t *testing.T) {
+func TestConcurrentClients(t *testing.T) { contract(t, testConcurrentClients) }
+
+func testConcurrentClients(t *testing.T, wrap wrapFn) {
 	m := newMem(4<<20, 512)
-	s, sock := serve(t, &nbd.Export{Backend: m})
+	s, sock := serve(t, &nbd.Export{Backend: wrap(m)})
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
 		c := dial(t, sock, "")
@@ -314,9 +331,11 @@ func readOptReply(t *testing.T, c net.Conn) (uint32, []byte) {
 	return binary.BigEndian.Uint32(h[12:]), d
 }
 
-func TestHandshakeOptions(t *testing.T) {
+func TestHandshakeOptions(t *testing.T) { contract(t, testHandshakeOptions) }
+
+func testHandshakeOptions(t *testing.T, wrap wrapFn) {
 	m := newMem(1<<20, 512)
-	_, sock := serve(t, &nbd.Export{Name: "a", Backend: m}, &nbd.Export{Name: "b", Backend: m})
+	_, sock := serve(t, &nbd.Export{Name: "a", Backend: wrap(m)}, &nbd.Export{Name: "b", Backend: wrap(m)})
 	c := rawConn(t, sock)
 	c.Write([]byte{0, 0, 0, 3}) // fixed newstyle, no zeroes
 	// Structured replies are not supported: ERR_UNSUP.
@@ -364,9 +383,11 @@ func TestHandshakeOptions(t *testing.T) {
 	}
 }
 
-func TestBadInputClosesConnectionOnly(t *testing.T) {
+func TestBadInputClosesConnectionOnly(t *testing.T) { contract(t, testBadInputClosesConnectionOnly) }
+
+func testBadInputClosesConnectionOnly(t *testing.T, wrap wrapFn) {
 	m := newMem(1<<20, 512)
-	_, sock := serve(t, &nbd.Export{Backend: m})
+	_, sock := serve(t, &nbd.Export{Backend: wrap(m)})
 	for name, payload := range map[string][]byte{
 		"bad option magic": append([]byte{0, 0, 0, 1}, bytes.Repeat([]byte{0xEE}, 16)...),
 		"huge option":      append([]byte{0, 0, 0, 1}, option(6, nil)[:12]...),
@@ -399,9 +420,11 @@ func TestBadInputClosesConnectionOnly(t *testing.T) {
 	}
 }
 
-func TestCloseWithOpenConnections(t *testing.T) {
+func TestCloseWithOpenConnections(t *testing.T) { contract(t, testCloseWithOpenConnections) }
+
+func testCloseWithOpenConnections(t *testing.T, wrap wrapFn) {
 	m := newMem(1<<20, 512)
-	s, err := nbd.NewServer(nbd.Options{Exports: []*nbd.Export{{Backend: m}}})
+	s, err := nbd.NewServer(nbd.Options{Exports: []*nbd.Export{{Backend: wrap(m)}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,4 +32,18 @@
 // its ublk.Device or kernel NBD device, its nbd.Server, listeners and
 // control server; Stop releases them in reverse order: kernel device
 // (ublk or NBD), NBD server, session (after a final Flush).
+//
+// # The NBD request path
+//
+// The export's backend (nbdBackend) is the Session with every capability
+// it has, and an nbd.AsyncBackend: per NBD connection a table of
+// MaxInFlight initiator Requests (indexed by the NBD request's slot) and
+// one completion goroutine. The connection's reader submits each request
+// with Session.Submit and goes on reading; the completion goroutine
+// receives the finished Requests from their Done channel (room for every
+// slot, so a queue goroutine never waits on it) and completes the NBD
+// requests — those that came back together as one run, whose replies it
+// then writes in one vectored write. NBD payload buffers are the
+// Requests' Data (the initiator copies them to and from its registered
+// buffers) until the NBD request is completed.
 package attach

@@ -7,5 +7,6 @@
 // A Client is safe for concurrent use; every call blocks until its reply.
 // Read's p is written by the reply reader goroutine and belongs to the
 // client until Read returns. Errors from the server come back as *Error
-// carrying the errno.
+// carrying the errno. Reads is a load generator for benchmarks: pipelined
+// reads on a connection in the transmission phase, without allocating.
 package nbdtest

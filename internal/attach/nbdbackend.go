@@ -1,0 +1,103 @@
+package attach
+
+import (
+	"github.com/rdmablk/rdmablk/initiator"
+	"github.com/rdmablk/rdmablk/nbd"
+)
+
+// nbdBackend is a Session as an NBD export's backend. The embedded
+// Session supplies the blocking methods and every optional capability
+// (nbd.Flusher, FUAWriter, Trimmer, Zeroer); OpenQueue makes it an
+// nbd.AsyncBackend, so each connection's requests go to Session.Submit
+// from the connection's reader without a goroutine or a wait per request.
+type nbdBackend struct {
+	*initiator.Session
+}
+
+var _ nbd.AsyncBackend = nbdBackend{}
+
+// OpenQueue returns one connection's queue: a slot table of depth
+// initiator Requests (no allocation per request) and one completion
+// goroutine that receives them from Done and completes the NBD requests
+// (which writes their replies on that goroutine).
+func (b nbdBackend) OpenQueue(depth int) (nbd.AsyncQueue, error) {
+	q := &nbdQueue{
+		sess:    b.Session,
+		slots:   make([]nbdSlot, depth),
+		done:    make(chan *initiator.Request, depth), // room for every request in flight
+		stopped: make(chan struct{}),
+	}
+	go q.complete()
+	return q, nil
+}
+
+// nbdQueue is an nbd.AsyncQueue over Session.Submit.
+type nbdQueue struct {
+	sess    *initiator.Session
+	slots   []nbdSlot // indexed by nbd.Request.Slot (= initiator.Request.User)
+	done    chan *initiator.Request
+	stopped chan struct{} // closed when complete returned
+}
+
+// nbdSlot is the state of one in-flight request. The connection's reader
+// fills it in Submit; the completion goroutine empties it before it
+// completes the NBD request (which frees the slot for the reader).
+type nbdSlot struct {
+	ir initiator.Request
+	nr *nbd.Request
+}
+
+// opOf maps nbd operations to the initiator's.
+var opOf = [...]initiator.IOOp{
+	nbd.OpRead:        initiator.IORead,
+	nbd.OpWrite:       initiator.IOWrite,
+	nbd.OpFlush:       initiator.IOFlush,
+	nbd.OpWriteZeroes: initiator.IOWriteZeroes,
+	nbd.OpDeallocate:  initiator.IODeallocate,
+}
+
+// Submit starts r on the session; it never blocks. Called by the
+// connection's reader goroutine only.
+func (q *nbdQueue) Submit(r *nbd.Request) {
+	s := &q.slots[r.Slot]
+	s.nr = r
+	ir := &s.ir
+	ir.Op, ir.Off, ir.Data, ir.Len, ir.FUA = initiator.IOOp(0), r.Off, r.Data, r.Len, r.FUA
+	if int(r.Op) < len(opOf) {
+		ir.Op = opOf[r.Op] // 0 for an unknown op: the session rejects it with ErrInvalid
+	}
+	ir.Done, ir.User = q.done, uint64(r.Slot)
+	if err := q.sess.Submit(ir); err != nil {
+		s.nr, ir.Data = nil, nil
+		r.Complete(err)
+	}
+}
+
+// complete runs until Close: it completes each NBD request whose
+// initiator Request came back (an initiator error becomes the errno the
+// nbd package maps it to: EIO unless it is a syscall.Errno it knows).
+// Requests that came back together are completed as one run
+// (CompleteMore ... Complete), so their replies share one write.
+func (q *nbdQueue) complete() {
+	defer close(q.stopped)
+	for ir := range q.done {
+		for {
+			s := &q.slots[ir.User]
+			r, err := s.nr, ir.Err
+			s.nr, ir.Data = nil, nil
+			if len(q.done) == 0 {
+				r.Complete(err)
+				break
+			}
+			r.CompleteMore(err)
+			ir = <-q.done // there is one: this goroutine is the only receiver
+		}
+	}
+}
+
+// Close stops the completion goroutine; the connection calls it after
+// every request completed.
+func (q *nbdQueue) Close() {
+	close(q.done)
+	<-q.stopped
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package nbd_test
+
+const raceEnabled = true
