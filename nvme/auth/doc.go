@@ -1,0 +1,30 @@
+// Package auth holds NVMe in-band authentication (DH-HMAC-CHAP, NVMe Base
+// spec 2.0 §8.13 and §6.2/§6.3 Authentication Send/Receive; TP 8006): the
+// DHHC-1 secret representation, the key transformation, the AUTH_* and
+// DH-HMAC-CHAP_* message formats, the RFC 7919 ffdhe groups, the challenge
+// responses, and a state machine for each side (Host, Controller) that
+// drives one authentication transaction from message bytes in to message
+// bytes out. It does no I/O and starts no goroutines; the transports carry
+// the bytes in Authentication Send/Receive commands.
+//
+// Facts were checked against the Linux implementation
+// (drivers/nvme/common/auth.c, drivers/nvme/host/auth.c,
+// drivers/nvme/target/auth.c and fabrics-cmd-auth.c, include/linux/nvme.h)
+// and nvme-cli's gen-dhchap-key / check-dhchap-key; the code is our own.
+//
+// Ownership and buffer lifetimes: Parse* functions and the state machines
+// never retain their input; every slice they return is a fresh copy.
+// Marshal functions return a new buffer of the exact message length.
+//
+// Secrets: Secret.String is the secret itself and must never be logged.
+// Key material is kept in ordinary Go memory (no zeroisation guarantees).
+//
+// Errors: bad input from the wire is reported as a *ProtocolError carrying
+// the AUTH_Failure reason code explanation to send; a peer's AUTH_Failure
+// is reported as a *Failure. Nothing here panics on any input.
+//
+// Concurrency: a Host or Controller is used by one goroutine at a time
+// (one per queue and transaction); the package-level functions are safe
+// for concurrent use. DH computations (math/big) are not constant time and
+// take milliseconds for the larger groups: do not call them on an I/O path.
+package auth
