@@ -7,10 +7,21 @@
 // bytes out. It does no I/O and starts no goroutines; the transports carry
 // the bytes in Authentication Send/Receive commands.
 //
-// Facts were checked against the Linux implementation
+// Section numbers are NVMe Base 2.0's (§8.13.5 "DH-HMAC-CHAP"; Base 2.2
+// moved it to §8.3.4.5). Facts were checked against the Linux implementation
 // (drivers/nvme/common/auth.c, drivers/nvme/host/auth.c,
 // drivers/nvme/target/auth.c and fabrics-cmd-auth.c, include/linux/nvme.h)
 // and nvme-cli's gen-dhchap-key / check-dhchap-key; the code is our own.
+//
+// Interop notes: hash and DH ids, message layouts, the response inputs
+// (field order, little-endian S and T_ID, the 00h SC_C byte, "HostHost" /
+// "Controller", NUL between the NQNs) and the augmented challenge
+// HMAC(H(session key), C) follow Linux. Failure explanations follow Linux
+// on each side (e.g. a bad DH value is "DH group not usable" at the
+// controller, "incorrect payload" at the host). nvme-cli 2.x's
+// gen-dhchap-key pre-transformed keys with --nqn; 3.x and GenerateSecret do
+// not. Secure channel concatenation (SC_C != 0, TLS PSK derivation) is out
+// of scope: it needs NVMe/TCP; GeneratedPSK is provided for its vector.
 //
 // Ownership and buffer lifetimes: Parse* functions and the state machines
 // never retain their input; every slice they return is a fresh copy.
