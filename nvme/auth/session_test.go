@@ -464,3 +464,36 @@ func TestConfigErrors(t *testing.T) {
 		t.Fatal("DH group 6 accepted")
 	}
 }
+
+// TestReauthFailureDropsAuthentication: a failed re-authentication of an
+// authenticated queue leaves it unauthenticated.
+func TestReauthFailureDropsAuthentication(t *testing.T) {
+	s := secretN(1, HashNone, 32)
+	h, c := pair(t, HostConfig{Secret: s}, ControllerConfig{Secret: s}, 1)
+	if err := run(t, h, c); err != nil || !c.Authenticated() {
+		t.Fatal(err)
+	}
+	h2, _ := NewHost(HostConfig{Secret: secretN(2, HashNone, 32), HostNQN: tHostNQN, SubNQN: tSubNQN}, 2)
+	neg, _ := h2.Negotiate()
+	if err := c.Send(neg); err != nil || !c.Authenticated() {
+		t.Fatalf("re-negotiation: %v, authenticated %v", err, c.Authenticated())
+	}
+	wantFailure(t, run2(t, h2, c), MsgFailure1, ExplFailed)
+	if c.Authenticated() {
+		t.Fatal("still authenticated after a failed re-authentication")
+	}
+}
+
+// run2 continues a transaction whose AUTH_Negotiate was already sent.
+func run2(t *testing.T, h *Host, c *Controller) error {
+	t.Helper()
+	chal, _ := c.Receive()
+	reply, err := h.Challenge(chal)
+	if err != nil {
+		return err
+	}
+	c.Send(reply)
+	s1, _ := c.Receive()
+	_, err = h.Success1(s1)
+	return err
+}
