@@ -317,9 +317,15 @@ func (c *Controller) challenge() ([]byte, error) {
 	if _, err := io.ReadFull(c.rand, c.c1); err != nil {
 		return nil, fmt.Errorf("random challenge: %w", err)
 	}
+	// S1: random for the first transaction, then incremented (skipping 0),
+	// as Linux does.
 	var err error
-	if c.s1, err = nonzeroSeq(c.rand); err != nil {
-		return nil, fmt.Errorf("random sequence number: %w", err)
+	if c.s1 == 0 {
+		if c.s1, err = nonzeroSeq(c.rand); err != nil {
+			return nil, fmt.Errorf("random sequence number: %w", err)
+		}
+	} else if c.s1++; c.s1 == 0 {
+		c.s1 = 1
 	}
 	m := Challenge{TID: c.tid, Hash: c.hash, DHGroup: c.group, SeqNum: c.s1, C: c.c1}
 	if c.group != DHNull {

@@ -497,3 +497,29 @@ func run2(t *testing.T, h *Host, c *Controller) error {
 	_, err = h.Success1(s1)
 	return err
 }
+
+// TestSeqNumIncrements: a controller's S1 grows by one per transaction.
+func TestSeqNumIncrements(t *testing.T) {
+	s := secretN(1, HashNone, 32)
+	_, c := pair(t, HostConfig{Secret: s}, ControllerConfig{Secret: s}, 1)
+	var last uint32
+	for tid := uint16(1); tid <= 3; tid++ {
+		h, _ := NewHost(HostConfig{Secret: s, HostNQN: tHostNQN, SubNQN: tSubNQN}, tid)
+		neg, _ := h.Negotiate()
+		c.Send(neg)
+		b, _ := c.Receive()
+		m, err := ParseChallenge(b)
+		if err != nil || m.SeqNum == 0 || (tid > 1 && m.SeqNum != last+1 && !(last == 0xFFFFFFFF && m.SeqNum == 1)) {
+			t.Fatalf("transaction %d: S1 %d after %d (%v)", tid, m.SeqNum, last, err)
+		}
+		last = m.SeqNum
+		reply, err := h.Challenge(b)
+		if err != nil || c.Send(reply) != nil {
+			t.Fatal(err)
+		}
+		s1, _ := c.Receive()
+		if _, err := h.Success1(s1); err != nil || !c.Authenticated() {
+			t.Fatal(err)
+		}
+	}
+}
