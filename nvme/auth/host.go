@@ -106,12 +106,22 @@ func NewHost(cfg HostConfig, tid uint16) (*Host, error) {
 }
 
 // Hash and DHGroup are the controller's choice, valid after Challenge.
-func (h *Host) Hash() HashID        { return h.hash }
-func (h *Host) DHGroup() DHGroupID  { return h.group }
+func (h *Host) Hash() HashID       { return h.hash }
+func (h *Host) DHGroup() DHGroupID { return h.group }
+
+// Authenticated reports whether the transaction completed: the controller
+// accepted the host (and, if bidirectional, the host the controller).
 func (h *Host) Authenticated() bool { return h.state == hostDone }
+
+// Bidirectional reports whether the host asks the controller to
+// authenticate itself (a controller secret is configured).
 func (h *Host) Bidirectional() bool { return h.cfg.CtrlSecret != nil }
-func (h *Host) TID() uint16         { return h.tid }
-func (h *Host) SessionKey() []byte  { return h.session }
+
+// TID is the transaction id.
+func (h *Host) TID() uint16 { return h.tid }
+
+// SessionKey is the DH shared secret (nil for the null group).
+func (h *Host) SessionKey() []byte { return h.session }
 
 // Negotiate returns the AUTH_Negotiate to send.
 func (h *Host) Negotiate() ([]byte, error) {
