@@ -181,22 +181,28 @@ func TestDHRejectsWeakValues(t *testing.T) {
 		p := ffdheGroups[g].p
 		n := g.DHPublicSize()
 		bad := map[string][]byte{
-			"0":     make([]byte, n),
-			"1":     big.NewInt(1).FillBytes(make([]byte, n)),
-			"p-1":   new(big.Int).Sub(p, big.NewInt(1)).FillBytes(make([]byte, n)),
-			"p":     p.FillBytes(make([]byte, n)),
-			"p+1":   new(big.Int).Add(p, big.NewInt(1)).FillBytes(make([]byte, n)),
-			"2^b-1": bytes.Repeat([]byte{0xFF}, n),
-			"short": big.NewInt(5).Bytes(),
-			"long":  append([]byte{0}, k.Public...),
+			"0":       make([]byte, n),
+			"1":       big.NewInt(1).FillBytes(make([]byte, n)),
+			"p-1":     new(big.Int).Sub(p, big.NewInt(1)).FillBytes(make([]byte, n)),
+			"p":       p.FillBytes(make([]byte, n)),
+			"p+1":     new(big.Int).Add(p, big.NewInt(1)).FillBytes(make([]byte, n)),
+			"2^b-1":   bytes.Repeat([]byte{0xFF}, n),
+			"empty":   {},
+			"long":    append([]byte{0}, k.Public...),
+			"short 1": {1},
 		}
 		for name, y := range bad {
 			if _, err := k.SharedSecret(y); !errors.Is(err, ErrBadDHValue) {
 				t.Errorf("%v: peer value %s accepted (%v)", g, name, err)
 			}
 		}
-		if _, err := k.SharedSecret(big.NewInt(2).FillBytes(make([]byte, n))); err != nil {
+		z, err := k.SharedSecret(big.NewInt(2).FillBytes(make([]byte, n)))
+		if err != nil {
 			t.Errorf("%v: peer value 2 refused: %v", g, err)
+		}
+		// SPDK sends public values without leading zero bytes.
+		if z2, err := k.SharedSecret([]byte{2}); err != nil || !bytes.Equal(z, z2) || len(z2) != n {
+			t.Errorf("%v: unpadded peer value 2: %v", g, err)
 		}
 	}
 }

@@ -30,8 +30,8 @@ var ffdheGroups = func() [FFDHE8192 + 1]*ffdheGroup {
 
 var bigTwo = big.NewInt(2)
 
-// ErrBadDHValue: a peer's DH public value is not in 2..p-2 or has the wrong
-// length. 0, 1 and p-1 would make the shared secret guessable.
+// ErrBadDHValue: a peer's DH public value is not in 2..p-2 or is longer
+// than the prime. 0, 1 and p-1 would make the shared secret guessable.
 var ErrBadDHValue = errors.New("auth: DH public value out of range or wrong length")
 
 // DHPublicSize is the length of g's public values and shared secret in
@@ -79,10 +79,12 @@ func newDHKey(g DHGroupID, x *big.Int) *DHKey {
 	return &DHKey{group: g, x: x, Public: y.FillBytes(make([]byte, grp.size))}
 }
 
-// checkPublic validates a peer's public value for group g.
+// checkPublic validates a peer's public value for group g. Linux sends it
+// left-padded to the prime's length, SPDK (BN_bn2bin) without leading zero
+// bytes; both are accepted, longer values are not.
 func checkPublic(g DHGroupID, pub []byte) (*big.Int, error) {
 	grp := ffdheGroups[g]
-	if len(pub) != grp.size {
+	if len(pub) == 0 || len(pub) > grp.size {
 		return nil, ErrBadDHValue
 	}
 	y := new(big.Int).SetBytes(pub)

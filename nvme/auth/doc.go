@@ -16,7 +16,9 @@
 // Interop notes: hash and DH ids, message layouts, the response inputs
 // (field order, little-endian S and T_ID, the 00h SC_C byte, "HostHost" /
 // "Controller", NUL between the NQNs) and the augmented challenge
-// HMAC(H(session key), C) follow Linux. Failure explanations follow Linux
+// HMAC(H(session key), C) follow Linux, and agree with SPDK's independent
+// implementation (lib/nvme/nvme_auth.c); peer DH values are accepted with
+// or without leading zero bytes (SPDK strips them, Linux pads). Failure explanations follow Linux
 // on each side (e.g. a bad DH value is "DH group not usable" at the
 // controller, "incorrect payload" at the host). nvme-cli 2.x's
 // gen-dhchap-key pre-transformed keys with --nqn; 3.x and GenerateSecret do

@@ -277,7 +277,7 @@ func TestControllerRefusesReply(t *testing.T) {
 		{"DH p-1", dhCfg, withDHV(new(big.Int).Sub(p, big.NewInt(1)).FillBytes(make([]byte, n))), ExplDHGroupUnusable},
 		{"DH p", dhCfg, withDHV(p.FillBytes(make([]byte, n))), ExplDHGroupUnusable},
 		{"DH missing", dhCfg, func(b []byte) []byte { b[10], b[11] = 0, 0; return b[:16+64] }, ExplIncorrectPayload},
-		{"DH short", dhCfg, func(b []byte) []byte { b[10], b[11] = 0x80, 0; return b[:16+64+128] }, ExplDHGroupUnusable},
+		{"DH long", dhCfg, func(b []byte) []byte { b[10], b[11] = 0x01, 0x01; return append(b, 7) }, ExplDHGroupUnusable},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
