@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/big"
 	"os"
 	"strings"
@@ -63,7 +64,7 @@ func TestSecretVectors(t *testing.T) {
 	}
 	for _, c := range v.Secrets {
 		s := Secret{Transform: c.HH, Key: unhex(t, c.Key)}
-		if got := s.String(); got != c.Secret {
+		if got := s.Encode(); got != c.Secret {
 			t.Errorf("String = %s, want %s", got, c.Secret)
 		}
 		p, err := ParseSecret(c.Secret)
@@ -78,7 +79,7 @@ func TestSecretVectors(t *testing.T) {
 }
 
 func TestParseSecretErrors(t *testing.T) {
-	good := Secret{Transform: HashSHA256, Key: bytes.Repeat([]byte{7}, 32)}.String()
+	good := Secret{Transform: HashSHA256, Key: bytes.Repeat([]byte{7}, 32)}.Encode()
 	if _, err := ParseSecret(" " + strings.TrimSuffix(good, ":") + "\n"); err != nil {
 		t.Fatalf("without trailing colon, with white space: %v", err)
 	}
@@ -96,7 +97,7 @@ func TestParseSecretErrors(t *testing.T) {
 		"DHHC-1:01:" + b64 + "::":         ErrSecretFormat,
 		"DHHC-1:01:" + b64[1:] + ":":      ErrSecretFormat, // not a multiple of 4
 		"DHHC-1:01:" + string(flip) + ":": ErrSecretCRC,
-		short.String():                    ErrSecretLength,
+		short.Encode():                    ErrSecretLength,
 		"DHHC-1:00:AAAA:":                 ErrSecretLength,
 	}
 	for in, want := range cases {
@@ -116,7 +117,7 @@ func TestGenerateSecret(t *testing.T) {
 		if err != nil || s.Transform != hh || len(s.Key) != want {
 			t.Fatalf("GenerateSecret(%v) = %+v, %v", hh, s, err)
 		}
-		if p, err := ParseSecret(s.String()); err != nil || !bytes.Equal(p.Key, s.Key) {
+		if p, err := ParseSecret(s.Encode()); err != nil || !bytes.Equal(p.Key, s.Key) {
 			t.Fatalf("round trip: %v", err)
 		}
 	}
@@ -265,4 +266,18 @@ func eTimes2Pow(k int) *big.Int {
 		sum.Add(sum, term)
 	}
 	return sum.Rsh(sum, 64)
+}
+
+// TestSecretRedacted: printing a Secret or a config holding one never
+// shows the key.
+func TestSecretRedacted(t *testing.T) {
+	s := Secret{Transform: HashSHA256, Key: bytes.Repeat([]byte{0xAB}, 32)}
+	enc := s.Encode()
+	b64 := enc[len("DHHC-1:01:") : len(enc)-1]
+	cfg := ControllerConfig{Secret: s, CtrlSecret: &s}
+	for _, out := range []string{s.String(), fmt.Sprint(s), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), fmt.Sprintf("%v", &s)} {
+		if strings.Contains(out, b64[:8]) || strings.Contains(out, "abab") || strings.Contains(out, "171 171") {
+			t.Fatalf("key leaked: %s", out)
+		}
+	}
 }

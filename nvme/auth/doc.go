@@ -29,7 +29,8 @@
 // never retain their input; every slice they return is a fresh copy.
 // Marshal functions return a new buffer of the exact message length.
 //
-// Secrets: Secret.String is the secret itself and must never be logged.
+// Secrets: Secret.Encode is the secret itself and must never be logged;
+// Secret.String (and so %v of a config) is redacted.
 // Key material is kept in ordinary Go memory (no zeroisation guarantees).
 //
 // Errors: bad input from the wire is reported as a *ProtocolError carrying

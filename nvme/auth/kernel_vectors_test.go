@@ -132,8 +132,8 @@ func checkKernelFile(file string) (int, []string) {
 		if !bytes.Equal(s.Key, want) {
 			e.add("nvme-cli %s: key %x, want %x", g.Output, s.Key, want)
 		}
-		if (g.HMAC == HashNone || g.CLI3) && raw.String() != g.Output {
-			e.add("String() = %s, nvme-cli printed %s", raw.String(), g.Output)
+		if (g.HMAC == HashNone || g.CLI3) && raw.Encode() != g.Output {
+			e.add("Encode() = %s, nvme-cli printed %s", raw.Encode(), g.Output)
 		}
 	}
 	for _, c := range v.NVMeCLICheck {
@@ -252,7 +252,7 @@ func TestKernelVectorLoader(t *testing.T) {
 		if _, err := h.Success1(s1); err != nil {
 			t.Fatal(err)
 		}
-		x := kernelTransaction{Name: g.String(), HostNQN: tHostNQN, SubNQN: tSubNQN, HostSecret: hs.String(), CtrlSecret: cs.String(),
+		x := kernelTransaction{Name: g.String(), HostNQN: tHostNQN, SubNQN: tSubNQN, HostSecret: hs.Encode(), CtrlSecret: cs.Encode(),
 			ChallengeMsg: hex.EncodeToString(chal), ReplyMsg: hex.EncodeToString(rep), Success1Msg: hex.EncodeToString(s1),
 			SessionKey: hex.EncodeToString(h.SessionKey())}
 		gen := Secret{Transform: HashSHA256, Key: seq(32, 9)}
@@ -260,7 +260,7 @@ func TestKernelVectorLoader(t *testing.T) {
 		v := map[string]any{
 			"source":       "TestKernelVectorLoader",
 			"transactions": []kernelTransaction{x},
-			"nvme_cli_gen": []map[string]any{{"secret_hex": hex.EncodeToString(gen.Key), "hmac": 1, "key_length": 32, "nqn": tHostNQN, "output": Secret{Transform: 1, Key: k}.String()}},
+			"nvme_cli_gen": []map[string]any{{"secret_hex": hex.EncodeToString(gen.Key), "hmac": 1, "key_length": 32, "nqn": tHostNQN, "output": Secret{Transform: 1, Key: k}.Encode()}},
 		}
 		file := filepath.Join(t.TempDir(), "kernel-test.json")
 		write := func() {

@@ -20,7 +20,7 @@ import (
 // it with HMAC-SHA-256/384/512 keyed by the key over the NQN and
 // "NVMe-over-Fabrics" (Transform). The key is 32, 48 or 64 bytes.
 //
-// A Secret's String is the secret itself: never log it.
+// Encode returns the secret itself: never log it; String is redacted.
 type Secret struct {
 	// Transform is <hh>: the hash of the key transformation, HashNone for none.
 	Transform HashID
@@ -71,9 +71,19 @@ func ParseSecret(s string) (Secret, error) {
 	return Secret{Transform: HashID(hh[1] - '0'), Key: key}, nil
 }
 
-// String formats the secret in the DHHC-1 representation, as nvme-cli
-// prints it (with the trailing ':'). It is the secret: never log it.
+// String is a redacted form ("DHHC-1:01:<32-byte key redacted>"), so a
+// Secret (or a config holding one) printed with %v does not leak the key.
+// Encode gives the real representation.
 func (s Secret) String() string {
+	return fmt.Sprintf("%s%02d:<%d-byte key redacted>", secretPrefix, uint8(s.Transform), len(s.Key))
+}
+
+// GoString is String, for %#v.
+func (s Secret) GoString() string { return s.String() }
+
+// Encode formats the secret in the DHHC-1 representation, as nvme-cli
+// prints it (with the trailing ':'). It is the secret: never log it.
+func (s Secret) Encode() string {
 	raw := make([]byte, len(s.Key)+4)
 	copy(raw, s.Key)
 	binary.LittleEndian.PutUint32(raw[len(s.Key):], crc32.ChecksumIEEE(s.Key))
