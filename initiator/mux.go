@@ -146,11 +146,13 @@ func (m *queueMux) run() {
 		}
 		m.issue()
 		n := q.reap(m.done)
+		if n > 0 {
+			// Counted before the callers hear of them, so that a caller
+			// who got its completion sees it in QueueStats.
+			m.completed.Add(uint64(n))
+		}
 		for _, io := range m.done[:n] {
 			m.finish(io)
-		}
-		if n > 0 {
-			m.completed.Add(uint64(n))
 		}
 		m.inFlight.Store(int32(m.busy))
 		if n > 0 || m.busy == 0 || q.q.err != nil || m.c.isDead() {
