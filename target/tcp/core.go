@@ -1,0 +1,11 @@
+package tcp
+
+import "github.com/rdmablk/rdmablk/target"
+
+// Core is the part of *target.Target the binding uses (consumer-owned:
+// tests may substitute a fake).
+type Core interface {
+	AddPort(p target.Port) error
+	RemovePort(id uint16) error
+	NewQueue(portID uint16, conn target.QueueConn, depth int) (*target.Queue, error)
+}

@@ -1,0 +1,151 @@
+package tcp
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/rdmablk/rdmablk/nvme"
+	"github.com/rdmablk/rdmablk/target"
+)
+
+// Listener is an NVMe/TCP port: it accepts connections on a TCP address
+// and serves each as one NVMe queue of the target core.
+type Listener struct {
+	cfg Config
+	ln  net.Listener
+	log *slog.Logger
+
+	mu     sync.Mutex
+	conns  map[*conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Listen listens on cfg.Addr, registers the port with the target
+// (transport type TCP, address family from the bound address, TSAS
+// SECTYPE none) and accepts connections in the background until Close.
+func Listen(cfg Config) (*Listener, error) {
+	if err := cfg.normalize(); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("tcp: listen %s: %w", cfg.Addr, err)
+	}
+	l := &Listener{cfg: cfg, ln: ln, log: cfg.Logger, conns: make(map[*conn]struct{})}
+	if err := cfg.Target.AddPort(l.Port()); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("tcp: registering port %d: %w", cfg.PortID, err)
+	}
+	l.wg.Add(1)
+	go l.acceptLoop()
+	return l, nil
+}
+
+// Addr is the bound address ("host:port", with the actual port).
+func (l *Listener) Addr() string { return l.ln.Addr().String() }
+
+// Port describes the listener to the target core and the discovery log.
+func (l *Listener) Port() target.Port {
+	ap, err := netip.ParseAddrPort(l.ln.Addr().String())
+	host, svc := l.ln.Addr().String(), DefaultPort
+	fam := uint8(nvme.AdrFamIPv4)
+	if err == nil {
+		host, svc = ap.Addr().Unmap().String(), fmt.Sprint(ap.Port())
+		if ap.Addr().Is6() && !ap.Addr().Is4In6() {
+			fam = nvme.AdrFamIPv6
+		}
+	}
+	return target.Port{
+		ID: l.cfg.PortID, TrType: nvme.TrTypeTCP, AdrFam: fam, TrAddr: host, TrSvcID: svc,
+		// TSAS for TCP: SECTYPE (byte 0) 0, no transport security.
+		Caps: target.TransportCaps{
+			TrType:            nvme.TrTypeTCP,
+			InCapsuleDataSize: l.cfg.InCapsuleDataSize,
+			MaxDataTransfer:   l.cfg.MaxDataTransfer,
+			MaxQueueDepth:     l.cfg.MaxQueueDepth,
+			MaxSGLDescriptors: 1,
+		},
+	}
+}
+
+// Close stops accepting, closes every connection (commands the core is
+// executing finish, but their responses are not sent: the host retries
+// them after reconnecting), waits for the connections' goroutines and
+// unregisters the port. Idempotent.
+func (l *Listener) Close() error {
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		l.closed = true
+		cs := make([]*conn, 0, len(l.conns))
+		for c := range l.conns {
+			cs = append(cs, c)
+		}
+		l.mu.Unlock()
+		var errs []error
+		if err := l.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, err)
+		}
+		for _, c := range cs {
+			c.closeConn()
+		}
+		l.wg.Wait()
+		if err := l.cfg.Target.RemovePort(l.cfg.PortID); err != nil {
+			errs = append(errs, err)
+		}
+		l.closeErr = errors.Join(errs...)
+	})
+	return l.closeErr
+}
+
+// acceptLoop accepts until Close; a transient Accept error is logged and
+// retried after a back-off (5 ms doubling up to 1 s).
+func (l *Listener) acceptLoop() {
+	defer l.wg.Done()
+	var backoff time.Duration
+	for {
+		nc, err := l.ln.Accept()
+		if err != nil {
+			l.mu.Lock()
+			closed := l.closed
+			l.mu.Unlock()
+			if closed || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			l.log.Error("tcp: accept failed; retrying", "err", err, "backoff", backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		c := newConn(l, nc)
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			_ = nc.Close()
+			return
+		}
+		l.conns[c] = struct{}{}
+		l.wg.Add(1)
+		l.mu.Unlock()
+		go func() {
+			defer l.wg.Done()
+			c.serve()
+		}()
+	}
+}
+
+// forget drops c from the connection set (its reader, at exit).
+func (l *Listener) forget(c *conn) {
+	l.mu.Lock()
+	delete(l.conns, c)
+	l.mu.Unlock()
+}

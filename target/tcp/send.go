@@ -1,0 +1,71 @@
+package tcp
+
+import (
+	"encoding/binary"
+	"net"
+
+	"github.com/rdmablk/rdmablk/nvme"
+	"github.com/rdmablk/rdmablk/nvme/tcppdu"
+)
+
+// writer is the connection's only writer after ICResp: R2Ts, C2HData,
+// CapsuleResps and a final C2HTermReq, in the order they were queued. It
+// returns a response's slot to the free list after the data went out and
+// before the CapsuleResp does, so the host can never send a command for
+// which no slot is free. It exits when the connection is done, a write
+// fails (closing the socket, which ends the reader) or after a TermReq.
+//
+// C2HData SUCCESS (TCP §3.6.2.8) would spare the CapsuleResp of a
+// successful read, but a controller may set it only while SQ flow control
+// is disabled (Connect CATTR bit 2 granted, SQHD 0xFFFF): otherwise the
+// host needs each CQE's SQHD. The core keeps SQ flow control on for every
+// queue, so SUCCESS is never set (nvmet-tcp has the same rule).
+func (c *conn) writer() {
+	defer close(c.wdone)
+	var hdr [tcppdu.MaxDataAlign + tcppdu.ICReqHLen + tcppdu.MaxTermReqData]byte
+	var ddgst [tcppdu.DigestSize]byte
+	var iov [3][]byte
+	for {
+		var j job
+		select {
+		case j = <-c.sendq:
+		case <-c.done:
+			return
+		}
+		var err error
+		switch j.kind {
+		case jobR2T:
+			n := tcppdu.PutR2T(hdr[:], tcppdu.DataHeader{CCCID: j.cid, TTAG: j.idx, DATAO: 0, DATAL: j.length}, c.dg)
+			_, err = c.nc.Write(hdr[:n])
+		case jobTerm:
+			n := tcppdu.PutTermReq(hdr[:], tcppdu.TypeC2HTermReq, j.term, j.termHdr)
+			_, _ = c.nc.Write(hdr[:n])
+			return
+		case jobResp:
+			s := &c.slots[j.idx]
+			r := &s.req
+			if r.Dir == nvme.DirCtrlToHost && r.Length > 0 && r.CQE.Status() == nvme.StatusSuccess {
+				data := r.Data[:r.Length]
+				n := tcppdu.PutData(hdr[:], tcppdu.TypeC2HData,
+					tcppdu.DataHeader{CCCID: r.SQE.CID(), DATAL: r.Length}, tcppdu.FlagLastPDU, c.dg, c.hostAlign)
+				bufs := append(iov[:0], hdr[:n], data)
+				if c.dg.Data {
+					binary.LittleEndian.PutUint32(ddgst[:], tcppdu.Digest(data))
+					bufs = append(bufs, ddgst[:])
+				}
+				nb := net.Buffers(bufs)
+				_, err = nb.WriteTo(c.nc)
+			}
+			cqe := r.CQE
+			c.free <- j.idx
+			if err == nil {
+				n := tcppdu.PutCapsuleResp(hdr[:], &cqe, c.dg)
+				_, err = c.nc.Write(hdr[:n])
+			}
+		}
+		if err != nil {
+			c.closeConn()
+			return
+		}
+	}
+}
