@@ -252,14 +252,14 @@ func TestProtocolErrors(t *testing.T) {
 			h.write(b[:n])
 			return h
 		}, tcppdu.FESInvalidHeaderField, 1},
-		{"H2CData outside the R2T window", func(t *testing.T) *testHost {
+		{"H2CData out of order", func(t *testing.T) *testHost {
 			h, d := r2t(t, 8192)
 			h.sendH2C(tcppdu.DataHeader{CCCID: d.CCCID, TTAG: d.TTAG, DATAO: 8192}, tcppdu.FlagLastPDU, make([]byte, 4096))
 			return h
 		}, tcppdu.FESDataOutOfRange, -1},
 		{"H2CData past the end of the window", func(t *testing.T) *testHost {
 			h, d := r2t(t, 8192)
-			h.sendH2C(tcppdu.DataHeader{CCCID: d.CCCID, TTAG: d.TTAG, DATAO: 4096}, tcppdu.FlagLastPDU, make([]byte, 8192))
+			h.sendH2C(tcppdu.DataHeader{CCCID: d.CCCID, TTAG: d.TTAG}, tcppdu.FlagLastPDU, make([]byte, 12288))
 			return h
 		}, tcppdu.FESDataOutOfRange, -1},
 		{"H2CData over MAXH2CDATA", func(t *testing.T) *testHost {
