@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/rdmablk/rdmablk/blockdev"
 	"github.com/rdmablk/rdmablk/blockdev/mem"
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/nvme/tcppdu"
@@ -30,7 +31,10 @@ type rig struct {
 	be *mem.Backend
 }
 
-func newRig(t testing.TB, mod func(*Config)) *rig {
+func newRig(t testing.TB, mod func(*Config)) *rig { return newRigWith(t, nil, mod) }
+
+// newRigWith serves be (nil: a mem backend) as namespace 1.
+func newRigWith(t testing.TB, be blockdev.Backend, mod func(*Config)) *rig {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	tg := target.New(target.Options{Logger: log, Workers: 2})
@@ -38,7 +42,10 @@ func newRig(t testing.TB, mod func(*Config)) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	be := mem.New(testBlocks, testBlock)
+	mb := mem.New(testBlocks, testBlock)
+	if be == nil {
+		be = mb
+	}
 	if err := sub.AddNamespace(target.NamespaceConfig{NSID: 1, Backend: be}); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +63,7 @@ func newRig(t testing.TB, mod func(*Config)) *rig {
 		}
 		tg.Close()
 	})
-	return &rig{tg: tg, l: l, be: be}
+	return &rig{tg: tg, l: l, be: mb}
 }
 
 // adminHost connects and enables an admin queue.

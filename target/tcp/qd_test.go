@@ -1,0 +1,226 @@
+package tcp
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rdmablk/rdmablk/blockdev"
+	"github.com/rdmablk/rdmablk/blockdev/file"
+	"github.com/rdmablk/rdmablk/nvme"
+	"github.com/rdmablk/rdmablk/nvme/tcppdu"
+	"github.com/rdmablk/rdmablk/target"
+)
+
+// pcmd is one command of a pipelined batch.
+type pcmd struct {
+	sqe  nvme.SQE
+	w    []byte // host-to-controller data
+	rlen int    // controller-to-host data expected
+	got  []byte
+	cqe  nvme.CQE
+	done bool
+}
+
+// pipeline sends every command before reading any response, answers
+// R2Ts as they come and collects C2HData and CQEs by CID: many commands
+// in flight on one connection.
+func (h *testHost) pipeline(cmds []*pcmd) {
+	h.t.Helper()
+	byCID := make(map[uint16]*pcmd, len(cmds))
+	for _, c := range cmds {
+		h.cid++
+		c.sqe.SetCID(h.cid)
+		c.sqe.SetPSDT(nvme.PSDTSGL)
+		var icd []byte
+		switch {
+		case c.w != nil && len(c.w) <= h.icd:
+			c.sqe.SGL1().SetDataBlock(0, uint32(len(c.w)), nvme.SGLSubtypeOffset)
+			icd = c.w
+		case c.w != nil:
+			setTransportSGL(&c.sqe, uint32(len(c.w)))
+		default:
+			setTransportSGL(&c.sqe, uint32(c.rlen))
+		}
+		byCID[h.cid] = c
+		h.sendCapsule(&c.sqe, icd)
+	}
+	for left := len(cmds); left > 0; {
+		p := h.mustPDU()
+		switch p.f.Type {
+		case tcppdu.TypeR2T:
+			d, _ := tcppdu.ParseData(p.hdr, p.f)
+			c := byCID[d.CCCID]
+			if c == nil || c.w == nil || d.DATAO != 0 || int(d.DATAL) != len(c.w) {
+				h.t.Fatalf("R2T %+v", d)
+			}
+			max := int(h.icr.MAXH2CDATA)
+			for off := 0; off < len(c.w); off += max {
+				end := min(off+max, len(c.w))
+				var fl uint8
+				if end == len(c.w) {
+					fl = tcppdu.FlagLastPDU
+				}
+				h.sendH2C(tcppdu.DataHeader{CCCID: d.CCCID, TTAG: d.TTAG, DATAO: uint32(off)}, fl, c.w[off:end])
+			}
+		case tcppdu.TypeC2HData:
+			d, _ := tcppdu.ParseData(p.hdr, p.f)
+			c := byCID[d.CCCID]
+			if c == nil || c.done || int(d.DATAO) != len(c.got) || int(d.DATAO+d.DATAL) > c.rlen {
+				h.t.Fatalf("C2HData %+v", d)
+			}
+			c.got = append(c.got, p.data...)
+		case tcppdu.TypeCapsuleResp:
+			cqe, _ := tcppdu.ParseCapsuleResp(p.hdr)
+			c := byCID[cqe.CID()]
+			if c == nil || c.done {
+				h.t.Fatalf("CQE for CID %d", cqe.CID())
+			}
+			c.cqe, c.done = cqe, true
+			left--
+		default:
+			h.t.Fatalf("unexpected %s", tcppdu.TypeName(p.f.Type))
+		}
+	}
+}
+
+// TestQueueDepth: 32 commands in flight on one I/O queue (in-capsule and
+// R2T writes, then reads), against a mem backend (executed inline) and a
+// file backend on the worker pool (completions from other goroutines).
+func TestQueueDepth(t *testing.T) {
+	for _, backend := range []string{"mem", "file"} {
+		t.Run(backend, func(t *testing.T) {
+			var be blockdev.Backend
+			if backend == "file" {
+				f, err := file.Open(filepath.Join(t.TempDir(), "vol"), file.Options{Size: testBlocks * testBlock, RingEntries: -1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { f.Close() })
+				be = f
+			}
+			r := newRigWith(t, be, nil)
+			dg := tcppdu.Digests{Header: true, Data: true}
+			admin := r.adminHost(t, dg, 8192)
+			h := r.ioHost(t, admin, dg, 8192)
+			const qd = 32
+			rng := rand.New(rand.NewPCG(3, 4))
+			sizes := []int{4096, 8192, 16384, 65536}
+			var writes, reads []*pcmd
+			lba := uint64(0)
+			for i := range qd {
+				n := sizes[i%len(sizes)]
+				w := make([]byte, n)
+				for j := range w {
+					w[j] = byte(rng.Uint32())
+				}
+				c := &pcmd{w: w}
+				c.sqe.SetRW(nvme.IOWrite, 1, lba, uint32(n/testBlock), 0)
+				writes = append(writes, c)
+				rd := &pcmd{rlen: n}
+				rd.sqe.SetRW(nvme.IORead, 1, lba, uint32(n/testBlock), 0)
+				reads = append(reads, rd)
+				lba += uint64(n / testBlock)
+			}
+			h.pipeline(writes)
+			h.pipeline(reads)
+			for i := range qd {
+				if writes[i].cqe.Status() != nvme.StatusSuccess || reads[i].cqe.Status() != nvme.StatusSuccess {
+					t.Fatalf("command %d: write %v read %v", i, writes[i].cqe.Status(), reads[i].cqe.Status())
+				}
+				if !bytes.Equal(reads[i].got, writes[i].w) {
+					t.Fatalf("command %d: read back differs", i)
+				}
+			}
+		})
+	}
+}
+
+// TestConnectTimeout: a connection that never sends its ICReq (or never
+// connects) is closed after ConnectTimeout.
+func TestConnectTimeout(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.ConnectTimeout = 50 * time.Millisecond })
+	for _, ic := range []bool{false, true} {
+		var h *testHost
+		if ic {
+			h = dial(t, r.l.Addr(), tcppdu.Digests{})
+		} else {
+			h = dialRaw(t, r.l.Addr())
+		}
+		if _, err := h.br.ReadByte(); err == nil {
+			t.Fatal("bytes from the target")
+		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatalf("ICReq sent %v: connection not closed", ic)
+		}
+	}
+}
+
+// TestListenerCloseWithConnections: Close ends live connections (one idle
+// after Connect, one mid R2T transfer) and returns; hosts see the end.
+func TestListenerCloseWithConnections(t *testing.T) {
+	r := newRig(t, nil)
+	admin := r.adminHost(t, tcppdu.Digests{}, 8192)
+	h := r.ioHost(t, admin, tcppdu.Digests{}, 0)
+	var sqe nvme.SQE
+	sqe.SetRW(nvme.IOWrite, 1, 0, 16, 0)
+	h.cid++
+	sqe.SetCID(h.cid)
+	sqe.SetPSDT(nvme.PSDTSGL)
+	setTransportSGL(&sqe, 8192)
+	h.sendCapsule(&sqe, nil)
+	if p := h.mustPDU(); p.f.Type != tcppdu.TypeR2T {
+		t.Fatalf("%s", tcppdu.TypeName(p.f.Type))
+	}
+	if err := r.l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []*testHost{admin, h} {
+		if _, err := x.readPDU(); err == nil {
+			t.Fatal("PDU after Close")
+		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatal("connection still open after Close")
+		}
+	}
+	// Every connection's queue was destroyed before Close returned.
+	if st := r.tg.Stats(); st.Queues != 0 {
+		t.Fatalf("%d core queues left after Close", st.Queues)
+	}
+}
+
+var _ target.QueueConn = (*conn)(nil)
+
+// TestHostOverrunsQueue: a host with more commands outstanding than the
+// connection has slots (here: writes holding theirs while they wait for
+// H2CData) is disconnected, without a panic or unbounded memory.
+func TestHostOverrunsQueue(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.MaxQueueDepth = 32 })
+	h := dial(t, r.l.Addr(), tcppdu.Digests{})
+	for range 33 {
+		var sqe nvme.SQE
+		sqe.SetRW(nvme.IOWrite, 1, 0, 8, 0)
+		h.cid++
+		sqe.SetCID(h.cid)
+		sqe.SetPSDT(nvme.PSDTSGL)
+		setTransportSGL(&sqe, 4096)
+		h.sendCapsule(&sqe, nil)
+	}
+	r2ts := 0
+	for {
+		p, err := h.readPDU()
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatal("connection not closed")
+			}
+			break
+		}
+		if p.f.Type == tcppdu.TypeR2T {
+			r2ts++
+		}
+	}
+	if r2ts > 32 {
+		t.Fatalf("%d R2Ts for 32 slots", r2ts)
+	}
+}
