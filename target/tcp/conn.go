@@ -39,7 +39,7 @@ type conn struct {
 	dig       [tcppdu.DigestSize]byte
 
 	slots []slot
-	free  chan uint16 // free slot indices (reader takes, writer returns)
+	free  freeList // free slot indices (reader takes, writer returns)
 	sendq chan job    // to the writer; capacity: one job per slot + term
 	done  chan struct{}
 	wdone chan struct{} // closed when the writer has exited
@@ -72,12 +72,14 @@ type job struct {
 func newConn(l *Listener, nc net.Conn) *conn {
 	n := max(l.cfg.MaxQueueDepth, AdminQueueDepth)
 	c := &conn{l: l, nc: nc, br: bufio.NewReaderSize(nc, readBufSize), peer: nc.RemoteAddr().String(),
-		slots: make([]slot, n), free: make(chan uint16, n), sendq: make(chan job, n+2),
+		slots: make([]slot, n), free: freeList{s: make([]uint16, 0, n)}, sendq: make(chan job, n+2),
 		done: make(chan struct{}), wdone: make(chan struct{})}
 	for i := range c.slots {
 		c.slots[i].idx = uint16(i)
 		c.slots[i].req.Tag = uint32(i)
-		c.free <- uint16(i)
+	}
+	for i := n - 1; i >= 0; i-- {
+		c.free.push(uint16(i))
 	}
 	return c
 }
@@ -294,10 +296,8 @@ func (c *conn) readData(f tcppdu.Frame, b []byte) (bool, error) {
 // capsule handles a CapsuleCmd whose header is in c.hdr.
 func (c *conn) capsule(f tcppdu.Frame) error {
 	sqe, _ := tcppdu.ParseCapsuleCmd(c.hdr[:])
-	var idx uint16
-	select {
-	case idx = <-c.free:
-	default:
+	idx, ok := c.free.pop()
+	if !ok {
 		// More commands outstanding than the queue has entries: the host
 		// ignored SQ flow control.
 		return fmt.Errorf("tcp: host %s exceeded the queue depth (%d commands outstanding)", c.peer, len(c.slots))

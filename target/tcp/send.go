@@ -25,6 +25,7 @@ func (c *conn) writer() {
 	var hdr [tcppdu.MaxDataAlign + tcppdu.ICReqHLen + tcppdu.MaxTermReqData]byte
 	var ddgst [tcppdu.DigestSize]byte
 	var iov [3][]byte
+	var nb net.Buffers // reused: a local one passed by pointer would escape
 	for {
 		var j job
 		select {
@@ -48,16 +49,15 @@ func (c *conn) writer() {
 				data := r.Data[:r.Length]
 				n := tcppdu.PutData(hdr[:], tcppdu.TypeC2HData,
 					tcppdu.DataHeader{CCCID: r.SQE.CID(), DATAL: r.Length}, tcppdu.FlagLastPDU, c.dg, c.hostAlign)
-				bufs := append(iov[:0], hdr[:n], data)
+				nb = append(iov[:0], hdr[:n], data)
 				if c.dg.Data {
 					binary.LittleEndian.PutUint32(ddgst[:], tcppdu.Digest(data))
-					bufs = append(bufs, ddgst[:])
+					nb = append(nb, ddgst[:])
 				}
-				nb := net.Buffers(bufs)
 				_, err = nb.WriteTo(c.nc)
 			}
 			cqe := r.CQE
-			c.free <- j.idx
+			c.free.push(j.idx)
 			if err == nil {
 				n := tcppdu.PutCapsuleResp(hdr[:], &cqe, c.dg)
 				_, err = c.nc.Write(hdr[:n])

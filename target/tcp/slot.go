@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"sync"
 	"unsafe"
 
 	"github.com/rdmablk/rdmablk/nvme"
@@ -60,7 +61,13 @@ func (s *slot) ensure(n, limit int) []byte {
 
 // alignedBuf allocates n bytes starting on a 4 KiB boundary. The Go heap
 // does not move objects, so the alignment holds for the buffer's life.
+// Power-of-two sizes from 4 KiB up are aligned as allocated (their size
+// classes, and large objects, start on page boundaries); other sizes are
+// padded.
 func alignedBuf(n int) []byte {
+	if b := make([]byte, n); uintptr(unsafe.Pointer(unsafe.SliceData(b)))&4095 == 0 {
+		return b
+	}
 	b := make([]byte, n+4095)
 	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & 4095)
 	return b[off : off+n : off+n]
@@ -73,4 +80,29 @@ func commandDirection(s *nvme.SQE) nvme.DataDirection {
 		return nvme.OpcodeDirection(s.FCType())
 	}
 	return nvme.OpcodeDirection(s.Opcode())
+}
+
+// freeList is the stack of free slot indices: the reader pops, the writer
+// pushes. A stack (not a FIFO) keeps reusing the same few slots at low
+// queue depth, so their buffers stay warm and few are ever allocated.
+type freeList struct {
+	mu sync.Mutex
+	s  []uint16
+}
+
+func (f *freeList) push(i uint16) {
+	f.mu.Lock()
+	f.s = append(f.s, i) // capacity: every slot
+	f.mu.Unlock()
+}
+
+func (f *freeList) pop() (uint16, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.s) == 0 {
+		return 0, false
+	}
+	i := f.s[len(f.s)-1]
+	f.s = f.s[:len(f.s)-1]
+	return i, true
 }
