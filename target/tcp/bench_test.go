@@ -88,6 +88,8 @@ func benchIO(b *testing.B, write bool, n int, dg tcppdu.Digests) {
 	}
 }
 
-func BenchmarkRead4K(b *testing.B)        { benchIO(b, false, 4096, tcppdu.Digests{}) }
-func BenchmarkWrite4K(b *testing.B)       { benchIO(b, true, 4096, tcppdu.Digests{}) }
-func BenchmarkRead4KDigests(b *testing.B) { benchIO(b, false, 4096, tcppdu.Digests{Header: true, Data: true}) }
+func BenchmarkRead4K(b *testing.B)  { benchIO(b, false, 4096, tcppdu.Digests{}) }
+func BenchmarkWrite4K(b *testing.B) { benchIO(b, true, 4096, tcppdu.Digests{}) }
+func BenchmarkRead4KDigests(b *testing.B) {
+	benchIO(b, false, 4096, tcppdu.Digests{Header: true, Data: true})
+}

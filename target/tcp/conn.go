@@ -40,7 +40,7 @@ type conn struct {
 
 	slots []slot
 	free  freeList // free slot indices (reader takes, writer returns)
-	sendq chan job    // to the writer; capacity: one job per slot + term
+	sendq chan job // to the writer; capacity: one job per slot + term
 	done  chan struct{}
 	wdone chan struct{} // closed when the writer has exited
 
