@@ -34,9 +34,9 @@ type Daemon struct {
 	// listener's Addr in config order.
 	tcpListeners []*tcp.Listener
 	addrs        []func() string
-	backends  []blockdev.Backend
-	member    *agent.Agent   // nil unless cluster.enabled
-	metrics   *metricsServer // nil unless metrics.listen (standalone)
+	backends     []blockdev.Backend
+	member       *agent.Agent   // nil unless cluster.enabled
+	metrics      *metricsServer // nil unless metrics.listen (standalone)
 	// created are the volume files this start created (removed again if
 	// the start fails: they hold nothing yet).
 	created []string
