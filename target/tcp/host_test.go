@@ -246,7 +246,10 @@ func (h *testHost) must(sqe *nvme.SQE, w []byte, readLen int) []byte {
 }
 
 // connect sends the Fabrics Connect for queue qid.
-func (h *testHost) connect(qid, sqsize, cntlid uint16) {
+func (h *testHost) connect(qid, sqsize, cntlid uint16) { h.connectTo(testSubNQN, qid, sqsize, cntlid) }
+
+// connectTo sends the Fabrics Connect for queue qid of subsystem nqn.
+func (h *testHost) connectTo(nqn string, qid, sqsize, cntlid uint16) {
 	h.t.Helper()
 	var sqe nvme.SQE
 	var kato uint32
@@ -254,7 +257,7 @@ func (h *testHost) connect(qid, sqsize, cntlid uint16) {
 		kato = 30000 // ms
 	}
 	sqe.SetConnect(qid, sqsize, 0, kato)
-	d := nvme.ConnectData{CNTLID: cntlid, SubNQN: testSubNQN, HostNQN: testHostNQN}
+	d := nvme.ConnectData{CNTLID: cntlid, SubNQN: nqn, HostNQN: testHostNQN}
 	d.HostID[0] = 1
 	buf := make([]byte, nvme.ConnectDataSize)
 	if err := d.Marshal(buf); err != nil {

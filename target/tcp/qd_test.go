@@ -224,3 +224,26 @@ func TestHostOverrunsQueue(t *testing.T) {
 		t.Fatalf("%d R2Ts for 32 slots", r2ts)
 	}
 }
+
+// TestDiscoveryOverTCP: a host reaches the discovery controller over
+// NVMe/TCP and the log lists this port as transport TCP with its address.
+func TestDiscoveryOverTCP(t *testing.T) {
+	r := newRig(t, nil)
+	h := dial(t, r.l.Addr(), tcppdu.Digests{Header: true, Data: true})
+	h.connectTo(nvme.DiscoveryNQN, 0, 31, nvme.DynamicCNTLID)
+	h.enable()
+	var sqe nvme.SQE
+	sqe.SetGetLogPage(nvme.LogDiscovery, 0, 4096, 0)
+	hdr, ents, err := nvme.ParseDiscoveryLog(h.must(&sqe, nil, 4096))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.l.Port()
+	for _, e := range ents {
+		if e.SubNQN == testSubNQN && e.TrType == nvme.TrTypeTCP && e.TrAddr == p.TrAddr && e.TrSvcID == p.TrSvcID &&
+			e.AdrFam == nvme.AdrFamIPv4 && e.PortID == 1 {
+			return
+		}
+	}
+	t.Fatalf("no TCP entry for %s at %s:%s in %+v (%d records)", testSubNQN, p.TrAddr, p.TrSvcID, ents, hdr.NumRec)
+}

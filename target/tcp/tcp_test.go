@@ -167,6 +167,34 @@ func TestDataDigestErrorFailsCommand(t *testing.T) {
 	sqe = nvme.SQE{}
 	sqe.SetRW(nvme.IOWrite, 1, 0, 8, 0)
 	io.must(&sqe, w, 0)
+
+	// The same for data that came by R2T: a bad digest on one of its
+	// H2CData PDUs fails the command once all its data arrived.
+	w2 := bytes.Repeat([]byte{0xcd}, 2*testH2C)
+	sqe = nvme.SQE{}
+	sqe.SetRW(nvme.IOWrite, 1, 0, uint32(len(w2)/testBlock), 0)
+	io.cid++
+	sqe.SetCID(io.cid)
+	sqe.SetPSDT(nvme.PSDTSGL)
+	setTransportSGL(&sqe, uint32(len(w2)))
+	io.sendCapsule(&sqe, nil)
+	p = io.mustPDU()
+	d, err := tcppdu.ParseData(p.hdr, p.f)
+	if p.f.Type != tcppdu.TypeR2T || err != nil {
+		t.Fatalf("%s %v", tcppdu.TypeName(p.f.Type), err)
+	}
+	n = tcppdu.PutData(b, tcppdu.TypeH2CData, tcppdu.DataHeader{CCCID: d.CCCID, TTAG: d.TTAG, DATAL: testH2C}, 0, dg, 0)
+	io.write(b[:n], w2[:testH2C], binary.LittleEndian.AppendUint32(nil, ^tcppdu.Digest(w2[:testH2C])))
+	io.sendH2C(tcppdu.DataHeader{CCCID: d.CCCID, TTAG: d.TTAG, DATAO: testH2C}, tcppdu.FlagLastPDU, w2[testH2C:])
+	p = io.mustPDU()
+	cqe, _ = tcppdu.ParseCapsuleResp(p.hdr)
+	if p.f.Type != tcppdu.TypeCapsuleResp || cqe.Status().Code() != nvme.StatusTransientTransportError.Code() {
+		t.Fatalf("%s status %v", tcppdu.TypeName(p.f.Type), cqe.Status())
+	}
+	back = make([]byte, len(w2))
+	if err := r.be.ReadAt([][]byte{back}, 0); err != nil || bytes.Equal(back, w2) {
+		t.Fatalf("R2T data with a bad digest reached the backend (%v)", err)
+	}
 }
 
 // TestProtocolErrors: each protocol error gets a C2HTermReq with the FES
