@@ -319,3 +319,10 @@ func (h *testHost) expectTerm(fes uint16, fei int64) {
 		}
 	}
 }
+
+func bufioReader(nc net.Conn) *bufio.Reader { return bufio.NewReader(nc) }
+
+// isClosed reports the end of a connection closed by either side.
+func isClosed(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, io.ErrUnexpectedEOF)
+}
