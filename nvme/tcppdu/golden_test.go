@@ -281,7 +281,7 @@ func TestParseRejects(t *testing.T) {
 		fei  uint32
 	}{
 		{"PFV 1", icreq(func(b []byte) { b[8] = 1 }), FESUnsupportedParam, 8},
-		{"HPDA 32", icreq(func(b []byte) { b[10] = 32 }), FESUnsupportedParam, 10},
+		{"HPDA 32", icreq(func(b []byte) { b[10] = 32 }), FESInvalidHeaderField, 10},
 		{"PLEN 129", icreq(func(b []byte) { b[4] = 129 }), FESInvalidHeaderField, 4},
 		{"short", goldenICReq[:100], FESInvalidHeaderField, 4},
 		{"CapsuleCmd", goldenCapsuleCmd, FESInvalidHeaderField, 0},

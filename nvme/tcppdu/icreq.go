@@ -29,7 +29,8 @@ type ICResp struct {
 
 // ParseICReq parses a complete ICReq PDU (b holds at least its 128
 // bytes, common header included), checking what a controller must:
-// the framing (type, HLEN, PLEN, no digests), PFV 1.0 and HPDA ≤ 31.
+// the framing (type, HLEN, PLEN, no digests), PFV 1.0 (else FES
+// Unsupported Parameter) and HPDA ≤ 31 (else Invalid Header Field).
 // Reserved DGST bits are ignored.
 func ParseICReq(b []byte) (ICReq, error) {
 	if err := checkIC(b, TypeICReq); err != nil {
@@ -41,7 +42,9 @@ func ParseICReq(b []byte) (ICReq, error) {
 		return ICReq{}, errf(FESUnsupportedParam, offPFV, "ICReq PFV %d, only 0 (NVMe/TCP 1.0) is supported", r.PFV)
 	}
 	if r.HPDA > 31 {
-		return ICReq{}, errf(FESUnsupportedParam, offPDA, "ICReq HPDA %d over 31", r.HPDA)
+		// A reserved value: an invalid field (as SPDK), not an
+		// unsupported parameter.
+		return ICReq{}, errf(FESInvalidHeaderField, offPDA, "ICReq HPDA %d over 31", r.HPDA)
 	}
 	return r, nil
 }
@@ -58,7 +61,7 @@ func ParseICResp(b []byte) (ICResp, error) {
 	case r.PFV != PFV10:
 		return ICResp{}, errf(FESUnsupportedParam, offPFV, "ICResp PFV %d", r.PFV)
 	case r.CPDA > 31:
-		return ICResp{}, errf(FESUnsupportedParam, offPDA, "ICResp CPDA %d over 31", r.CPDA)
+		return ICResp{}, errf(FESInvalidHeaderField, offPDA, "ICResp CPDA %d over 31", r.CPDA)
 	case r.MAXH2CDATA < MinMaxH2CData || r.MAXH2CDATA%4 != 0:
 		return ICResp{}, errf(FESInvalidHeaderField, offMAXR2T, "ICResp MAXH2CDATA %d", r.MAXH2CDATA)
 	}

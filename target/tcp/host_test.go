@@ -26,6 +26,7 @@ type testHost struct {
 	icr tcppdu.ICResp
 	// icd is the most data the host puts in a capsule (else R2T).
 	icd    int
+	align  int // the HPDA asked for, in bytes (C2HData PDO alignment)
 	cid    uint16
 	sqid   uint16
 	cntlid uint16
@@ -48,9 +49,16 @@ func dialRaw(t testing.TB, addr string) *testHost {
 // dial connects and exchanges ICReq / ICResp asking for digests dg.
 func dial(t testing.TB, addr string, dg tcppdu.Digests) *testHost {
 	t.Helper()
+	return dialHPDA(t, addr, dg, 0)
+}
+
+// dialHPDA is dial asking for C2HData aligned to (hpda+1)*4 bytes.
+func dialHPDA(t testing.TB, addr string, dg tcppdu.Digests, hpda uint8) *testHost {
+	t.Helper()
 	h := dialRaw(t, addr)
+	h.align = tcppdu.PDAAlign(hpda)
 	var b [128]byte
-	tcppdu.ICReq{DGST: dg.Bits()}.Marshal(b[:])
+	tcppdu.ICReq{DGST: dg.Bits(), HPDA: hpda}.Marshal(b[:])
 	h.write(b[:])
 	if _, err := io.ReadFull(h.br, b[:]); err != nil {
 		t.Fatalf("reading ICResp: %v", err)
@@ -91,7 +99,7 @@ func (h *testHost) readPDU() (pdu, error) {
 	}
 	ch, _ := tcppdu.ParseCommonHeader(hdr)
 	dg := h.dg
-	f, err := ch.Frame(tcppdu.Limits{Digests: dg, MaxData: 16 << 20})
+	f, err := ch.Frame(tcppdu.Limits{Digests: dg, Align: h.align, MaxData: 16 << 20})
 	if err != nil {
 		return p, fmt.Errorf("target sent a bad PDU: %w", err)
 	}

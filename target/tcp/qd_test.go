@@ -247,3 +247,29 @@ func TestDiscoveryOverTCP(t *testing.T) {
 	}
 	t.Fatalf("no TCP entry for %s at %s:%s in %+v (%d records)", testSubNQN, p.TrAddr, p.TrSvcID, ents, hdr.NumRec)
 }
+
+// TestHostDataAlignment: a host that asks for HPDA 31 (128-byte aligned
+// PDU data) gets C2HData whose data starts at PDO 128.
+func TestHostDataAlignment(t *testing.T) {
+	r := newRig(t, nil)
+	h := dialHPDA(t, r.l.Addr(), tcppdu.Digests{Header: true, Data: true}, 31)
+	h.connect(0, 31, nvme.DynamicCNTLID)
+	h.enable()
+	var sqe nvme.SQE
+	sqe.SetIdentify(nvme.CNSController, 0)
+	h.cid++
+	sqe.SetCID(h.cid)
+	sqe.SetPSDT(nvme.PSDTSGL)
+	setTransportSGL(&sqe, 4096)
+	h.sendCapsule(&sqe, nil)
+	p := h.mustPDU()
+	if p.f.Type != tcppdu.TypeC2HData || p.f.PDO != 128 || p.f.DataLen != 4096 {
+		t.Fatalf("%s PDO %d data %d", tcppdu.TypeName(p.f.Type), p.f.PDO, p.f.DataLen)
+	}
+	if _, err := nvme.ParseIdentifyController(p.data); err != nil {
+		t.Fatal(err)
+	}
+	if p := h.mustPDU(); p.f.Type != tcppdu.TypeCapsuleResp {
+		t.Fatalf("%s", tcppdu.TypeName(p.f.Type))
+	}
+}
