@@ -40,6 +40,9 @@ const (
 	// DefaultConnectTimeout bounds the time from accept to a successful
 	// Fabrics Connect.
 	DefaultConnectTimeout = 10 * time.Second
+	// DefaultDrainTimeout bounds how long Close waits for one
+	// connection's commands in flight.
+	DefaultDrainTimeout = 10 * time.Second
 	// termWriteTimeout bounds the write of a C2HTermReq (and whatever is
 	// queued before it) to a host that does not read.
 	termWriteTimeout = 5 * time.Second
@@ -76,8 +79,15 @@ type Config struct {
 	// ConnectTimeout bounds the time from accept to a successful Fabrics
 	// Connect (ICReq included); 0 → default, negative → none.
 	ConnectTimeout time.Duration
+	// DrainTimeout bounds Close's graceful drain per connection; 0 →
+	// default.
+	DrainTimeout time.Duration
 	// Logger receives connection events; nil discards them.
 	Logger *slog.Logger
+
+	// drained, when set (tests), is called by Close once every
+	// connection was told to drain.
+	drained func()
 }
 
 func (c *Config) normalize() error {
@@ -120,6 +130,9 @@ func (c *Config) normalize() error {
 	}
 	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = DefaultDrainTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

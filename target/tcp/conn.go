@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rdmablk/rdmablk/nvme"
@@ -44,9 +45,26 @@ type conn struct {
 	done  chan struct{}
 	wdone chan struct{} // closed when the writer has exited
 
+	// draining is set by Listener.Close: the reader stops taking PDUs
+	// and waits for the commands in flight (see drainWait).
+	draining atomic.Bool
+	freed    chan struct{} // the writer freed a slot (capacity 1)
+	h2c      int           // reader: slots waiting for H2CData
+
+	// quiet is closed once the reader stopped and its commands in flight
+	// are answered (or it gave up on them); Listener.Close waits for every
+	// connection's before any connection ends, so that no queue is
+	// destroyed — which ends its controller's other queues — while another
+	// still drains.
+	quiet     chan struct{}
+	quietOnce sync.Once
+
 	closeOnce sync.Once
 	doneOnce  sync.Once
 }
+
+// errDraining ends the reader when the listener closes.
+var errDraining = errors.New("tcp: listener closing")
 
 // jobKind is what the writer does for a job.
 type jobKind uint8
@@ -73,7 +91,7 @@ func newConn(l *Listener, nc net.Conn) *conn {
 	n := max(l.cfg.MaxQueueDepth, AdminQueueDepth)
 	c := &conn{l: l, nc: nc, br: bufio.NewReaderSize(nc, readBufSize), peer: nc.RemoteAddr().String(),
 		slots: make([]slot, n), free: freeList{s: make([]uint16, 0, n)}, sendq: make(chan job, n+2),
-		done: make(chan struct{}), wdone: make(chan struct{})}
+		done: make(chan struct{}), wdone: make(chan struct{}), freed: make(chan struct{}, 1), quiet: make(chan struct{})}
 	for i := range c.slots {
 		c.slots[i].idx = uint16(i)
 		c.slots[i].req.Tag = uint32(i)
@@ -115,6 +133,7 @@ func (c *conn) enqueue(j job) {
 // ends or a protocol error terminates it.
 func (c *conn) serve() {
 	defer c.l.forget(c)
+	defer c.markQuiet()
 	if d := c.l.cfg.ConnectTimeout; d > 0 {
 		_ = c.nc.SetReadDeadline(time.Now().Add(d))
 	}
@@ -125,17 +144,53 @@ func (c *conn) serve() {
 	}
 	var perr *tcppdu.Error
 	switch {
+	case c.draining.Load() && !errors.As(err, &perr):
+		c.drainWait()
 	case errors.As(err, &perr):
 		c.l.log.Warn("tcp: protocol error; terminating connection", "peer", c.peer, "err", err)
 		c.terminate(perr)
 	case err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed):
 		c.l.log.Info("tcp: connection ended", "peer", c.peer, "err", err)
 	}
+	if c.draining.Load() {
+		c.markQuiet()
+		<-c.l.allQuiet
+	}
 	c.closeConn()
 	c.doneOnce.Do(func() { close(c.done) })
 	<-c.wdone
 	if c.q != nil {
 		c.q.Destroy()
+	}
+}
+
+// drain asks the connection to end gracefully (Listener.Close): the
+// reader stops reading (a read deadline in the past wakes it), lets the
+// commands the core has finish and their responses go out, then closes.
+// Capsules not yet read, and writes still waiting for H2CData, are not
+// executed: the host retries them after reconnecting. Any goroutine.
+func (c *conn) drain() {
+	c.draining.Store(true)
+	_ = c.nc.SetReadDeadline(time.Now())
+}
+
+func (c *conn) markQuiet() { c.quietOnce.Do(func() { close(c.quiet) }) }
+
+// drainWait waits, at most DrainTimeout, until every slot is free again
+// except those waiting for H2CData (which will not come). Reader only.
+func (c *conn) drainWait() {
+	t := time.NewTimer(c.l.cfg.DrainTimeout)
+	defer t.Stop()
+	for c.free.len()+c.h2c < len(c.slots) {
+		select {
+		case <-c.freed:
+		case <-c.wdone:
+			return
+		case <-t.C:
+			c.l.log.Warn("tcp: drain timed out; closing with commands in flight", "peer", c.peer,
+				"in_flight", len(c.slots)-c.free.len()-c.h2c)
+			return
+		}
 	}
 }
 
@@ -222,6 +277,11 @@ func (c *conn) loop() error {
 		if !c.connected && c.q.Controller() != nil {
 			c.connected = true
 			_ = c.nc.SetReadDeadline(time.Time{})
+		}
+		// After clearing the deadline: drain sets the flag before its
+		// deadline, so one of the two stops this reader.
+		if c.draining.Load() {
+			return errDraining
 		}
 		if err := c.readHeader(0, tcppdu.CommonHeaderSize); err != nil {
 			return err
@@ -326,6 +386,7 @@ func (c *conn) capsule(f tcppdu.Frame) error {
 	}
 	if need {
 		s.state = slotH2C
+		c.h2c++
 		s.want = s.req.Length
 		c.enqueue(job{kind: jobR2T, idx: idx, cid: sqe.CID(), length: s.want})
 		return nil
@@ -373,6 +434,7 @@ func (c *conn) h2cData(f tcppdu.Frame) error {
 	if !last {
 		return nil
 	}
+	c.h2c--
 	if s.digestErr {
 		c.answer(s, nvme.StatusTransientTransportError)
 		return nil

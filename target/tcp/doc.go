@@ -38,6 +38,15 @@
 // TermReq, so it never blocks. QueueConn.Close (keep-alive expiry,
 // controller teardown) closes the socket; the reader then ends the queue.
 //
+// Listener.Close drains: every connection stops reading (a read deadline
+// in the past wakes its reader), waits at most DrainTimeout for the
+// commands the core is executing and sends their responses; only when all
+// connections are quiet does any of them close and destroy its queue
+// (destroying an admin queue ends its controller's I/O queues, which
+// must not happen while they still drain). Capsules not yet read and
+// writes still waiting for H2CData are neither executed nor answered: the
+// host retries them after reconnecting, as the RDMA binding's drain.
+//
 // A connection has ConnectTimeout from accept to a successful Fabrics
 // Connect (ICReq included); then no read deadline (the core's keep-alive
 // timer ends a silent host).

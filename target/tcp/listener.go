@@ -24,6 +24,8 @@ type Listener struct {
 	conns  map[*conn]struct{}
 	closed bool
 	wg     sync.WaitGroup
+	// allQuiet is closed by Close when every connection has drained.
+	allQuiet chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -40,7 +42,7 @@ func Listen(cfg Config) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tcp: listen %s: %w", cfg.Addr, err)
 	}
-	l := &Listener{cfg: cfg, ln: ln, log: cfg.Logger, conns: make(map[*conn]struct{})}
+	l := &Listener{cfg: cfg, ln: ln, log: cfg.Logger, conns: make(map[*conn]struct{}), allQuiet: make(chan struct{})}
 	if err := cfg.Target.AddPort(l.Port()); err != nil {
 		_ = ln.Close()
 		return nil, fmt.Errorf("tcp: registering port %d: %w", cfg.PortID, err)
@@ -77,10 +79,12 @@ func (l *Listener) Port() target.Port {
 	}
 }
 
-// Close stops accepting, closes every connection (commands the core is
-// executing finish, but their responses are not sent: the host retries
-// them after reconnecting), waits for the connections' goroutines and
-// unregisters the port. Idempotent.
+// Close stops accepting and drains every connection: it reads no more
+// PDUs, lets the commands the core is executing finish and sends their
+// responses (at most DrainTimeout per connection), then closes it;
+// capsules not yet read and writes still waiting for their data are not
+// executed, and the host retries them after reconnecting. Close waits for
+// the connections' goroutines and unregisters the port. Idempotent.
 func (l *Listener) Close() error {
 	l.closeOnce.Do(func() {
 		l.mu.Lock()
@@ -95,8 +99,15 @@ func (l *Listener) Close() error {
 			errs = append(errs, err)
 		}
 		for _, c := range cs {
-			c.closeConn()
+			c.drain()
 		}
+		if l.cfg.drained != nil {
+			l.cfg.drained()
+		}
+		for _, c := range cs {
+			<-c.quiet
+		}
+		close(l.allQuiet)
 		l.wg.Wait()
 		if err := l.cfg.Target.RemovePort(l.cfg.PortID); err != nil {
 			errs = append(errs, err)

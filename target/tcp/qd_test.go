@@ -10,6 +10,7 @@ import (
 
 	"github.com/rdmablk/rdmablk/blockdev"
 	"github.com/rdmablk/rdmablk/blockdev/file"
+	"github.com/rdmablk/rdmablk/blockdev/mem"
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/nvme/tcppdu"
 	"github.com/rdmablk/rdmablk/target"
@@ -271,5 +272,55 @@ func TestHostDataAlignment(t *testing.T) {
 	}
 	if p := h.mustPDU(); p.f.Type != tcppdu.TypeCapsuleResp {
 		t.Fatalf("%s", tcppdu.TypeName(p.f.Type))
+	}
+}
+
+// gatedBackend blocks every WriteAt until release is closed (a blocking
+// backend: the core runs it on its worker pool).
+type gatedBackend struct {
+	*mem.Backend
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedBackend) WriteAt(bufs [][]byte, lba uint64, f blockdev.WriteFlags) error {
+	g.entered <- struct{}{}
+	<-g.release
+	return g.Backend.WriteAt(bufs, lba, f)
+}
+
+// NonBlocking: the wrapper blocks, whatever mem says.
+func (g *gatedBackend) NonBlocking() bool { return false }
+
+// TestListenerCloseDrains: Close lets a command the core is executing
+// finish and sends its response before closing the connection.
+func TestListenerCloseDrains(t *testing.T) {
+	g := &gatedBackend{Backend: mem.New(testBlocks, testBlock), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	drained := make(chan struct{})
+	r := newRigWith(t, g, func(c *Config) { c.drained = func() { close(drained) } })
+	admin := r.adminHost(t, tcppdu.Digests{}, 8192)
+	h := r.ioHost(t, admin, tcppdu.Digests{}, 8192)
+	var sqe nvme.SQE
+	sqe.SetRW(nvme.IOWrite, 1, 0, 8, 0)
+	h.cid++
+	sqe.SetCID(h.cid)
+	sqe.SetPSDT(nvme.PSDTSGL)
+	sqe.SGL1().SetDataBlock(0, 4096, nvme.SGLSubtypeOffset)
+	h.sendCapsule(&sqe, make([]byte, 4096))
+	<-g.entered // the write is executing
+	closed := make(chan error, 1)
+	go func() { closed <- r.l.Close() }()
+	<-drained // every connection is draining
+	close(g.release)
+	p := h.mustPDU()
+	cqe, _ := tcppdu.ParseCapsuleResp(p.hdr)
+	if p.f.Type != tcppdu.TypeCapsuleResp || cqe.CID() != h.cid || cqe.Status() != nvme.StatusSuccess {
+		t.Fatalf("%s CID %d status %v", tcppdu.TypeName(p.f.Type), cqe.CID(), cqe.Status())
+	}
+	if _, err := h.readPDU(); err == nil {
+		t.Fatal("PDU after the drained response")
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
 	}
 }

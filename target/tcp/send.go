@@ -58,6 +58,10 @@ func (c *conn) writer() {
 			}
 			cqe := r.CQE
 			c.free.push(j.idx)
+			select {
+			case c.freed <- struct{}{}:
+			default:
+			}
 			if err == nil {
 				n := tcppdu.PutCapsuleResp(hdr[:], &cqe, c.dg)
 				_, err = c.nc.Write(hdr[:n])

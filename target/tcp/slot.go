@@ -96,6 +96,12 @@ func (f *freeList) push(i uint16) {
 	f.mu.Unlock()
 }
 
+func (f *freeList) len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.s)
+}
+
 func (f *freeList) pop() (uint16, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/rdmablk/rdmablk/blockdev"
@@ -37,6 +38,9 @@ func newRig(t testing.TB, mod func(*Config)) *rig { return newRigWith(t, nil, mo
 func newRigWith(t testing.TB, be blockdev.Backend, mod func(*Config)) *rig {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
+	if os.Getenv("TCP_TEST_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	tg := target.New(target.Options{Logger: log, Workers: 2})
 	sub, err := tg.AddSubsystem(target.SubsystemConfig{NQN: testSubNQN, AllowAnyHost: true})
 	if err != nil {
