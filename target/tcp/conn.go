@@ -148,6 +148,7 @@ func (c *conn) serve() {
 		c.drainWait()
 	case errors.As(err, &perr):
 		c.l.log.Warn("tcp: protocol error; terminating connection", "peer", c.peer, "err", err)
+		c.l.stats.terminated.Add(1)
 		c.terminate(perr)
 	case err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed):
 		c.l.log.Info("tcp: connection ended", "peer", c.peer, "err", err)
@@ -187,6 +188,7 @@ func (c *conn) drainWait() {
 		case <-c.wdone:
 			return
 		case <-t.C:
+			c.l.stats.drainTimeouts.Add(1)
 			c.l.log.Warn("tcp: drain timed out; closing with commands in flight", "peer", c.peer,
 				"in_flight", len(c.slots)-c.free.len()-c.h2c)
 			return
@@ -379,6 +381,7 @@ func (c *conn) capsule(f tcppdu.Frame) error {
 		// TCP §3.6.2.1 (and SPDK, nvmet): a data digest error fails the
 		// command with Transient Transport Error; the connection stays.
 		st = nvme.StatusTransientTransportError
+		c.l.stats.dataDigestErrors.Add(1)
 	}
 	if st != nvme.StatusSuccess {
 		c.answer(s, st)
@@ -436,6 +439,7 @@ func (c *conn) h2cData(f tcppdu.Frame) error {
 	}
 	c.h2c--
 	if s.digestErr {
+		c.l.stats.dataDigestErrors.Add(1)
 		c.answer(s, nvme.StatusTransientTransportError)
 		return nil
 	}
@@ -452,6 +456,7 @@ func (c *conn) hostTerm(f tcppdu.Frame) error {
 	if err != nil {
 		return err
 	}
+	c.l.stats.hostTerminated.Add(1)
 	c.l.log.Warn("tcp: host terminated the connection", "peer", c.peer, "fes", t.FES, "reason", tcppdu.FESName(t.FES), "fei", t.FEI)
 	return io.EOF
 }

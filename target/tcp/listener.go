@@ -26,6 +26,7 @@ type Listener struct {
 	wg     sync.WaitGroup
 	// allQuiet is closed by Close when every connection has drained.
 	allQuiet chan struct{}
+	stats    counters
 
 	closeOnce sync.Once
 	closeErr  error
@@ -145,6 +146,8 @@ func (l *Listener) acceptLoop() {
 			return
 		}
 		l.conns[c] = struct{}{}
+		l.stats.accepted.Add(1)
+		l.stats.connections.Add(1)
 		l.wg.Add(1)
 		l.mu.Unlock()
 		go func() {
@@ -157,6 +160,9 @@ func (l *Listener) acceptLoop() {
 // forget drops c from the connection set (its reader, at exit).
 func (l *Listener) forget(c *conn) {
 	l.mu.Lock()
-	delete(l.conns, c)
+	if _, ok := l.conns[c]; ok {
+		delete(l.conns, c)
+		l.stats.connections.Add(^uint64(0))
+	}
 	l.mu.Unlock()
 }

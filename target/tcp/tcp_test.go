@@ -199,6 +199,9 @@ func TestDataDigestErrorFailsCommand(t *testing.T) {
 	if err := r.be.ReadAt([][]byte{back}, 0); err != nil || bytes.Equal(back, w2) {
 		t.Fatalf("R2T data with a bad digest reached the backend (%v)", err)
 	}
+	if st := r.l.Stats(); st.DataDigestErrors != 2 || st.Terminated != 0 || st.Accepted != 2 || st.Connections != 2 {
+		t.Fatalf("Stats %+v", st)
+	}
 }
 
 // TestProtocolErrors: each protocol error gets a C2HTermReq with the FES
@@ -328,6 +331,9 @@ func TestProtocolErrors(t *testing.T) {
 			h.expectTerm(c.fes, c.fei)
 		})
 	}
+	if st := r.l.Stats(); st.Terminated != uint64(len(cases)) {
+		t.Errorf("Stats %+v: want %d terminated", st, len(cases))
+	}
 }
 
 // TestPreConnectDataLimit: before its Fabrics Connect a connection gets no
@@ -354,5 +360,8 @@ func TestHostTermReq(t *testing.T) {
 	h.write(b[:n])
 	if _, err := h.br.ReadByte(); err != io.EOF {
 		t.Fatalf("after H2CTermReq: %v, want EOF", err)
+	}
+	if st := r.l.Stats(); st.HostTerminated != 1 || st.Terminated != 0 {
+		t.Fatalf("Stats %+v", st)
 	}
 }
