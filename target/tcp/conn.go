@@ -35,6 +35,12 @@ type conn struct {
 	// Reader goroutine only.
 	q         *target.Queue
 	connected bool // the queue's Fabrics Connect succeeded
+	// batching: between Queue.BeginBatch and EndBatch. The reader opens a
+	// batch for the PDUs it already holds in its read buffer and ends it
+	// before any read that may block, so backend I/O of pipelined
+	// commands reaches an io_uring backend in one submission and none
+	// waits on the socket.
+	batching bool
 	hdr       [tcppdu.ICReqHLen + tcppdu.DigestSize + tcppdu.MaxTermReqData]byte
 	hdrN      int // bytes of the current PDU's header in hdr
 	dig       [tcppdu.DigestSize]byte
@@ -141,6 +147,8 @@ func (c *conn) serve() {
 	err := c.handshake()
 	if err == nil {
 		err = c.loop()
+		// Held-back I/O goes out before anything waits for it.
+		c.endBatch()
 	}
 	var perr *tcppdu.Error
 	switch {
@@ -205,10 +213,28 @@ func (c *conn) terminate(e *tcppdu.Error) {
 	<-c.wdone
 }
 
-// readFull reads len(b) bytes.
+// readFull reads len(b) bytes. A read that may block ends the batch
+// first.
 func (c *conn) readFull(b []byte) error {
+	if c.batching && c.br.Buffered() < len(b) {
+		c.endBatch()
+	}
 	_, err := io.ReadFull(c.br, b)
 	return err
+}
+
+func (c *conn) beginBatch() {
+	if !c.batching {
+		c.q.BeginBatch()
+		c.batching = true
+	}
+}
+
+func (c *conn) endBatch() {
+	if c.batching {
+		c.batching = false
+		c.q.EndBatch()
+	}
 }
 
 // readHeader reads hdr[from:to] and records that to bytes of the header
@@ -309,6 +335,9 @@ func (c *conn) loop() error {
 		if err := c.readHeader(tcppdu.CommonHeaderSize, f.HeaderLen); err != nil {
 			return err
 		}
+		if h.Type != tcppdu.TypeH2CTermReq {
+			c.beginBatch()
+		}
 		if f.HeaderDigest {
 			if err := tcppdu.CheckHeaderDigest(c.hdr[:f.HeaderLen], int(h.HLen)); err != nil {
 				return err
@@ -331,6 +360,9 @@ func (c *conn) loop() error {
 // skipPad reads the padding between the header (and its digest) and PDO.
 func (c *conn) skipPad(f tcppdu.Frame) error {
 	if n := f.DataOff - f.HeaderLen; n > 0 {
+		if c.batching && c.br.Buffered() < n {
+			c.endBatch()
+		}
 		_, err := c.br.Discard(n)
 		return err
 	}

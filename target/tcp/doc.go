@@ -24,7 +24,10 @@
 //     it queues a C2HTermReq with the FES of TCP §3.6.2.5, waits, bounded,
 //     until it is written, and closes the connection), calls
 //     Queue.Execute and Queue.Destroy (it is the queue's owning goroutine)
-//     and asks the writer for R2Ts;
+//     and asks the writer for R2Ts. PDUs it already holds in its read
+//     buffer run as one batch for the core (Queue.BeginBatch/EndBatch),
+//     so pipelined commands reach an io_uring backend in one submission;
+//     the batch ends before any read that may block;
 //   - the writer is the only goroutine that writes the socket after
 //     ICResp: R2Ts, C2HData + CapsuleResp, the final C2HTermReq — one
 //     job at a time, in the order queued. Completions therefore leave in

@@ -89,14 +89,19 @@ func (h *testHost) pipeline(cmds []*pcmd) {
 }
 
 // TestQueueDepth: 32 commands in flight on one I/O queue (in-capsule and
-// R2T writes, then reads), against a mem backend (executed inline) and a
-// file backend on the worker pool (completions from other goroutines).
+// R2T writes, then reads), against a mem backend (executed inline), a
+// file backend on the worker pool (completions from other goroutines)
+// and one on io_uring (submissions batched per read of the socket).
 func TestQueueDepth(t *testing.T) {
-	for _, backend := range []string{"mem", "file"} {
+	for _, backend := range []string{"mem", "file", "file-uring"} {
 		t.Run(backend, func(t *testing.T) {
 			var be blockdev.Backend
-			if backend == "file" {
-				f, err := file.Open(filepath.Join(t.TempDir(), "vol"), file.Options{Size: testBlocks * testBlock, RingEntries: -1})
+			if backend != "mem" {
+				ring := -1 // worker pool
+				if backend == "file-uring" {
+					ring = 0 // io_uring where the kernel has it: batched submissions
+				}
+				f, err := file.Open(filepath.Join(t.TempDir(), "vol"), file.Options{Size: testBlocks * testBlock, RingEntries: ring})
 				if err != nil {
 					t.Fatal(err)
 				}
