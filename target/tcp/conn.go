@@ -41,9 +41,9 @@ type conn struct {
 	// commands reaches an io_uring backend in one submission and none
 	// waits on the socket.
 	batching bool
-	hdr       [tcppdu.ICReqHLen + tcppdu.DigestSize + tcppdu.MaxTermReqData]byte
-	hdrN      int // bytes of the current PDU's header in hdr
-	dig       [tcppdu.DigestSize]byte
+	hdr      [tcppdu.ICReqHLen + tcppdu.DigestSize + tcppdu.MaxTermReqData]byte
+	hdrN     int // bytes of the current PDU's header in hdr
+	dig      [tcppdu.DigestSize]byte
 
 	slots []slot
 	free  freeList // free slot indices (reader takes, writer returns)
