@@ -154,6 +154,7 @@ func (c *conn) serve() {
 	switch {
 	case c.draining.Load() && !errors.As(err, &perr):
 		c.drainWait()
+		c.stopWriter(nil) // the last CQEs may still be in its buffer
 	case errors.As(err, &perr):
 		c.l.log.Warn("tcp: protocol error; terminating connection", "peer", c.peer, "err", err)
 		c.l.stats.terminated.Add(1)
@@ -206,10 +207,18 @@ func (c *conn) drainWait() {
 
 // terminate sends a C2HTermReq for e (after whatever the writer has
 // queued) and waits, bounded, until it is written.
-func (c *conn) terminate(e *tcppdu.Error) {
+func (c *conn) terminate(e *tcppdu.Error) { c.stopWriter(e) }
+
+// stopWriter has the writer write everything queued, then the C2HTermReq
+// for e (none when nil), and stop; it waits for that, bounded by
+// termWriteTimeout.
+func (c *conn) stopWriter(e *tcppdu.Error) {
 	_ = c.nc.SetWriteDeadline(time.Now().Add(termWriteTimeout))
-	n := min(c.hdrN, tcppdu.MaxTermReqData)
-	c.enqueue(job{kind: jobTerm, term: e, termHdr: append([]byte(nil), c.hdr[:n]...)})
+	j := job{kind: jobTerm, term: e}
+	if e != nil {
+		j.termHdr = append([]byte(nil), c.hdr[:min(c.hdrN, tcppdu.MaxTermReqData)]...)
+	}
+	c.enqueue(j)
 	<-c.wdone
 }
 

@@ -9,7 +9,8 @@ import (
 )
 
 // writer is the connection's only writer after ICResp: R2Ts, C2HData,
-// CapsuleResps and a final C2HTermReq, in the order they were queued. It
+// CapsuleResps and a final C2HTermReq, in the order they were queued;
+// small PDUs queued back to back leave in one write. It
 // returns a response's slot to the free list after the data went out and
 // before the CapsuleResp does, so the host can never send a command for
 // which no slot is free. It exits when the connection is done, a write
@@ -24,8 +25,12 @@ func (c *conn) writer() {
 	defer close(c.wdone)
 	var hdr [tcppdu.MaxDataAlign + tcppdu.ICReqHLen + tcppdu.MaxTermReqData]byte
 	var ddgst [tcppdu.DigestSize]byte
-	var iov [3][]byte
+	var iov [4][]byte
 	var nb net.Buffers // reused: a local one passed by pointer would escape
+	// out holds small PDUs (R2T, CapsuleResp) not yet written: they go
+	// out together when no job is waiting, before data, or when it fills,
+	// one write for a burst of completions.
+	out := make([]byte, 0, writeCoalesce+256)
 	for {
 		var j job
 		select {
@@ -37,10 +42,17 @@ func (c *conn) writer() {
 		switch j.kind {
 		case jobR2T:
 			n := tcppdu.PutR2T(hdr[:], tcppdu.DataHeader{CCCID: j.cid, TTAG: j.idx, DATAO: 0, DATAL: j.length}, c.dg)
-			_, err = c.nc.Write(hdr[:n])
+			out = append(out, hdr[:n]...)
 		case jobTerm:
-			n := tcppdu.PutTermReq(hdr[:], tcppdu.TypeC2HTermReq, j.term, j.termHdr)
-			_, _ = c.nc.Write(hdr[:n])
+			// The last job: a C2HTermReq, or (nil) just the flush of
+			// what a drain left.
+			if j.term != nil {
+				n := tcppdu.PutTermReq(hdr[:], tcppdu.TypeC2HTermReq, j.term, j.termHdr)
+				out = append(out, hdr[:n]...)
+			}
+			if len(out) > 0 {
+				_, _ = c.nc.Write(out)
+			}
 			return
 		case jobResp:
 			s := &c.slots[j.idx]
@@ -49,23 +61,31 @@ func (c *conn) writer() {
 				data := r.Data[:r.Length]
 				n := tcppdu.PutData(hdr[:], tcppdu.TypeC2HData,
 					tcppdu.DataHeader{CCCID: r.SQE.CID(), DATAL: r.Length}, tcppdu.FlagLastPDU, c.dg, c.hostAlign)
-				nb = append(iov[:0], hdr[:n], data)
+				nb = iov[:0]
+				if len(out) > 0 {
+					nb = append(nb, out)
+				}
+				nb = append(nb, hdr[:n], data)
 				if c.dg.Data {
 					binary.LittleEndian.PutUint32(ddgst[:], tcppdu.Digest(data))
 					nb = append(nb, ddgst[:])
 				}
 				_, err = nb.WriteTo(c.nc)
+				out = out[:0]
 			}
+			// The slot is free once its data is out, before its CQE.
 			cqe := r.CQE
 			c.free.push(j.idx)
 			select {
 			case c.freed <- struct{}{}:
 			default:
 			}
-			if err == nil {
-				n := tcppdu.PutCapsuleResp(hdr[:], &cqe, c.dg)
-				_, err = c.nc.Write(hdr[:n])
-			}
+			n := tcppdu.PutCapsuleResp(hdr[:], &cqe, c.dg)
+			out = append(out, hdr[:n]...)
+		}
+		if err == nil && len(out) > 0 && (len(c.sendq) == 0 || len(out) >= writeCoalesce) {
+			_, err = c.nc.Write(out)
+			out = out[:0]
 		}
 		if err != nil {
 			c.closeConn()
@@ -73,3 +93,7 @@ func (c *conn) writer() {
 		}
 	}
 }
+
+// writeCoalesce is how many bytes of small PDUs the writer gathers before
+// it writes them even though more jobs wait.
+const writeCoalesce = 16 << 10
