@@ -490,10 +490,11 @@ func (c *conn) h2cData(f tcppdu.Frame) error {
 
 // hostTerm handles an H2CTermReq: the host is closing the connection.
 func (c *conn) hostTerm(f tcppdu.Frame) error {
-	if err := c.readFull(c.hdr[f.HeaderLen : f.DataOff+f.DataLen]); err != nil {
+	end := max(f.HeaderLen, f.DataOff+f.DataLen) // no error data: DataOff 0
+	if err := c.readFull(c.hdr[f.HeaderLen:end]); err != nil {
 		return err
 	}
-	t, err := tcppdu.ParseTermReq(c.hdr[:f.DataOff+f.DataLen], f)
+	t, err := tcppdu.ParseTermReq(c.hdr[:end], f)
 	if err != nil {
 		return err
 	}

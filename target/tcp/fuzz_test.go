@@ -86,6 +86,11 @@ func FuzzConnection(f *testing.F) {
 		f.Add(append([]byte{dgb}, wr...))
 	}
 	f.Add([]byte{0, 0x04, 0, 72, 72, 0xff, 0xff, 0xff, 0xff})
+	term := make([]byte, 152)
+	for _, n := range []int{0, 8} {
+		k := tcppdu.PutTermReq(term, tcppdu.TypeH2CTermReq, &tcppdu.Error{FES: tcppdu.FESPDUSequenceError}, make([]byte, n))
+		f.Add(append([]byte{0}, term[:k]...))
+	}
 	f.Fuzz(fuzzOne)
 }
 

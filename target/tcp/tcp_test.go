@@ -351,17 +351,20 @@ func TestPreConnectDataLimit(t *testing.T) {
 	h.connect(0, 31, nvme.DynamicCNTLID)
 }
 
-// TestHostTermReq: an H2CTermReq ends the connection quietly.
+// TestHostTermReq: an H2CTermReq (with or without the header in error)
+// ends the connection quietly.
 func TestHostTermReq(t *testing.T) {
 	r := newRig(t, nil)
-	h := dial(t, r.l.Addr(), tcppdu.Digests{})
-	b := make([]byte, 152)
-	n := tcppdu.PutTermReq(b, tcppdu.TypeH2CTermReq, &tcppdu.Error{FES: tcppdu.FESHeaderDigestError}, b[:8])
-	h.write(b[:n])
-	if _, err := h.br.ReadByte(); err != io.EOF {
-		t.Fatalf("after H2CTermReq: %v, want EOF", err)
-	}
-	if st := r.l.Stats(); st.HostTerminated != 1 || st.Terminated != 0 {
-		t.Fatalf("Stats %+v", st)
+	for i, errData := range []int{8, 0} {
+		h := dial(t, r.l.Addr(), tcppdu.Digests{})
+		b := make([]byte, 152)
+		n := tcppdu.PutTermReq(b, tcppdu.TypeH2CTermReq, &tcppdu.Error{FES: tcppdu.FESHeaderDigestError}, make([]byte, errData))
+		h.write(b[:n])
+		if _, err := h.br.ReadByte(); err != io.EOF {
+			t.Fatalf("after H2CTermReq: %v, want EOF", err)
+		}
+		if st := r.l.Stats(); st.HostTerminated != uint64(i+1) || st.Terminated != 0 {
+			t.Fatalf("Stats %+v", st)
+		}
 	}
 }
