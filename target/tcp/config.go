@@ -50,6 +50,11 @@ const (
 	// the queue's Fabrics Connect succeeded (Connect data is 1,024 bytes):
 	// a connection that never connects pins kilobytes, not depth × MDTS.
 	preConnectDataLimit = 8192
+	// preConnectSlots is how many commands a connection may have
+	// outstanding before its Fabrics Connect succeeded (a host sends one,
+	// the Connect): with preConnectDataLimit and the in-capsule limit it
+	// bounds an unconnected connection's buffers to tens of kilobytes.
+	preConnectSlots = 4
 )
 
 // ErrInvalidConfig reports a Config that cannot be used.

@@ -399,6 +399,9 @@ func (c *conn) readData(f tcppdu.Frame, b []byte) (bool, error) {
 // capsule handles a CapsuleCmd whose header is in c.hdr.
 func (c *conn) capsule(f tcppdu.Frame) error {
 	sqe, _ := tcppdu.ParseCapsuleCmd(c.hdr[:])
+	if !c.connected && len(c.slots)-c.free.len() >= preConnectSlots {
+		return fmt.Errorf("tcp: host %s sent more than %d commands before its Fabrics Connect completed", c.peer, preConnectSlots)
+	}
 	idx, ok := c.free.pop()
 	if !ok {
 		// More commands outstanding than the queue has entries: the host

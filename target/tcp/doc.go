@@ -63,7 +63,9 @@
 // MaxDataTransfer (128 × 1 MiB by default) and is only as large as the
 // I/O the host actually did. Before the queue's Fabrics Connect no command
 // gets more than 8 KiB (a larger transfer is answered Data SGL Length
-// Invalid), so a connection that never connects pins almost nothing.
+// Invalid) and at most 4 may be outstanding (more end the connection), so
+// a connection that never connects pins tens of kilobytes until
+// ConnectTimeout.
 // target.Request.Data is a slice of that buffer from Execute until the
 // response has been written.
 //
@@ -87,8 +89,9 @@
 // H2CData outside its R2T window or out of order, over MAXH2CDATA, with a
 // TTAG or CCCID naming no transfer — end the connection with a
 // C2HTermReq naming the FES (and FEI, the offending field's offset, for
-// FES 1 and 6). A host that sends more commands than it has queue entries
-// is disconnected (logged). An H2CTermReq closes the connection quietly.
+// FES 1 and 6). A host that has more commands outstanding than it has
+// queue entries (or than 4 before its Fabrics Connect) is disconnected
+// (logged; no FES fits). An H2CTermReq closes the connection quietly.
 // Nothing on the network path panics.
 //
 // C2HData SUCCESS is never set: it may be used only while SQ flow control

@@ -198,13 +198,24 @@ func TestListenerCloseWithConnections(t *testing.T) {
 
 var _ target.QueueConn = (*conn)(nil)
 
-// TestHostOverrunsQueue: a host with more commands outstanding than the
-// connection has slots (here: writes holding theirs while they wait for
-// H2CData) is disconnected, without a panic or unbounded memory.
+// TestHostOverrunsQueue: a host with more commands outstanding than it
+// may have (here: writes holding their slots while they wait for
+// H2CData) is disconnected, without a panic or unbounded memory: before
+// its Fabrics Connect a connection gets preConnectSlots, after it one slot
+// per queue entry.
 func TestHostOverrunsQueue(t *testing.T) {
-	r := newRig(t, func(c *Config) { c.MaxQueueDepth = 32 })
-	h := dial(t, r.l.Addr(), tcppdu.Digests{})
-	for range 33 {
+	r := newRig(t, func(c *Config) { c.MaxQueueDepth = 64 }) // ioHost's SQSIZE 63
+	t.Run("before Connect", func(t *testing.T) { overrun(t, dial(t, r.l.Addr(), tcppdu.Digests{}), preConnectSlots) })
+	t.Run("I/O queue", func(t *testing.T) {
+		admin := r.adminHost(t, tcppdu.Digests{}, 8192)
+		overrun(t, r.ioHost(t, admin, tcppdu.Digests{}, 8192), 64)
+	})
+}
+
+// overrun sends slots+1 writes that wait for H2CData and expects at most
+// slots R2Ts, then the end of the connection.
+func overrun(t *testing.T, h *testHost, slots int) {
+	for range slots + 1 {
 		var sqe nvme.SQE
 		sqe.SetRW(nvme.IOWrite, 1, 0, 8, 0)
 		h.cid++
@@ -226,8 +237,8 @@ func TestHostOverrunsQueue(t *testing.T) {
 			r2ts++
 		}
 	}
-	if r2ts > 32 {
-		t.Fatalf("%d R2Ts for 32 slots", r2ts)
+	if r2ts > slots {
+		t.Fatalf("%d R2Ts for %d slots", r2ts, slots)
 	}
 }
 
