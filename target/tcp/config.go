@@ -62,8 +62,8 @@ var ErrInvalidConfig = errors.New("tcp: invalid config")
 
 // Config configures a Listener.
 type Config struct {
-	// Target executes the commands (required). Its type is the consumer
-	// interface Core so that tests may substitute it.
+	// Target executes the commands (required): a *target.Target (Core is
+	// the part of it this package uses).
 	Target Core
 	// Addr is the listen address "host:port"; the port defaults to 4420.
 	Addr string

@@ -2,8 +2,9 @@ package tcp
 
 import "github.com/rdmablk/rdmablk/target"
 
-// Core is the part of *target.Target the binding uses (consumer-owned:
-// tests may substitute a fake).
+// Core is the part of *target.Target the binding uses: ports at Listen
+// and Close, a queue per connection after its ICReq. Control path; any
+// goroutine.
 type Core interface {
 	AddPort(p target.Port) error
 	RemovePort(id uint16) error
