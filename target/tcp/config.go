@@ -40,6 +40,12 @@ const (
 	// DefaultConnectTimeout bounds the time from accept to a successful
 	// Fabrics Connect.
 	DefaultConnectTimeout = 10 * time.Second
+	// DefaultMaxUnconnected is the default Config.MaxUnconnected.
+	DefaultMaxUnconnected = 1024
+	// DefaultMaxUnconnectedPerHost is the default
+	// Config.MaxUnconnectedPerHost: above the I/O queues one Linux host
+	// opens per controller before their Connects complete (one per CPU).
+	DefaultMaxUnconnectedPerHost = 256
 	// DefaultDrainTimeout bounds how long Close waits for one
 	// connection's commands in flight.
 	DefaultDrainTimeout = 10 * time.Second
@@ -87,6 +93,12 @@ type Config struct {
 	// DrainTimeout bounds Close's graceful drain per connection; 0 →
 	// default.
 	DrainTimeout time.Duration
+	// MaxUnconnected caps the connections between accept and a
+	// successful Fabrics Connect; one more is closed at once (logged,
+	// counted in Stats.Refused). MaxUnconnectedPerHost is the same cap
+	// per host address. 0 → default, negative → no cap.
+	MaxUnconnected        int
+	MaxUnconnectedPerHost int
 	// Logger receives connection events; nil discards them.
 	Logger *slog.Logger
 
@@ -135,6 +147,12 @@ func (c *Config) normalize() error {
 	}
 	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.MaxUnconnected == 0 {
+		c.MaxUnconnected = DefaultMaxUnconnected
+	}
+	if c.MaxUnconnectedPerHost == 0 {
+		c.MaxUnconnectedPerHost = DefaultMaxUnconnectedPerHost
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = DefaultDrainTimeout

@@ -27,6 +27,10 @@ type conn struct {
 	nc   net.Conn
 	br   *bufio.Reader
 	peer string
+	host string // peer's address without port (unconnected caps)
+	// unconn: counted in the listener's unconnected connections
+	// (Listener.mu).
+	unconn bool
 
 	// Set by the ICReq exchange, then read-only.
 	dg        tcppdu.Digests
@@ -313,6 +317,7 @@ func (c *conn) loop() error {
 	for {
 		if !c.connected && c.q.Controller() != nil {
 			c.connected = true
+			c.l.connected(c)
 			_ = c.nc.SetReadDeadline(time.Time{})
 		}
 		// After clearing the deadline: drain sets the flag before its

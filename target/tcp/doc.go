@@ -50,7 +50,9 @@
 // writes still waiting for H2CData are neither executed nor answered: the
 // host retries them after reconnecting, as the RDMA binding's drain.
 //
-// A connection has ConnectTimeout from accept to a successful Fabrics
+// Connections between accept and a successful Fabrics Connect are capped
+// (MaxUnconnected, MaxUnconnectedPerHost): one over a cap is closed at
+// once. A connection has ConnectTimeout from accept to a successful Fabrics
 // Connect (ICReq included); then no read deadline (the core's keep-alive
 // timer ends a silent host).
 //

@@ -39,7 +39,8 @@ func fuzzListener(t testing.TB) *Listener {
 		if err := cfg.normalize(); err != nil {
 			panic(err)
 		}
-		l := &Listener{cfg: cfg, log: log, conns: map[*conn]struct{}{}, allQuiet: make(chan struct{})}
+		l := &Listener{cfg: cfg, log: log, conns: map[*conn]struct{}{}, allQuiet: make(chan struct{}),
+			unconnectedBy: map[string]int{}}
 		if err := tg.AddPort(target.Port{ID: 1, TrType: nvme.TrTypeTCP, AdrFam: nvme.AdrFamIPv4, TrAddr: "127.0.0.1",
 			TrSvcID: "4420", Caps: target.TransportCaps{TrType: nvme.TrTypeTCP, InCapsuleDataSize: cfg.InCapsuleDataSize,
 				MaxDataTransfer: cfg.MaxDataTransfer, MaxQueueDepth: cfg.MaxQueueDepth, MaxSGLDescriptors: 1}}); err != nil {

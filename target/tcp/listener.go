@@ -27,6 +27,10 @@ type Listener struct {
 	// allQuiet is closed by Close when every connection has drained.
 	allQuiet chan struct{}
 	stats    counters
+	// unconnected counts connections before their Fabrics Connect, in
+	// all and per host address (mu).
+	unconnected   int
+	unconnectedBy map[string]int
 
 	closeOnce sync.Once
 	closeErr  error
@@ -43,7 +47,8 @@ func Listen(cfg Config) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tcp: listen %s: %w", cfg.Addr, err)
 	}
-	l := &Listener{cfg: cfg, ln: ln, log: cfg.Logger, conns: make(map[*conn]struct{}), allQuiet: make(chan struct{})}
+	l := &Listener{cfg: cfg, ln: ln, log: cfg.Logger, conns: make(map[*conn]struct{}), allQuiet: make(chan struct{}),
+		unconnectedBy: make(map[string]int)}
 	if err := cfg.Target.AddPort(l.Port()); err != nil {
 		_ = ln.Close()
 		return nil, fmt.Errorf("tcp: registering port %d: %w", cfg.PortID, err)
@@ -138,13 +143,27 @@ func (l *Listener) acceptLoop() {
 			continue
 		}
 		backoff = 0
-		c := newConn(l, nc)
+		host := hostOf(nc.RemoteAddr().String())
 		l.mu.Lock()
 		if l.closed {
 			l.mu.Unlock()
 			_ = nc.Close()
 			return
 		}
+		if (l.cfg.MaxUnconnected > 0 && l.unconnected >= l.cfg.MaxUnconnected) ||
+			(l.cfg.MaxUnconnectedPerHost > 0 && l.unconnectedBy[host] >= l.cfg.MaxUnconnectedPerHost) {
+			n, nh := l.unconnected, l.unconnectedBy[host]
+			l.mu.Unlock()
+			l.stats.refused.Add(1)
+			_ = nc.Close()
+			l.log.Warn("tcp: too many connections without a Fabrics Connect; refused one", "peer", nc.RemoteAddr().String(),
+				"unconnected", n, "from_host", nh)
+			continue
+		}
+		l.unconnected++
+		l.unconnectedBy[host]++
+		c := newConn(l, nc)
+		c.host, c.unconn = host, true
 		l.conns[c] = struct{}{}
 		l.stats.accepted.Add(1)
 		l.stats.connections.Add(1)
@@ -157,8 +176,32 @@ func (l *Listener) acceptLoop() {
 	}
 }
 
+// connected moves c out of the unconnected count (its reader, once, when
+// its Fabrics Connect succeeded or it ends).
+func (l *Listener) connected(c *conn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !c.unconn {
+		return
+	}
+	c.unconn = false
+	l.unconnected--
+	if l.unconnectedBy[c.host]--; l.unconnectedBy[c.host] <= 0 {
+		delete(l.unconnectedBy, c.host)
+	}
+}
+
+// hostOf is the host part of a "host:port" address.
+func hostOf(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
+}
+
 // forget drops c from the connection set (its reader, at exit).
 func (l *Listener) forget(c *conn) {
+	l.connected(c)
 	l.mu.Lock()
 	if _, ok := l.conns[c]; ok {
 		delete(l.conns, c)

@@ -340,3 +340,30 @@ func TestListenerCloseDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestUnconnectedCaps: connections without a Fabrics Connect are capped
+// per host (here 2): a third is closed at once, and one that connects
+// frees its place.
+func TestUnconnectedCaps(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.MaxUnconnectedPerHost = 2 })
+	a := dial(t, r.l.Addr(), tcppdu.Digests{})
+	dial(t, r.l.Addr(), tcppdu.Digests{})
+	third := dialRaw(t, r.l.Addr())
+	if _, err := third.br.ReadByte(); err == nil {
+		t.Fatal("bytes on a refused connection")
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("third unconnected connection not refused")
+	}
+	if st := r.l.Stats(); st.Refused != 1 || st.Unconnected != 2 {
+		t.Fatalf("Stats %+v", st)
+	}
+	// a connects: room for one more (its reader moves it out of the
+	// count before it reads the next PDU, so once enable's commands are
+	// answered it has).
+	a.connect(0, 31, nvme.DynamicCNTLID)
+	a.enable()
+	dial(t, r.l.Addr(), tcppdu.Digests{})
+	if st := r.l.Stats(); st.Refused != 1 || st.Unconnected != 2 {
+		t.Fatalf("Stats %+v", st)
+	}
+}

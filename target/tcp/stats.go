@@ -6,6 +6,11 @@ import "sync/atomic"
 type Stats struct {
 	Accepted    uint64 // connections accepted
 	Connections uint64 // connections open now
+	// Unconnected are the open connections without a successful Fabrics
+	// Connect yet; Refused counts connections closed at accept because
+	// MaxUnconnected or MaxUnconnectedPerHost was reached.
+	Unconnected uint64
+	Refused     uint64
 	// Terminated counts connections ended by a C2HTermReq (a protocol
 	// error of the host), HostTerminated those a host ended with an
 	// H2CTermReq.
@@ -20,16 +25,21 @@ type Stats struct {
 }
 
 type counters struct {
-	accepted, connections, terminated, hostTerminated, dataDigestErrors, drainTimeouts atomic.Uint64
+	accepted, connections, refused, terminated, hostTerminated, dataDigestErrors, drainTimeouts atomic.Uint64
 }
 
 // Stats returns the counters (each read atomically on its own). Any
 // goroutine.
 func (l *Listener) Stats() Stats {
 	c := &l.stats
-	return Stats{
-		Accepted: c.accepted.Load(), Connections: c.connections.Load(), Terminated: c.terminated.Load(),
+	st := Stats{
+		Accepted: c.accepted.Load(), Connections: c.connections.Load(), Refused: c.refused.Load(),
+		Terminated: c.terminated.Load(),
 		HostTerminated: c.hostTerminated.Load(), DataDigestErrors: c.dataDigestErrors.Load(),
 		DrainTimeouts: c.drainTimeouts.Load(),
 	}
+	l.mu.Lock()
+	st.Unconnected = uint64(l.unconnected)
+	l.mu.Unlock()
+	return st
 }
