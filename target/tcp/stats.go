@@ -34,7 +34,7 @@ func (l *Listener) Stats() Stats {
 	c := &l.stats
 	st := Stats{
 		Accepted: c.accepted.Load(), Connections: c.connections.Load(), Refused: c.refused.Load(),
-		Terminated: c.terminated.Load(),
+		Terminated:     c.terminated.Load(),
 		HostTerminated: c.hostTerminated.Load(), DataDigestErrors: c.dataDigestErrors.Load(),
 		DrainTimeouts: c.drainTimeouts.Load(),
 	}
