@@ -129,14 +129,16 @@ func (d *Daemon) start(cfg *Config) error {
 	for i, lc := range cfg.Listeners {
 		if lc.isTCP() {
 			l, err := tcp.Listen(tcp.Config{
-				Target:            d.tgt,
-				Addr:              lc.Addr,
-				PortID:            uint16(i + 1),
-				InCapsuleDataSize: cfg.Transport.InCapsuleDataSize,
-				MaxDataTransfer:   cfg.Transport.MaxDataTransfer,
-				MaxQueueDepth:     cfg.Transport.MaxQueueDepth,
-				ConnectTimeout:    cfg.Transport.ConnectTimeout,
-				Logger:            log,
+				Target:                d.tgt,
+				Addr:                  lc.Addr,
+				PortID:                uint16(i + 1),
+				InCapsuleDataSize:     cfg.Transport.InCapsuleDataSize,
+				MaxDataTransfer:       cfg.Transport.MaxDataTransfer,
+				MaxQueueDepth:         cfg.Transport.MaxQueueDepth,
+				ConnectTimeout:        cfg.Transport.ConnectTimeout,
+				MaxUnconnected:        cfg.Transport.MaxUnconnectedQueues,
+				MaxUnconnectedPerHost: cfg.Transport.MaxUnconnectedPerHost,
+				Logger:                log,
 			})
 			if err != nil {
 				return fmt.Errorf("listeners[%d].addr %q (--listen): %w", i, lc.Addr, listenCause(err))
