@@ -86,10 +86,16 @@ func (t TransportConfig) dataBufferLimit() (int64, error) {
 	}
 }
 
-// ListenerConfig is one NVMe-oF/RDMA listen address.
+// ListenerConfig is one NVMe-oF listen address.
 type ListenerConfig struct {
 	Addr string `mapstructure:"addr"`
+	// Transport is "rdma" (the default when empty) or "tcp" (NVMe/TCP,
+	// target/tcp). The transport.* limits apply to both.
+	Transport string `mapstructure:"transport"`
 }
+
+// isTCP reports an NVMe/TCP listener.
+func (l ListenerConfig) isTCP() bool { return strings.EqualFold(l.Transport, "tcp") }
 
 // TargetConfig tunes the target core.
 type TargetConfig struct {
@@ -236,6 +242,9 @@ func (c *Config) Validate() error {
 	for i, l := range c.Listeners {
 		if err := checkListenAddr(l.Addr); err != nil {
 			errs = append(errs, fmt.Errorf("config: listeners[%d].addr %q (--listen): %w", i, l.Addr, err))
+		}
+		if t := strings.ToLower(l.Transport); t != "" && t != "rdma" && t != "tcp" {
+			errs = append(errs, fmt.Errorf("config: listeners[%d].transport %q: want rdma or tcp", i, l.Transport))
 		}
 	}
 	if c.DataDir == "" {

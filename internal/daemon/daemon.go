@@ -19,6 +19,7 @@ import (
 	"github.com/rdmablk/rdmablk/cluster/reconcile"
 	"github.com/rdmablk/rdmablk/target"
 	"github.com/rdmablk/rdmablk/target/rdma"
+	"github.com/rdmablk/rdmablk/target/tcp"
 	"github.com/rdmablk/rdmablk/verbs"
 	"github.com/rdmablk/rdmablk/verbs/providers"
 )
@@ -29,9 +30,13 @@ type Daemon struct {
 	provider  verbs.Provider
 	tgt       *target.Target
 	listeners []*rdma.Listener
-	backends  []blockdev.Backend
-	member    *agent.Agent   // nil unless cluster.enabled
-	metrics   *metricsServer // nil unless metrics.listen (standalone)
+	// tcpListeners are the NVMe/TCP listeners; addrs lists every
+	// listener's Addr in config order.
+	tcpListeners []*tcp.Listener
+	addrs        []func() string
+	backends     []blockdev.Backend
+	member       *agent.Agent   // nil unless cluster.enabled
+	metrics      *metricsServer // nil unless metrics.listen (standalone)
 	// created are the volume files this start created (removed again if
 	// the start fails: they hold nothing yet).
 	created []string
@@ -63,9 +68,11 @@ func (d *Daemon) start(cfg *Config) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("data_dir %q (--data-dir): %w", cfg.DataDir, unwrapPath(err))
 	}
-	addrs := make([]string, len(cfg.Listeners))
-	for i, l := range cfg.Listeners {
-		addrs[i] = l.Addr
+	var addrs []string // RDMA listeners' (the provider is chosen by them)
+	for _, l := range cfg.Listeners {
+		if !l.isTCP() {
+			addrs = append(addrs, l.Addr)
+		}
 	}
 	p, reason, err := providers.Open(cfg.Transport.Provider, cfg.Transport.Profile, addrs)
 	if err != nil {
@@ -120,6 +127,27 @@ func (d *Daemon) start(cfg *Config) error {
 	}
 	bufLimit, _ := cfg.Transport.dataBufferLimit() // validated by Load
 	for i, lc := range cfg.Listeners {
+		if lc.isTCP() {
+			l, err := tcp.Listen(tcp.Config{
+				Target:                d.tgt,
+				Addr:                  lc.Addr,
+				PortID:                uint16(i + 1),
+				InCapsuleDataSize:     cfg.Transport.InCapsuleDataSize,
+				MaxDataTransfer:       cfg.Transport.MaxDataTransfer,
+				MaxQueueDepth:         cfg.Transport.MaxQueueDepth,
+				ConnectTimeout:        cfg.Transport.ConnectTimeout,
+				MaxUnconnected:        cfg.Transport.MaxUnconnectedQueues,
+				MaxUnconnectedPerHost: cfg.Transport.MaxUnconnectedPerHost,
+				Logger:                log,
+			})
+			if err != nil {
+				return fmt.Errorf("listeners[%d].addr %q (--listen): %w", i, lc.Addr, listenCause(err))
+			}
+			d.tcpListeners = append(d.tcpListeners, l)
+			d.addrs = append(d.addrs, l.Addr)
+			log.Info("listening", "transport", "tcp", "addr", l.Addr(), "port_id", i+1)
+			continue
+		}
 		l, err := rdma.Listen(rdma.Config{
 			Provider:              p,
 			Target:                d.tgt,
@@ -142,6 +170,7 @@ func (d *Daemon) start(cfg *Config) error {
 			return fmt.Errorf("listeners[%d].addr %q (--listen): %w", i, lc.Addr, listenCause(err))
 		}
 		d.listeners = append(d.listeners, l)
+		d.addrs = append(d.addrs, l.Addr)
 		log.Info("listening", "transport", "rdma", "addr", l.Addr(), "port_id", i+1)
 	}
 	if cfg.Cluster.Enabled {
@@ -202,11 +231,11 @@ func unwrapPath(err error) error {
 // Cluster returns the cluster member, nil when cluster mode is off.
 func (d *Daemon) Cluster() *agent.Agent { return d.member }
 
-// Addrs returns the actual listen addresses.
+// Addrs returns the actual listen addresses, in config order.
 func (d *Daemon) Addrs() []string {
-	out := make([]string, len(d.listeners))
-	for i, l := range d.listeners {
-		out[i] = l.Addr()
+	out := make([]string, len(d.addrs))
+	for i, a := range d.addrs {
+		out[i] = a()
 	}
 	return out
 }
@@ -239,6 +268,10 @@ func (d *Daemon) Close() error {
 		errs = append(errs, l.Close())
 	}
 	d.listeners = nil
+	for _, l := range d.tcpListeners {
+		errs = append(errs, l.Close())
+	}
+	d.tcpListeners, d.addrs = nil, nil
 	if d.tgt != nil {
 		errs = append(errs, d.tgt.Close())
 		d.tgt = nil
