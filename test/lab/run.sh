@@ -8,6 +8,7 @@
 #   nvmeof     scenarios 1+2: kernel nvme-rdma host -> rdmablkd, then -> kernel nvmet-rdma (fio)
 #   initiator  scenario 3: rdmablk bench + write/read/cmp -> nvmet-rdma and -> rdmablkd
 #   twovm      scenario 4: rdmablkd in one guest, kernel host + rdmablk in another (RoCE v2)
+#   tcp        NVMe/TCP: kernel nvme-tcp host against rdmablkd's tcp listeners, and side by side with nvmet-tcp
 #   verbstest  scenario 5: go test -tags ibverbs ./verbs/ibverbs (verbs/verbstest) on rxe0
 #   restart    kernel host with two paths (-k 1) under crc32c fio while rdmablkd gets SIGTERM and
 #              restarts: fio err=0, no I/O error in the kernel log (not in the default set)
@@ -84,6 +85,8 @@ for s in $SCENARIOS; do
   case "$s" in
     nvmeof|initiator|restart|netns|ublk) RUNID=$RUN-$s TIMEOUT=${TIMEOUT:-$(( 1200 + 16 * FT ))} bg "$HERE/boot.sh" "$s" \
         lab.fiotime="$FT" lab.verifysize="$VS" ${LABARGS:-} ;;
+    tcp) RUNID=$RUN-$s TIMEOUT=${TIMEOUT:-$(( 1200 + (12 + 4 * ROUNDS) * FT ))} bg "$HERE/boot.sh" "$s" \
+        lab.fiotime="$FT" lab.verifysize="$VS" lab.rounds="$ROUNDS" ${LABARGS:-} ;;
     twovm) RUNID=$RUN-$s FIOTIME=$(( FT < 15 ? FT : 15 )) GUESTARGS="lab.verifysize=$VS" bg "$HERE/twovm.sh" ;;
     perf)
       PFT=${FIOTIME:-15}; nb=$(echo "${BACKINGS//,/ }" | wc -w)
@@ -142,6 +145,9 @@ fi
 ALL=$(cat "$SHARE"/out/$RUN-*/results.txt 2>/dev/null)
 val() { echo "$ALL" | awk -v k="$1" '$1==k {print $2; exit}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0 > 0 && b+0 > 0) printf "%.2f", a/b; else print "-" }'; }
+# medrange V...: "median (min–max)" of numbers; minmax V...: "min–max".
+medrange() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {m = NR % 2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2; printf "%g (%g–%g)", m, a[1], a[NR]}'; }
+minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {printf "%s–%s", a[1], a[NR]}'; }
 pkgver() { awk -v p="$1" '$1==p {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev/null; }
 {
   echo "# rdmablk lab results, $(date '+%Y-%m-%d %H:%M %Z')"
@@ -247,6 +253,36 @@ pkgver() { awk -v p="$1" '$1==p {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev
     echo "rdmablk identify exit code from the namespace without a device: $(val netns.other_identify_rc) (must fail);"
     echo "from the tenant namespace: $(val netns.tenant_identify_rc); fio crc32c verify through the attached device: err=$(val netns.fio.err)."
     [ -n "$(val netns.init_udp4791)" ] && echo "UDP 4791 (RoCE v2) sockets: init_net $(val netns.init_udp4791), tenant $(val netns.tenant_udp4791)."
+  fi
+  if [[ " $SCENARIOS " == *" tcp "* ]]; then
+    echo
+    echo "## NVMe/TCP: the kernel nvme-tcp host against rdmablkd's \`transport: tcp\` listeners (loopback, one guest)"
+    echo
+    echo "Discovery over TCP on 8009: $(val tcp.discover); connect $(val tcp.connect_s) s; \`nvme list\` shows the namespace: $(val tcp.list);"
+    echo "reconnect with --hdr-digest --data-digest: $(val tcp.digest.connect)."
+    echo
+    echo "| job | IOPS | clat avg / p99 (us) | fio err |"
+    echo "| --- | --- | --- | --- |"
+    for j in randread.qd16 randread.qd32 randwrite.qd16 randwrite.qd32 verify digest.randread.qd32 digest.verify; do
+      echo "| $j | $(val tcp.$j.iops) | $(val tcp.$j.clat_avg_us) / $(val tcp.$j.clat_p99_us) | $(val tcp.$j.err) |"
+    done
+    echo
+    echo "Side by side with the kernel's nvmet-tcp in the same boot (same guest, brd for both, ${ROUNDS} rounds,"
+    echo "rdmablkd first in odd rounds, nvmet first in even ones; median (min–max); host and targets share one vCPU):"
+    echo
+    echo "| job | rdmablkd IOPS | nvmet-tcp IOPS | ours / kernel (paired range) | fio err ours / kernel |"
+    echo "| --- | --- | --- | --- | --- |"
+    for j in randread.qd32 randwrite.qd32; do
+      o=(); k=(); pr=(); oe=(); ke=()
+      for r in $(seq "$ROUNDS"); do
+        a=$(val tcpside.ours.$j.r$r.iops); b=$(val tcpside.kernel.$j.r$r.iops)
+        [ -n "$a" ] && o+=("$a"); [ -n "$b" ] && k+=("$b")
+        [ -n "$a" ] && [ -n "$b" ] && pr+=("$(ratio "$a" "$b")")
+        oe+=("$(val tcpside.ours.$j.r$r.err)"); ke+=("$(val tcpside.kernel.$j.r$r.err)")
+      done
+      mo=$(medrange "${o[@]}"); mk=$(medrange "${k[@]}")
+      echo "| $j | $mo | $mk | $(ratio "${mo%% *}" "${mk%% *}") ($(minmax "${pr[@]}")) | ${oe[*]} / ${ke[*]} |"
+    done
   fi
   if [[ " $SCENARIOS " == *" verbstest "* ]]; then
     echo
