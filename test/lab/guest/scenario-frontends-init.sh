@@ -12,7 +12,7 @@
 # around every timed job: the frontends differ on the client side.
 # RESULT lines: fe.kernel, fe.hz, fe.configs, fe.order.rR, fe.ublk.skipped,
 # fe.CFG.{rr32,rw32}.rR.{iops,ios,p50_us,p99_us,err,busy_j,proc_j,wall_s}, fe.CFG.verify.*,
-# fe.CFG.connect_s.rR, fe.CFG.device.rR, fe.CFG.provider, fe.leftover.* (CFG: kernel, ublk, nbd).
+# fe.CFG.connect_s.rR, fe.CFG.device.rR, fe.CFG.provider, fe.CFG.queues (I/O queues x depth), fe.leftover.* (CFG: kernel, ublk, nbd).
 . /mnt/share/scripts/lib.sh
 P=${LAB_PEER:?lab.peer=IP}; NQN=nqn.2026-11.io.rdmablk:lab; B=/mnt/share/bin/rdmablk
 FT=${LAB_FIOTIME:-10}; ROUNDS=${LAB_ROUNDS:-3}; VS=${LAB_VERIFYSIZE:-64M}
@@ -56,14 +56,16 @@ up() {
     kernel)
       run nvme connect -t rdma -n "$NQN" -a "$P" -s 4420 || return 1
       for _ in $(seq 100); do DEV=$(ls /dev | grep -E '^nvme[0-9]+n[0-9]+$' | head -1); [ -n "$DEV" ] && break; nap 0.1; done
-      [ -n "$DEV" ] && DEV=/dev/$DEV ;;
+      [ -n "$DEV" ] && DEV=/dev/$DEV
+      local c0=/sys/class/nvme/$(basename "$DEV" | sed 's/n[0-9]*$//')
+      [ -r "$c0/queue_count" ] && result fe.kernel.queues "$(( $(cat "$c0/queue_count") - 1 ))x$(( $(cat "$c0/sqsize") + 1 ))" ;;
     ublk|nbd)
-      out=$("$B" connect --provider auto -a "$P:4420" --nqn "$NQN" --name "$NAME" --frontend "$c" 2>&1); rc=$?
+      out=$("$B" connect --provider ibverbs -a "$P:4420" --nqn "$NQN" --name "$NAME" --frontend "$c" 2>&1); rc=$?
       echo "$out"
       [ $rc = 0 ] || { cat "$RDMABLK_RUN_DIR/$NAME.log"; return 1; }
       DEV=$(echo "$out" | awk '$1=="device:" {print $2; exit}')
-      [ -z "$(grep -o 'provider=[a-z]*' "$RDMABLK_RUN_DIR/$NAME.log" | head -1)" ] ||
-        result "fe.$c.provider" "$(grep -o 'provider=[a-z]*' "$RDMABLK_RUN_DIR/$NAME.log" | head -1 | cut -d= -f2)" ;;
+      result "fe.$c.queues" "$(echo "$out" | sed -n 's/.*, \([0-9]*\) queues × \([0-9]*\),.*/\1x\2/p' | head -1)"
+      result "fe.$c.provider" ibverbs ;;
   esac
   case "$c:$DEV" in kernel:/dev/nvme*|ublk:/dev/ublkb*|nbd:/dev/nbd*) ;; *) fail "$c: no device ('$DEV')"; return 1 ;; esac
   for _ in $(seq 100); do [ "$(cat /sys/block/"${DEV#/dev/}"/size 2>/dev/null || echo 0)" != 0 ] && break; nap 0.1; done

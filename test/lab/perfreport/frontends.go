@@ -57,6 +57,7 @@ type feRun struct {
 	connect   map[string][]float64
 	devices   map[string][]string
 	provider  map[string]string
+	queues    map[string]string // I/O queues x depth
 	leftovers []string
 }
 
@@ -72,7 +73,7 @@ func loadFrontends(fsys fs.FS) (*feRun, error) {
 		return nil, fmt.Errorf("no results.txt: %w", err)
 	}
 	r := &feRun{hz: 100, orders: map[int]string{}, samples: map[feKey]*feSample{}, verify: map[string]*feSample{},
-		connect: map[string][]float64{}, devices: map[string][]string{}, provider: map[string]string{}}
+		connect: map[string][]float64{}, devices: map[string][]string{}, provider: map[string]string{}, queues: map[string]string{}}
 	sc := bufio.NewScanner(strings.NewReader(string(res)))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -108,6 +109,8 @@ func (r *feRun) add(name, v string) {
 		}
 	case len(k) == 3 && k[2] == "provider":
 		r.provider[k[1]] = v
+	case len(k) == 3 && k[2] == "queues":
+		r.queues[k[1]] = v
 	case len(k) == 4 && k[2] == "connect_s":
 		if x, err := strconv.ParseFloat(v, 64); err == nil {
 			r.connect[k[1]] = append(r.connect[k[1]], x)
@@ -301,8 +304,11 @@ func writeFrontends(w io.Writer, r *feRun) {
 		}
 		cs = append(cs, fmt.Sprintf("%s %s", c.name, summarize(r.connect[c.name]).format("%.2f")))
 		d := strings.Join(r.devices[c.name], ", ")
+		if q := r.queues[c.name]; q != "" {
+			d += ", " + strings.Replace(q, "x", " I/O queues × ", 1)
+		}
 		if p := r.provider[c.name]; p != "" {
-			d += " (verbs provider " + p + ")"
+			d += ", verbs provider " + p
 		}
 		ds = append(ds, fmt.Sprintf("%s %s", c.name, orDash(d)))
 	}

@@ -17,7 +17,7 @@ func TestFrontendsReport(t *testing.T) {
 		"fe.kernel 6.12.48+deb12-amd64", "fe.hz 100", "fe.configs kernel,ublk,nbd",
 		"fe.order.r1 kernel,ublk,nbd", "fe.order.r2 ublk,nbd,kernel", "fe.order.r3 nbd,kernel,ublk",
 		"fe.ublk.connect_s.r1 0.80", "fe.ublk.device.r1 /dev/ublkb0", "fe.ublk.device.r2 /dev/ublkb0",
-		"fe.ublk.provider ibverbs", "fe.kernel.device.r1 /dev/nvme0n1",
+		"fe.ublk.provider ibverbs", "fe.ublk.queues 1x128", "fe.kernel.device.r1 /dev/nvme0n1",
 		"fe.kernel.verify.err 0", "fe.kernel.verify.iops 900", "fe.ublk.verify.err 0", "fe.nbd.verify.err 84",
 		"fe.leftover.r2.after.nbd /dev/nbd0",
 		"RESULT noise", "perf.ours.brd.rr32.r1.iops 5",
@@ -64,7 +64,7 @@ func TestFrontendsReport(t *testing.T) {
 		"| 4 KiB randread QD32 ×2 jobs | rdmablk --frontend ublk (/dev/ublkbN) | 950 (800–1140) | 60000 | 90000 | 500.0 | - | 200.0 |",
 		"crc32c write+verify (round 1): kernel err=0 (900 write+verify IOPS); ublk err=0 (- write+verify IOPS); nbd err=84 (- write+verify IOPS).",
 		"Connect time (s, until the device has its size): kernel -; ublk 0.80; nbd -.",
-		"Devices: kernel /dev/nvme0n1; ublk /dev/ublkb0 (verbs provider ibverbs); nbd -.",
+		"Devices: kernel /dev/nvme0n1; ublk /dev/ublkb0, 1 I/O queues × 128, verbs provider ibverbs; nbd -.",
 		"**Leftovers**: r2.after.nbd: /dev/nbd0.",
 		"fio errors: nbd rr32 r3 err=5, nbd verify err=84.",
 	} {
