@@ -172,6 +172,18 @@ if [[ " $SCENARIOS " == *" frontends "* ]]; then
     echo "initiator copies it into its registered buffer."
     echo "Host load average (1/5/15 min) when the run got the lab: ${fl1:-?} ${fl5:-?} ${fl15:-?}; after: $(cat "$FOUT/load-after.txt" 2>/dev/null)."
     not_quiet "$fl1"
+    fails=$(grep -h '^FAIL:' "$FOUT"/frontends-*.log 2>/dev/null)
+    if [ -n "$fails" ]; then
+      echo
+      echo "Guest failures (the scenario's FAIL lines, and the kernel log lines dmesg_check objected to):"
+      echo
+      echo '```'
+      for g in init target; do
+        grep -h -B30 '^FAIL: dmesg' "$FOUT/frontends-$g.log" 2>/dev/null | grep '^\[ *[0-9.]*\]' | sed "s/^/$g: /"
+        grep -h '^FAIL:' "$FOUT/frontends-$g.log" 2>/dev/null | sed "s/^/$g: /"
+      done
+      echo '```'
+    fi
     echo
     go run "$REPO/test/lab/perfreport" -mode frontends -dir "$FOUT" 2>&1
   } > "$FRES"
