@@ -82,6 +82,9 @@ if [ -z "${REPORT_ONLY:-}" ] && [ "${NOBUILD:-0}" != 1 ]; then
   (cd "$SRC" && go build -tags "$TAGS" -o "$SHARE/bin/rdmablkd" ./cmd/rdmablkd &&
      go build -tags "$TAGS" -o "$SHARE/bin/rdmablk" ./cmd/rdmablk) || { echo "run.sh: build failed" >&2; exit 1; }
   echo "$BUILT" > "$SHARE/bin/build-info"
+  # Which ublk data path the built code has (the frontends report states it): the ublk adapter
+  # registers its tag buffers with the initiator (one copy, by the kernel) or does not (two).
+  if grep -q 'RegisterBuffer' "$SRC"/internal/attach/ublkback/*.go 2>/dev/null; then echo 1; else echo 2; fi > "$SHARE/bin/ublk-copies"
   if [ -n "$TAGS" ]; then
     (cd "$SRC" && go test -c -tags ibverbs -o "$SHARE/bin/ibverbs.test" ./verbs/ibverbs) || echo "run.sh: verbs/ibverbs test binary did not build" >&2
   fi
@@ -162,11 +165,17 @@ if [[ " $SCENARIOS " == *" frontends "* ]]; then
     echo "(/proc/stat user+nice+system+irq+softirq) over each fio job — fio, the kernel's block layer and"
     echo "nvme-rdma or ublk/nbd, and the rdmablk process — per I/O fio completed; the rdmablk process's own"
     echo "utime+stime is shown apart."
-    echo "ublk, as the code at this commit does it (ublk/device_linux.go, internal/attach/ublkback/doc.go):"
-    echo "the driver's default copy mode (no UBLK_F_USER_COPY, no zero copy; flags UBLK_F_USER_RECOVERY,"
-    echo "UBLK_F_USER_RECOVERY_REISSUE, UBLK_F_CMD_IOCTL_ENCODE), one ublk queue per initiator I/O queue with its"
-    echo "depth; data is copied twice per I/O: by the kernel between the bio's pages and the tag's buffer"
-    echo "(plain memory), and by the initiator between that buffer and its registered RDMA buffer."
+    echo "ublk, as the built code does it (ublk/device_linux.go, internal/attach/ublkback/doc.go): the driver's"
+    echo "default copy mode (no UBLK_F_USER_COPY, no zero copy; flags UBLK_F_USER_RECOVERY,"
+    echo "UBLK_F_USER_RECOVERY_REISSUE, UBLK_F_CMD_IOCTL_ENCODE), one ublk queue per initiator I/O queue with its depth;"
+    case $(cat "$SHARE/bin/ublk-copies" 2>/dev/null) in
+      1) echo "data is copied once per I/O on the CPU, by the kernel between the bio's pages and the tag's buffer;"
+         echo "the tag buffers are registered with the initiator (Session.RegisterBuffer), so the target moves the"
+         echo "data by RDMA straight to or from them." ;;
+      2) echo "data is copied twice per I/O: by the kernel between the bio's pages and the tag's buffer (plain"
+         echo "memory), and by the initiator between that buffer and its registered RDMA buffer." ;;
+      *) echo "(how many copies the built ublk adapter makes was not recorded at build time)." ;;
+    esac
     echo "nbd: the kernel nbd driver on socketpairs to the rdmablk process, one NBD connection per initiator"
     echo "I/O queue (NBD_FLAG_CAN_MULTI_CONN): data crosses the unix socket (a kernel copy each way) and the"
     echo "initiator copies it into its registered buffer."
