@@ -20,6 +20,13 @@
 #              kernel nvmet-rdma (A B / B A per round), the other runs the kernel host's fio; writes
 #              results/<date>-perf[-KERNEL][-busy].md (not part of the default set).
 #              Env: ROUNDS (3), BACKINGS (brd,null), HOG (host CPU hogs during the run, 0).
+#   frontends  two guests; the target guest's rdmablkd serves one volume (1 GiB brd) for the whole
+#              run; the other guest reaches it as the kernel nvme-rdma host (/dev/nvmeXnY), through
+#              rdmablk connect --frontend ublk (/dev/ublkbN) and --frontend nbd (/dev/nbdN), in
+#              rotated order per round, fio 4 KiB randread/randwrite QD32 x 2 jobs (+ crc32c verify
+#              in round 1); writes results/<date>-frontends[-KERNEL].md (issue 13's goals). Boots
+#              the 6.12 kernel unless LAB_KERNEL says otherwise (ublk rows skipped on 6.1). Env:
+#              ROUNDS (3), FIOTIME (10), VERIFYSIZE (64M). Not part of the default set.
 # REPORT_ONLY=<date>-run rewrites the results file of an earlier run from its outputs in $SHARE/out.
 # Env: FIOTIME (s per fio/bench job, 20; perf: 15), VERIFYSIZE (crc32c verify size, 128M; perf: 64M),
 #      LAB_KERNEL (6.1 or 6.12: the guest kernel), TIMEOUT (s per guest boot, derived from the above),
@@ -32,7 +39,11 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
+# what the caller asked for, before config.sh fills in defaults (the frontends scenario's kernel
+# default is 6.12, not 6.1)
+USER_LAB_KERNEL=${LAB_KERNEL-} USER_KERNEL=${KERNEL-} USER_INITRD=${INITRD-}
 . "$HERE/config.sh"
+FE_KERNEL=${USER_LAB_KERNEL:-6.12}
 [ "$(id -u)" = 0 ] || { echo "run.sh: run as root" >&2; exit 1; }
 [ -f "$IMAGE" ] || { echo "run.sh: no guest image: run test/lab/build-image.sh first" >&2; exit 1; }
 SCENARIOS=${*:-nvmeof initiator twovm verbstest}
@@ -72,6 +83,9 @@ if [ -z "${REPORT_ONLY:-}" ] && [ "${NOBUILD:-0}" != 1 ]; then
   (cd "$SRC" && go build -tags "$TAGS" -o "$SHARE/bin/rdmablkd" ./cmd/rdmablkd &&
      go build -tags "$TAGS" -o "$SHARE/bin/rdmablk" ./cmd/rdmablk) || { echo "run.sh: build failed" >&2; exit 1; }
   echo "$BUILT" > "$SHARE/bin/build-info"
+  # Which ublk data path the built code has (the frontends report states it): the ublk adapter
+  # registers its tag buffers with the initiator (one copy, by the kernel) or does not (two).
+  if grep -q 'RegisterBuffer' "$SRC"/internal/attach/ublkback/*.go 2>/dev/null; then echo 1; else echo 2; fi > "$SHARE/bin/ublk-copies"
   if [ -n "$TAGS" ]; then
     (cd "$SRC" && go test -c -tags ibverbs -o "$SHARE/bin/ibverbs.test" ./verbs/ibverbs) || echo "run.sh: verbs/ibverbs test binary did not build" >&2
   fi
@@ -98,6 +112,14 @@ for s in $SCENARIOS; do
       echo "host load after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$SHARE/out/$RUN-perf-load.txt"
       hog_stop
       (exit $rc) ;;
+    frontends)
+      FFT=${FIOTIME:-10}
+      FTO=${TIMEOUT:-$(( 1200 + ROUNDS * 3 * (90 + 3 * FFT) ))}
+      LAB_KERNEL=$FE_KERNEL KERNEL=$USER_KERNEL INITRD=$USER_INITRD RUNID=$RUN-frontends FIOTIME=$FFT TIMEOUT=$FTO \
+        GUESTARGS="lab.rounds=$ROUNDS lab.verifysize=${VERIFYSIZE:-64M} lab.wait=$FTO" PAIR=frontends bg "$HERE/twovm.sh"
+      rc=$?
+      echo "$(cut -d' ' -f1-3 /proc/loadavg)" > "$SHARE/out/$RUN-frontends/load-after.txt"
+      (exit $rc) ;;
     verbstest)
       if [ -x "$SHARE/bin/ibverbs.test" ]; then
         RUNID=$RUN-$s GOBIN_ENV=RDMABLK_IBV_ADDR=10.0.2.15:0 bg "$HERE/run-gobin.sh" "$SHARE/bin/ibverbs.test" -test.v -test.count=1 -test.timeout=15m \
@@ -116,6 +138,71 @@ BUILT=$(cat "$SHARE/bin/build-info" 2>/dev/null || echo "unknown sources (no $SH
 HOSTLINE="Host: $(. /etc/os-release; echo "$PRETTY_NAME"), kernel $(uname -r), $(nproc) cores, no KVM:"
 QEMULINE="qemu $(qemu-system-x86_64 --version | head -1 | awk '{print $4}') TCG (\`-cpu max -accel tcg,thread=multi\`), $(go version | awk '{print $3}'), build tags: ${TAGS:-none}."
 GUESTLINE="Guest: Debian $SUITE, kernel $KVER, rdma-core $(awk '$1=="rdma-core" {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev/null), fio $(awk '$1=="fio" {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev/null)."
+# not_quiet LOAD1: the warning line of a results file when the host's 1-minute load at the start
+# was above 0.5 (other work shared the two cores).
+not_quiet() {
+  awk -v l="${1:-0}" 'BEGIN{exit !(l > 0.5)}' || return 0
+  echo
+  echo "**The host was not quiet before this run (load $1): other work shared the two cores, so these are busy-host figures.**"
+}
+pkgver() { awk -v p="$1" '$1==p {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev/null; }
+if [[ " $SCENARIOS " == *" frontends "* ]]; then
+  FOUT=$SHARE/out/$RUN-frontends
+  FRES=$HERE/results/${RUN%-run}-frontends$([ "$FE_KERNEL" != 6.1 ] && echo "-$FE_KERNEL").md
+  read -r fwait fl1 fl5 fl15 < "$FOUT/lab-lock.txt" 2>/dev/null
+  fk=$(awk '$1=="fe.kernel" {print $2; exit}' "$FOUT/results.txt" 2>/dev/null)
+  {
+    echo "# rdmablk lab frontends: kernel nvme-rdma host vs rdmablk ublk vs rdmablk nbd, $(date '+%Y-%m-%d %H:%M %Z')"
+    echo
+    echo "Command: \`$([ -n "$USER_LAB_KERNEL" ] && echo "LAB_KERNEL=$USER_LAB_KERNEL ")ROUNDS=$ROUNDS FIOTIME=${FIOTIME:-10} test/lab/run.sh frontends\` ($(if [ "${RC[frontends]:-1}" = 0 ]; then echo pass; else echo "FAIL rc=${RC[frontends]:-none}"; fi), ${WALL[frontends]:-?} s of which ${fwait:-?} s waiting for the lab lock), built from $BUILT."
+    [ -n "${NOTE:-}" ] && echo "Note: $NOTE"
+    echo "$HOSTLINE $QEMULINE"
+    echo "Guest: Debian $SUITE, kernel ${fk:-unknown (the initiator guest reported none)}, rdma-core $(pkgver rdma-core), fio $(pkgver fio), nvme-cli $(pkgver nvme-cli). Two guests (1 vCPU, 2 GiB"
+    echo "each) on a bridge in a private network namespace, RoCE v2 between two kernels (rxe0 on virtio-net)."
+    echo "Target guest: one rdmablkd (ibverbs provider on rxe0, \`max_queue_depth: 128\`) serving one volume, a 1 GiB brd"
+    echo "RAM disk, for the whole run (guest/scenario-twovm-target.sh). Initiator guest: the same volume as"
+    echo "/dev/nvmeXnY (kernel nvme-rdma host, \`nvme connect -t rdma\`, its defaults), /dev/ublkbN and /dev/nbdN"
+    echo "(\`rdmablk connect --frontend ublk|nbd\`, ibverbs, its defaults), one at a time, disconnected in between."
+    echo "fio: libaio, direct=1, time_based ${FIOTIME:-10} s, 4 KiB, iodepth 32, numjobs 2, group reporting; round 1 adds"
+    echo "a crc32c write+verify over ${VERIFYSIZE:-64M} (2 jobs × half, QD32). Initiator CPU = the initiator guest's busy time"
+    echo "(/proc/stat user+nice+system+irq+softirq) over each fio job — fio, the kernel's block layer and"
+    echo "nvme-rdma or ublk/nbd, and the rdmablk process — per I/O fio completed; the rdmablk process's own"
+    echo "utime+stime is shown apart."
+    echo "ublk, as the built code does it (ublk/device_linux.go, internal/attach/ublkback/doc.go): the driver's"
+    echo "default copy mode (no UBLK_F_USER_COPY, no zero copy; flags UBLK_F_USER_RECOVERY,"
+    echo "UBLK_F_USER_RECOVERY_REISSUE, UBLK_F_CMD_IOCTL_ENCODE), one ublk queue per initiator I/O queue with its depth;"
+    case $(cat "$SHARE/bin/ublk-copies" 2>/dev/null) in
+      1) echo "data is copied once per I/O on the CPU, by the kernel between the bio's pages and the tag's buffer;"
+         echo "the tag buffers are registered with the initiator (Session.RegisterBuffer), so the target moves the"
+         echo "data by RDMA straight to or from them." ;;
+      2) echo "data is copied twice per I/O: by the kernel between the bio's pages and the tag's buffer (plain"
+         echo "memory), and by the initiator between that buffer and its registered RDMA buffer." ;;
+      *) echo "(how many copies the built ublk adapter makes was not recorded at build time)." ;;
+    esac
+    echo "nbd: the kernel nbd driver on socketpairs to the rdmablk process, one NBD connection per initiator"
+    echo "I/O queue (NBD_FLAG_CAN_MULTI_CONN): data crosses the unix socket (a kernel copy each way) and the"
+    echo "initiator copies it into its registered buffer."
+    echo "Host load average (1/5/15 min) when the run got the lab: ${fl1:-?} ${fl5:-?} ${fl15:-?}; after: $(cat "$FOUT/load-after.txt" 2>/dev/null)."
+    not_quiet "$fl1"
+    fails=$(grep -h '^FAIL:' "$FOUT"/frontends-*.log 2>/dev/null)
+    if [ -n "$fails" ]; then
+      echo
+      echo "Guest failures (the scenario's FAIL lines, and the kernel log lines dmesg_check objected to):"
+      echo
+      echo '```'
+      for g in init target; do
+        grep -h -B30 '^FAIL: dmesg' "$FOUT/frontends-$g.log" 2>/dev/null | grep '^\[ *[0-9.]*\]' | sed "s/^/$g: /"
+        grep -h '^FAIL:' "$FOUT/frontends-$g.log" 2>/dev/null | sed "s/^/$g: /"
+      done
+      echo '```'
+    fi
+    echo
+    go run "$REPO/test/lab/perfreport" -mode frontends -dir "$FOUT" 2>&1
+  } > "$FRES"
+  echo "== frontends results: $FRES"
+  SCENARIOS=$(echo " $SCENARIOS " | sed 's/ frontends / /; s/^ *//; s/ *$//')
+  [ -n "$SCENARIOS" ] || { [ "${RC[frontends]:-1}" = 0 ]; exit $?; }
+fi
 if [[ " $SCENARIOS " == *" perf "* ]]; then
   PRES=$HERE/results/${RUN%-run}-perf$([ "$LAB_KERNEL" != 6.1 ] && echo "-$LAB_KERNEL")$([ "$HOG" != 0 ] && echo -busy).md
   PLOAD=$(cat "$SHARE/out/$RUN-perf-load.txt" 2>/dev/null)
@@ -130,10 +217,7 @@ if [[ " $SCENARIOS " == *" perf "* ]]; then
     echo "RoCE v2 between two kernels (rxe0 on virtio-net). Target CPU = the target guest's busy time"
     echo "(/proc/stat user+nice+system+irq+softirq) over each fio job, per I/O fio completed."
     echo "Host CPU hogs during the run: $HOG. Host load average (1/5/15 min): $(echo "$PLOAD" | tr '\n' ';' | sed 's/;$//; s/;/; /')."
-    if [ "$HOG" = 0 ] && awk -v l="${load0:-0}" 'BEGIN{exit !(l > 0.5)}'; then
-      echo
-      echo "**The host was not quiet before this run (load ${load0}): other work shared the two cores, so these are busy-host figures.**"
-    fi
+    [ "$HOG" = 0 ] && not_quiet "$load0"
     echo
     go run "$REPO/test/lab/perfreport" -dir "$SHARE/out/$RUN-perf" 2>&1
   } > "$PRES"
@@ -148,7 +232,6 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0 > 0 && b+0 > 0) printf "%.2f",
 # medrange V...: "median (min–max)" of numbers; minmax V...: "min–max".
 medrange() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {m = NR % 2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2; printf "%g (%g–%g)", m, a[1], a[NR]}'; }
 minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {printf "%s–%s", a[1], a[NR]}'; }
-pkgver() { awk -v p="$1" '$1==p {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev/null; }
 {
   echo "# rdmablk lab results, $(date '+%Y-%m-%d %H:%M %Z')"
   echo

@@ -4,9 +4,10 @@
 # 192.168.79.2) and VM B (PAIR-init, 192.168.79.3, with lab.peer=192.168.79.2) run the guest
 # scenarios scenario-PAIR-target.sh and scenario-PAIR-init.sh. Nothing leaves the namespace.
 #   PAIR=twovm (default, scenario 4): rdmablkd in A; the kernel nvme-rdma host (fio) and our
-#   initiator in B.   PAIR=perf: see perf.sh.
+#   initiator in B.   PAIR=perf, PAIR=frontends: see run.sh.
 #   test/lab/twovm.sh        Env: PAIR, RUNID, FIOTIME (s, 15), SMP (per VM, 1), MEM (per VM, 2048),
 #                            GUESTARGS (more lab.key=value for both VMs)
+# Writes $SHARE/out/$RUNID/lab-lock.txt: "SECONDS_WAITED_FOR_THE_LAB_LOCK LOAD1 LOAD5 LOAD15".
 # Needs $SHARE/bin/rdmablkd and $SHARE/bin/rdmablk (run.sh puts them there).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -16,7 +17,11 @@ PAIR=${PAIR:-twovm}
 export RUNID=${RUNID:-$(date +%Y%m%d-%H%M%S)-$PAIR} SMP=${SMP:-1} MEM=${MEM:-2048} NET=tap LAB_NOLOCK=1
 mkdir -p "$LAB_DIR"
 exec 9>"$LAB_DIR/qemu.lock"
+tl=$(date +%s)
 flock -n 9 || { echo "twovm.sh: another lab VM runs; waiting"; flock 9; }
+OUTD=$SHARE/out/$RUNID; mkdir -p "$OUTD"; rm -f "$OUTD"/target.ready "$OUTD"/initiator.done
+# how long this run waited for the lab, and the host's load when it got it (run.sh reports both)
+echo "$(( $(date +%s) - tl )) $(cut -d' ' -f1-3 /proc/loadavg)" > "$OUTD/lab-lock.txt"
 ip netns del $NS 2>/dev/null
 ip netns add $NS || exit 125
 cleanup() { kill -TERM $PA $PB 2>/dev/null; wait 2>/dev/null; ip netns del $NS 2>/dev/null; }
@@ -31,7 +36,6 @@ for t in tap0 tap1; do
   ip netns exec $NS ip link set $t master br0
   ip netns exec $NS ip link set $t up
 done
-OUTD=$SHARE/out/$RUNID; mkdir -p "$OUTD"; rm -f "$OUTD"/target.ready "$OUTD"/initiator.done
 t0=$(date +%s)
 TAP=tap0 MAC=52:54:00:00:79:02 ip netns exec $NS "$HERE/boot.sh" $PAIR-target lab.ip=192.168.79.2/24 \
   ${GUESTARGS:-} 9>&- &

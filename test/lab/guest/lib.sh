@@ -76,6 +76,24 @@ fio_suite() {
   fio_job "$p.verify" "$dev" randwrite 16 --size="${LAB_VERIFYSIZE:-128M}" --verify=crc32c \
       --do_verify=1 --verify_fatal=1 --verify_state_save=0
 }
+# perf_fio LABEL DEV RW BS QD JOBS [extra fio args]: one fio job of JOBS jobs (group reporting);
+# writes $LAB_OUT/fio-LABEL.json and RESULT lines LABEL.{iops,ios,p50_us,p99_us,err} (ios: total
+# I/Os, for CPU per I/O). Returns non-zero (and counts a failure) unless fio exited 0 with err=0.
+perf_fio() {
+  local label=$1 dev=$2 rw=$3 bs=$4 qd=$5 nj=$6; shift 6
+  local f=$LAB_OUT/fio-$label.json dir=read rc err
+  case "$rw $*" in *--verify_only*) ;; *write*) dir=write ;; esac
+  fio --name="$label" --filename="$dev" --rw="$rw" --bs="$bs" --iodepth="$qd" --numjobs="$nj" \
+      --group_reporting --ioengine=libaio --direct=1 --output-format=json --output="$f" "$@"
+  rc=$?
+  err=$(awk '$1=="\"error\"" {gsub(",","",$3); print $3; exit}' "$f")
+  result "$label.iops" "$(json_field "$f" $dir iops | awk '{printf "%.0f", $1}')"
+  result "$label.ios" "$(json_field "$f" $dir total_ios)"
+  result "$label.p50_us" "$(json_field "$f" $dir clat_ns/percentile/50.000000 | awk '{printf "%.0f", $1/1000}')"
+  result "$label.p99_us" "$(json_field "$f" $dir clat_ns/percentile/99.000000 | awk '{printf "%.0f", $1/1000}')"
+  result "$label.err" "${err:-none}"
+  [ $rc = 0 ] && [ "$err" = 0 ] || { fail "fio $label rc=$rc err=$err"; return 1; }
+}
 # cpu_busy: the guest's busy CPU time in jiffies (USER_HZ) since boot, all CPUs:
 # user+nice+system+irq+softirq from /proc/stat (idle, iowait and steal are not busy).
 cpu_busy() { awk '$1=="cpu" {print $2+$3+$4+$7+$8; exit}' /proc/stat; }

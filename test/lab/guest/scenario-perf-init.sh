@@ -21,22 +21,6 @@ bracket() {
   touch "$j.end"; wait_file "$j.cpu" 120 || fail "no cpu figure for $j"
   return $rc
 }
-# perf_fio LABEL DEV RW BS QD JOBS [extra]: like fio_job, plus total I/Os and p50
-perf_fio() {
-  local label=$1 dev=$2 rw=$3 bs=$4 qd=$5 nj=$6; shift 6
-  local f=$LAB_OUT/fio-$label.json dir=read rc err
-  case "$rw $*" in *--verify_only*) ;; *write*) dir=write ;; esac
-  fio --name="$label" --filename="$dev" --rw="$rw" --bs="$bs" --iodepth="$qd" --numjobs="$nj" \
-      --group_reporting --ioengine=libaio --direct=1 --output-format=json --output="$f" "$@"
-  rc=$?
-  err=$(awk '$1=="\"error\"" {gsub(",","",$3); print $3; exit}' "$f")
-  result "$label.iops" "$(json_field "$f" $dir iops | awk '{printf "%.0f", $1}')"
-  result "$label.ios" "$(json_field "$f" $dir total_ios)"
-  result "$label.p50_us" "$(json_field "$f" $dir clat_ns/percentile/50.000000 | awk '{printf "%.0f", $1/1000}')"
-  result "$label.p99_us" "$(json_field "$f" $dir clat_ns/percentile/99.000000 | awk '{printf "%.0f", $1/1000}')"
-  result "$label.err" "${err:-none}"
-  [ $rc = 0 ] && [ "$err" = 0 ] || { fail "fio $label rc=$rc err=$err"; return 1; }
-}
 n=1
 while :; do
   while [ ! -e "$LAB_OUT/serve.$n" ] && [ ! -e "$LAB_OUT/perf.end" ]; do nap 0.1; done

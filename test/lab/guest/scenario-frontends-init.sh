@@ -1,0 +1,116 @@
+#!/bin/bash
+# frontends scenario (issue 13, "Must show"), initiator VM: the same rdmablkd volume in the other VM
+# (lab.peer, served by scenario-frontends-target.sh) through three block device paths, interleaved:
+#   K  the kernel nvme-rdma host (nvme connect -t rdma)      -> /dev/nvmeXnY
+#   U  rdmablk connect --frontend ublk (our initiator)        -> /dev/ublkbN (skipped without ublk_drv)
+#   N  rdmablk connect --frontend nbd  (our initiator)        -> /dev/nbdN
+# lab.rounds rounds (3); the order rotates per round (K U N, U N K, N K U, ...). Per configuration:
+# connect, fio (libaio, direct, lab.fiotime s each) 4 KiB randread and randwrite at QD32 × 2 jobs,
+# in round 1 also a crc32c write+verify over lab.verifysize (64M, in two jobs of half each), then a
+# clean disconnect; before each connect and after each disconnect no device of any of the three may
+# be left. This guest's busy CPU time (/proc/stat) and the attachment process's own are sampled
+# around every timed job: the frontends differ on the client side.
+# RESULT lines: fe.kernel, fe.hz, fe.configs, fe.order.rR, fe.ublk.skipped,
+# fe.CFG.{rr32,rw32}.rR.{iops,ios,p50_us,p99_us,err,busy_j,proc_j,wall_s}, fe.CFG.verify.*,
+# fe.CFG.connect_s.rR, fe.CFG.device.rR, fe.CFG.provider, fe.CFG.queues (I/O queues x depth), fe.leftover.* (CFG: kernel, ublk, nbd).
+. /mnt/share/scripts/lib.sh
+P=${LAB_PEER:?lab.peer=IP}; NQN=nqn.2026-11.io.rdmablk:lab; B=/mnt/share/bin/rdmablk
+FT=${LAB_FIOTIME:-10}; ROUNDS=${LAB_ROUNDS:-3}; VS=${LAB_VERIFYSIZE:-64M}
+NAME=fe; export RDMABLK_RUN_DIR=/run/rdmablk
+trap 'touch "$LAB_OUT/initiator.done"' EXIT
+net_up; rxe_up || exit 1
+result fe.kernel "$(uname -r)"
+result fe.hz "$(getconf CLK_TCK)"
+run modprobe nvme-rdma || exit 1
+run modprobe nbd nbds_max=4 || exit 1
+CFGS="kernel ublk nbd"
+if ! run modprobe ublk_drv; then
+  result fe.ublk.skipped "$(uname -r)"
+  echo "no ublk_drv in kernel $(uname -r) (ublk needs 6.0+: LAB_KERNEL=6.12): ublk rows skipped"
+  CFGS="kernel nbd"
+fi
+result fe.configs "${CFGS// /,}"
+wait_file "$LAB_OUT/target.ready" 900 || { fail "target VM never got ready"; exit 1; }
+run ping -c 2 -W 5 "$P" || fail "ping $P"
+
+# devices: every block device any configuration may have left: nvme namespaces, ublk disks,
+# connected nbd devices (an nbd node always exists; connected ones have a pid in sysfs), and
+# rdmablk attachments.
+devices() {
+  ls /dev | grep -E '^(nvme[0-9]+n[0-9]+|ublkb[0-9]+)$' | sed 's|^|/dev/|'
+  local p; for p in /sys/block/nbd*/pid; do [ -e "$p" ] && echo "/dev/$(basename "$(dirname "$p")")"; done
+  [ -n "$(ls "$RDMABLK_RUN_DIR"/*.json 2>/dev/null)" ] && echo "rdmablk-attachment:$(ls "$RDMABLK_RUN_DIR"/*.json | xargs -n1 basename | tr '\n' ' ')"
+}
+# clean WHEN: no device of any configuration is present (waits up to 10 s for one going away).
+clean() {
+  local left i
+  for ((i = 0; i < 100; i++)); do left=$(devices); [ -z "$left" ] && return 0; nap 0.1; done
+  result "fe.leftover.$1" "$(echo $left | tr ' ' ',')"
+  fail "left over $1: $left"; return 1
+}
+# up CFG ROUND: connect; sets DEV.
+up() {
+  local c=$1 r=$2 t0 out rc
+  t0=$(ts); DEV=
+  case $c in
+    kernel)
+      run nvme connect -t rdma -n "$NQN" -a "$P" -s 4420 || return 1
+      for _ in $(seq 100); do DEV=$(ls /dev | grep -E '^nvme[0-9]+n[0-9]+$' | head -1); [ -n "$DEV" ] && break; nap 0.1; done
+      [ -n "$DEV" ] && DEV=/dev/$DEV
+      local c0=/sys/class/nvme/$(basename "$DEV" | sed 's/n[0-9]*$//')
+      [ -r "$c0/queue_count" ] && result fe.kernel.queues "$(( $(cat "$c0/queue_count") - 1 ))x$(( $(cat "$c0/sqsize") + 1 ))" ;;
+    ublk|nbd)
+      out=$("$B" connect --provider ibverbs -a "$P:4420" --nqn "$NQN" --name "$NAME" --frontend "$c" 2>&1); rc=$?
+      echo "$out"
+      [ $rc = 0 ] || { cat "$RDMABLK_RUN_DIR/$NAME.log"; return 1; }
+      DEV=$(echo "$out" | awk '$1=="device:" {print $2; exit}')
+      result "fe.$c.queues" "$(echo "$out" | sed -n 's/.*, \([0-9]*\) queues × \([0-9]*\),.*/\1x\2/p' | head -1)"
+      result "fe.$c.provider" ibverbs ;;
+  esac
+  case "$c:$DEV" in kernel:/dev/nvme*|ublk:/dev/ublkb*|nbd:/dev/nbd*) ;; *) fail "$c: no device ('$DEV')"; return 1 ;; esac
+  for _ in $(seq 100); do [ "$(cat /sys/block/"${DEV#/dev/}"/size 2>/dev/null || echo 0)" != 0 ] && break; nap 0.1; done
+  result "fe.$c.connect_s.r$r" "$(since "$t0")"
+  result "fe.$c.device.r$r" "$DEV"
+}
+down() {
+  case $1 in
+    kernel) run nvme disconnect -n "$NQN" ;;
+    *) run "$B" disconnect "$NAME" ;;
+  esac
+}
+# job LABEL FIO-ARGS...: perf_fio with this guest's busy jiffies and the attachment's own around it.
+job() {
+  local label=$1 b0 b1 a0 a1 t0 apid=; shift
+  [ -e "$RDMABLK_RUN_DIR/$NAME.json" ] && apid=$(sed 's/.*"pid":\([0-9]*\).*/\1/' "$RDMABLK_RUN_DIR/$NAME.json")
+  a0=0; [ -n "$apid" ] && a0=$(proc_cpu "$apid")
+  t0=$(ts); b0=$(cpu_busy)
+  perf_fio "$label" "$@"
+  b1=$(cpu_busy); a1=0; [ -n "$apid" ] && a1=$(proc_cpu "$apid")
+  result "$label.busy_j" $((b1 - b0))
+  result "$label.proc_j" $((a1 - a0))
+  result "$label.wall_s" "$(since "$t0")"
+}
+
+read -ra C <<< "$CFGS"; n=${#C[@]}
+half=$(( $(numfmt --from=iec "$VS") / 2 ))
+for r in $(seq "$ROUNDS"); do
+  order=(); for ((i = 0; i < n; i++)); do order+=("${C[(r - 1 + i) % n]}"); done
+  result "fe.order.r$r" "$(echo "${order[@]}" | tr ' ' ',')"
+  for c in "${order[@]}"; do
+    step "round $r: $c"
+    clean "r$r.before.$c"
+    if ! up "$c" "$r"; then fail "connect $c (round $r)"; down "$c"; clean "r$r.after.$c"; continue; fi
+    p=fe.$c
+    job "$p.rr32.r$r" "$DEV" randread  4k 32 2 --time_based --runtime="$FT" --size=1G
+    job "$p.rw32.r$r" "$DEV" randwrite 4k 32 2 --time_based --runtime="$FT" --size=1G
+    if [ "$r" = 1 ]; then
+      perf_fio "$p.verify" "$DEV" randwrite 4k 32 2 --size="$half" --offset_increment=512M \
+        --verify=crc32c --do_verify=1 --verify_fatal=1 --verify_state_save=0
+    fi
+    down "$c" || fail "disconnect $c (round $r)"
+    clean "r$r.after.$c"
+  done
+done
+rdma statistic show link rxe0/1
+dmesg_check
+[ "$FAILS" = 0 ]
