@@ -15,13 +15,17 @@ import (
 // namespaces. It honours ctx and Options.ConnectTimeout. Errors carry the
 // cause: a *ConnectRejectedError for an RDMA CM reject, a *StatusError
 // (errors.Is(err, nvme.StatusConnectInvalidHost)...) for a failed NVMe
-// command.
+// command, an *AuthError when in-band authentication (Options.DHCHAPSecret)
+// failed or was required without a secret.
 func Connect(ctx context.Context, addr, subNQN string, opts Options) (*Controller, error) {
 	if opts.Provider == nil {
 		return nil, fmt.Errorf("%w: Options.Provider is nil", ErrInvalid)
 	}
 	if subNQN == "" || len(subNQN) > nvme.MaxNQNLength {
 		return nil, fmt.Errorf("%w: subsystem NQN %q", ErrInvalid, subNQN)
+	}
+	if err := checkAuthOptions(&opts); err != nil {
+		return nil, err
 	}
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
@@ -42,6 +46,9 @@ func Connect(ctx context.Context, addr, subNQN string, opts Options) (*Controlle
 func Discover(ctx context.Context, addr string, opts Options) ([]nvme.DiscoveryLogEntry, error) {
 	if opts.Provider == nil {
 		return nil, fmt.Errorf("%w: Options.Provider is nil", ErrInvalid)
+	}
+	if err := checkAuthOptions(&opts); err != nil {
+		return nil, err
 	}
 	opts = opts.withDefaults()
 	opts.KeepAlive = 0 // a short-lived discovery association needs none
@@ -101,11 +108,18 @@ func (c *Controller) bringUp(ctx context.Context, discovery bool) error {
 	// Fabrics Connect (admin queue, dynamic controller).
 	kato := o.katoMillis()
 	cd := nvme.ConnectData{HostID: o.HostID, CNTLID: nvme.DynamicCNTLID, SubNQN: c.subNQN, HostNQN: o.HostNQN}
-	if c.cntlid, err = admin.fabricsConnect(ctx, uint16(len(aq.slots)-1), kato, &cd); err != nil {
+	dw0, err := admin.fabricsConnect(ctx, uint16(len(aq.slots)-1), kato, &cd)
+	if err != nil {
 		var ce *ConnectError
 		if errors.As(err, &ce) {
 			ce.Addr = c.addr
 		}
+		return err
+	}
+	c.cntlid = uint16(dw0)
+	// In-band authentication before anything else on the admin queue
+	// (the controller refuses other commands until it is done).
+	if err := c.authenticate(ctx, 0, adminAuth{admin}, dw0); err != nil {
 		return err
 	}
 	if kato > 0 {
