@@ -105,21 +105,8 @@ func (c *Controller) bringUp(ctx context.Context, discovery bool) error {
 		admin.run()
 	}()
 
-	// Fabrics Connect (admin queue, dynamic controller).
 	kato := o.katoMillis()
-	cd := nvme.ConnectData{HostID: o.HostID, CNTLID: nvme.DynamicCNTLID, SubNQN: c.subNQN, HostNQN: o.HostNQN}
-	dw0, err := admin.fabricsConnect(ctx, uint16(len(aq.slots)-1), kato, &cd)
-	if err != nil {
-		var ce *ConnectError
-		if errors.As(err, &ce) {
-			ce.Addr = c.addr
-		}
-		return err
-	}
-	c.cntlid = uint16(dw0)
-	// In-band authentication before anything else on the admin queue
-	// (the controller refuses other commands until it is done).
-	if err := c.authenticate(ctx, 0, adminAuth{admin}, dw0); err != nil {
+	if err := c.connectAdmin(ctx, kato); err != nil {
 		return err
 	}
 	if kato > 0 {
@@ -178,6 +165,25 @@ func (c *Controller) bringUp(ctx context.Context, discovery bool) error {
 		return err
 	}
 	return c.scanNamespaces(ctx)
+}
+
+// connectAdmin sends the fabrics Connect of the admin queue (dynamic
+// controller), records the CNTLID and authenticates the queue if the
+// controller requires it — before anything else on the admin queue: the
+// controller refuses other commands until then.
+func (c *Controller) connectAdmin(ctx context.Context, kato uint32) error {
+	o := &c.opts
+	cd := nvme.ConnectData{HostID: o.HostID, CNTLID: nvme.DynamicCNTLID, SubNQN: c.subNQN, HostNQN: o.HostNQN}
+	dw0, err := c.admin.fabricsConnect(ctx, uint16(len(c.admin.q.slots)-1), kato, &cd)
+	if err != nil {
+		var ce *ConnectError
+		if errors.As(err, &ce) {
+			ce.Addr = c.addr
+		}
+		return err
+	}
+	c.cntlid = uint16(dw0)
+	return c.authenticate(ctx, 0, adminAuth{c.admin}, dw0)
 }
 
 // enable writes CC (EN, IOSQES 6, IOCQES 4, NVM command set, 4 KiB pages)

@@ -148,6 +148,12 @@ type fakeQP struct {
 	posts  int           // PostSend calls
 
 	commands []fakeCmd // every command received, when record
+
+	// fabrics, when set, answers fabrics commands (Connect,
+	// Authentication Send/Receive) instead of execute; the CID is set
+	// for it. Set before the QP is used.
+	fabrics func(q *fakeQP, cmd *fakeCmd) nvme.CQE
+	qid     uint16 // for fabrics
 }
 
 type fakeRecv struct {
@@ -232,9 +238,20 @@ func (q *fakeQP) PostSend(wrs []verbs.SendWR) (int, error) {
 	q.run = run
 	q.mu.Unlock()
 	for i := range run {
-		q.respond(run[i], q.execute(run[i]))
+		q.answer(run[i])
 	}
 	return len(wrs), nil
+}
+
+// answer executes cmd and sends its response.
+func (q *fakeQP) answer(cmd fakeCmd) {
+	if q.fabrics != nil && cmd.sqe.Opcode() == nvme.OpFabrics {
+		cqe := q.fabrics(q, &cmd)
+		cqe.SetCID(cmd.sqe.CID())
+		q.sendCQE(cqe)
+		return
+	}
+	q.respond(cmd, q.execute(cmd))
 }
 
 // release executes and answers every held command.
@@ -244,7 +261,7 @@ func (q *fakeQP) release() {
 	q.held = nil
 	q.mu.Unlock()
 	for _, cmd := range held {
-		q.respond(cmd, q.execute(cmd))
+		q.answer(cmd)
 	}
 }
 
