@@ -150,8 +150,9 @@ type fakeQP struct {
 	commands []fakeCmd // every command received, when record
 
 	// fabrics, when set, answers fabrics commands (Connect,
-	// Authentication Send/Receive) instead of execute; the CID is set
-	// for it. Set before the QP is used.
+	// Authentication Send/Receive...) and every command of queue 0
+	// (admin) instead of execute; the CID is set for it. Set before the
+	// QP is used.
 	fabrics func(q *fakeQP, cmd *fakeCmd) nvme.CQE
 	qid     uint16 // for fabrics
 }
@@ -245,7 +246,7 @@ func (q *fakeQP) PostSend(wrs []verbs.SendWR) (int, error) {
 
 // answer executes cmd and sends its response.
 func (q *fakeQP) answer(cmd fakeCmd) {
-	if q.fabrics != nil && cmd.sqe.Opcode() == nvme.OpFabrics {
+	if q.fabrics != nil && (cmd.sqe.Opcode() == nvme.OpFabrics || q.qid == 0) {
 		q.answerFabrics(cmd)
 		return
 	}
