@@ -25,6 +25,7 @@ func runRoot(t *testing.T, args ...string) (string, error) {
 // TestGenDHCHAPKey: the output parses with auth.ParseSecret, has the asked
 // transformation and length, and re-encodes to itself.
 func TestGenDHCHAPKey(t *testing.T) {
+	const host = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-000000000001"
 	cases := []struct {
 		args    []string
 		hh      auth.HashID
@@ -32,13 +33,15 @@ func TestGenDHCHAPKey(t *testing.T) {
 		wantErr string
 	}{
 		{nil, auth.HashNone, 32, ""},
-		{[]string{"--hmac", "1"}, auth.HashSHA256, 32, ""},
-		{[]string{"-m", "2"}, auth.HashSHA384, 48, ""},
-		{[]string{"--hmac", "3", "--nqn", "nqn.2014-08.org.nvmexpress:uuid:x"}, auth.HashSHA512, 64, ""},
-		{[]string{"--hmac", "1", "--key-length", "64"}, auth.HashSHA256, 64, ""},
+		{[]string{"--hmac", "1", "--nqn", host}, auth.HashSHA256, 32, ""},
+		{[]string{"-m", "2", "-n", host}, auth.HashSHA384, 48, ""},
+		{[]string{"--hmac", "3", "--nqn", host, "-l", "64"}, auth.HashSHA512, 64, ""},
 		{[]string{"-l", "48"}, auth.HashNone, 48, ""},
+		{[]string{"--key-length", "64"}, auth.HashNone, 64, ""},
 		{[]string{"--hmac", "4"}, 0, 0, "--hmac 4"},
 		{[]string{"--key-length", "33"}, 0, 0, "--key-length 33"},
+		{[]string{"--hmac", "1", "--key-length", "64", "--nqn", host}, 0, 0, "does not fit --hmac 1"},
+		{[]string{"--secret", "abcd"}, 0, 0, "--secret is 2 bytes"},
 	}
 	for _, tc := range cases {
 		out, err := runRoot(t, append([]string{"gen-dhchap-key"}, tc.args...)...)
@@ -60,20 +63,26 @@ func TestGenDHCHAPKey(t *testing.T) {
 			t.Fatalf("%v: %q: transform %v, %d-byte key, re-encoded %q", tc.args, line, s.Transform, len(s.Key), s.Encode())
 		}
 	}
+	// --secret with --hmac: nvme-cli's output, the key transformed with
+	// the NQN; without --hmac the key as given.
+	key := bytes.Repeat([]byte{0xab}, 32)
+	out, err := runRoot(t, "gen-dhchap-key", "--hmac", "1", "--nqn", host, "--secret", hex.EncodeToString(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := (auth.Secret{Transform: auth.HashSHA256, Key: key}).TransformKey(host)
+	if s, err := auth.ParseSecret(out); err != nil || !bytes.Equal(s.Key, want) || s.Transform != auth.HashSHA256 {
+		t.Fatalf("--secret --hmac 1: %q %v", out, err)
+	}
+	out, err = runRoot(t, "gen-dhchap-key", "--secret", hex.EncodeToString(key))
+	if s, perr := auth.ParseSecret(out); err != nil || perr != nil || !bytes.Equal(s.Key, key) || s.Transform != auth.HashNone {
+		t.Fatalf("--secret: %q %v %v", out, err, perr)
+	}
 	// Two runs differ (a random key).
 	a, _ := runRoot(t, "gen-dhchap-key")
 	b, _ := runRoot(t, "gen-dhchap-key")
 	if a == b {
 		t.Fatal("two keys are equal")
-	}
-	// --secret encodes a given key.
-	key := bytes.Repeat([]byte{0xab}, 32)
-	out, err := runRoot(t, "gen-dhchap-key", "--hmac", "1", "--secret", hex.EncodeToString(key))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s, err := auth.ParseSecret(out); err != nil || !bytes.Equal(s.Key, key) || s.Transform != auth.HashSHA256 {
-		t.Fatalf("--secret: %q %v", out, err)
 	}
 }
 

@@ -86,7 +86,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newDiscover(g), newIdentify(g), newRead(g), newWrite(g), newBench(g))
 	root.AddCommand(newDevices(g))
 	root.AddCommand(newConnect(g), newServe(g))
-	root.AddCommand(newDisconnect(g), newGenDHCHAPKey())
+	root.AddCommand(newDisconnect(g), newGenDHCHAPKey(g))
 	root.AddCommand(newList(g))
 	root.AddCommand(newClusterCmd(g), newVolumeCmd(g), newSubsystemCmd(g))
 	return root
