@@ -119,7 +119,11 @@ func (c *Controller) authenticate(ctx context.Context, qid uint16, q authQueue, 
 		return fail(errors.New("controller requires secure channel concatenation (AUTHREQ.ASCR: TLS), which this host does not support"))
 	}
 	required := dw0&connectATR != 0
-	if !required && o.DHCHAPCtrlSecret == nil {
+	// A controller secret makes the host authenticate the controller even
+	// when it does not ask — except a discovery controller: the secrets
+	// are the subsystem's, and a discovery controller that does not
+	// require authentication need not know them.
+	if !required && (o.DHCHAPCtrlSecret == nil || c.subNQN == nvme.DiscoveryNQN) {
 		return nil
 	}
 	if o.DHCHAPSecret == nil {

@@ -325,6 +325,17 @@ func TestAuthNotRequired(t *testing.T) {
 			t.Fatalf("authenticated %v", ft.authed)
 		}
 	})
+	t.Run("ctrl-secret-discovery", func(t *testing.T) {
+		ft := newFakeAuthTarget(t, false, *sec, csec)
+		ft.subNQN = nvme.DiscoveryNQN
+		ft.noAuth = true
+		if _, err := authRig(t, ft, 0, Options{DHCHAPSecret: sec, DHCHAPCtrlSecret: csec}); err != nil {
+			t.Fatal(err)
+		}
+		if ft.authCmds != 0 {
+			t.Fatalf("%d authentication commands to a discovery controller that requires none", ft.authCmds)
+		}
+	})
 	t.Run("ctrl-secret-unsupported", func(t *testing.T) {
 		ft := newFakeAuthTarget(t, false, *sec, csec)
 		ft.noAuth = true

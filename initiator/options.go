@@ -59,8 +59,9 @@ type Options struct {
 	// --dhchap-ctrl-secret): non-nil requests bidirectional
 	// authentication, so the host also verifies the controller. It needs
 	// DHCHAPSecret, and with it the host authenticates every queue even
-	// when the controller does not ask (AUTHREQ.ATR clear): a controller
-	// that cannot prove the secret is refused.
+	// when the controller does not ask (AUTHREQ.ATR clear; not so for
+	// the discovery controller): a controller that cannot prove the
+	// secret is refused.
 	DHCHAPCtrlSecret *auth.Secret
 
 	// OnKeepAlive, when set, is called by the controller's keep-alive
