@@ -64,8 +64,12 @@ func (e *AuthError) Error() string {
 	}
 	var f *auth.Failure
 	if errors.As(e.Err, &f) {
-		return fmt.Sprintf("%s: authentication failed: controller says %q (reason %d explanation %d); check the host secret (--dhchap-secret) for host NQN %q",
-			where, f.Expl.String(), f.Reason, uint8(f.Expl), e.HostNQN)
+		msg := fmt.Sprintf("%s: authentication failed: controller says %q (reason %d explanation %d)",
+			where, f.Expl.String(), f.Reason, uint8(f.Expl))
+		if f.Expl == auth.ExplFailed {
+			msg += fmt.Sprintf("; check the host secret (--dhchap-secret) the target has for host NQN %q", e.HostNQN)
+		}
+		return msg
 	}
 	return fmt.Sprintf("%s: authentication failed: %v", where, e.Err)
 }

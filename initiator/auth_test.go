@@ -248,6 +248,7 @@ func TestAuthBidirectional(t *testing.T) {
 func TestAuthWrongSecret(t *testing.T) {
 	ft := newFakeAuthTarget(t, true, *testSecret(t, auth.HashSHA256, 1), nil)
 	_, err := authRig(t, ft, 2, Options{DHCHAPSecret: testSecret(t, auth.HashSHA256, 9)})
+	t.Log(err)
 	var ae *AuthError
 	var f *auth.Failure
 	if !errors.As(err, &ae) || !errors.Is(err, ErrAuthFailed) || !errors.As(err, &f) || f.Expl != auth.ExplFailed || ae.QID != 0 {
@@ -271,6 +272,7 @@ func TestAuthWrongSecret(t *testing.T) {
 func TestAuthMissingSecret(t *testing.T) {
 	ft := newFakeAuthTarget(t, true, *testSecret(t, auth.HashSHA256, 1), nil)
 	_, err := authRig(t, ft, 1, Options{})
+	t.Log(err)
 	if !errors.Is(err, ErrAuthRequired) || !errors.Is(err, ErrAuthFailed) {
 		t.Fatalf("err = %v, want ErrAuthRequired", err)
 	}
@@ -290,6 +292,7 @@ func TestAuthWrongCtrlSecret(t *testing.T) {
 	sec := testSecret(t, auth.HashSHA256, 1)
 	ft := newFakeAuthTarget(t, true, *sec, testSecret(t, auth.HashSHA256, 4))
 	_, err := authRig(t, ft, 1, Options{DHCHAPSecret: sec, DHCHAPCtrlSecret: testSecret(t, auth.HashSHA256, 5)})
+	t.Log(err)
 	var pe *auth.ProtocolError
 	if !errors.Is(err, ErrAuthFailed) || !errors.As(err, &pe) || !strings.Contains(err.Error(), "wrong controller secret") {
 		t.Fatalf("err = %v, want an authentication failure naming the controller secret", err)
