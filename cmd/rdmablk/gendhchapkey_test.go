@@ -142,3 +142,19 @@ func TestDHCHAPFlags(t *testing.T) {
 		t.Errorf("-C is %v", f)
 	}
 }
+
+// TestWithoutSecretArgs: a background attachment's command line carries
+// no secret, in any form the flags take.
+func TestWithoutSecretArgs(t *testing.T) {
+	in := []string{"connect", "-a", "10.0.0.1", "--dhchap-secret", "DHHC-1:01:A:", "-C", "DHHC-1:01:B:",
+		"--dhchap-ctrl-secret=DHHC-1:01:C:", "-SDHHC-1:01:D:", "-S=DHHC-1:01:E:", "--dhchap-secret-file", "/k", "-s", "4420", "--queues", "2"}
+	got := strings.Join(withoutSecretArgs(in), " ")
+	if want := "connect -a 10.0.0.1 --dhchap-secret-file /k -s 4420 --queues 2"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	t.Setenv(envDHCHAPSecret, "DHHC-1:00:nope:")
+	g := &globals{}
+	if err := g.dhchap(); err == nil || !strings.Contains(err.Error(), "--dhchap-secret") {
+		t.Fatalf("secret from the environment not used: %v", err)
+	}
+}

@@ -146,7 +146,38 @@ func (g *globals) optionsFor(p verbs.Provider) initiator.Options {
 	}
 }
 
-// dhchap parses the DH-HMAC-CHAP flags into hostSecret and ctrlSecret.
+// Environment variables that give the DH-HMAC-CHAP secrets when neither
+// the flag nor its -file variant does.
+const (
+	envDHCHAPSecret     = "RDMABLK_DHCHAP_SECRET"
+	envDHCHAPCtrlSecret = "RDMABLK_DHCHAP_CTRL_SECRET"
+)
+
+// withoutSecretArgs returns args without the --dhchap-secret / -S and
+// --dhchap-ctrl-secret / -C flags and their values (in every form pflag
+// accepts: "--f v", "--f=v", "-S v", "-Sv", "-S=v").
+func withoutSecretArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		switch {
+		case a == "--dhchap-secret" || a == "--dhchap-ctrl-secret" || a == "-S" || a == "-C":
+			i++ // and its value
+		case strings.HasPrefix(a, "--dhchap-secret=") || strings.HasPrefix(a, "--dhchap-ctrl-secret="):
+		case len(a) > 2 && (strings.HasPrefix(a, "-S") || strings.HasPrefix(a, "-C")) && a[1] != '-':
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// dhchap parses the DH-HMAC-CHAP flags into hostSecret and ctrlSecret
+// (the flag, its -file variant, else RDMABLK_DHCHAP_SECRET /
+// RDMABLK_DHCHAP_CTRL_SECRET).
 func (g *globals) dhchap() error {
 	one := func(flag, v, file string) (*auth.Secret, error) {
 		switch {
@@ -166,6 +197,15 @@ func (g *globals) dhchap() error {
 			return &s, nil
 		}
 		return nil, nil
+	}
+	// The environment is the fallback (readable only by the process's
+	// user, unlike the command line): connect hands a background
+	// attachment its secrets this way.
+	if g.dhchapSecret == "" && g.dhchapSecretFile == "" {
+		g.dhchapSecret = os.Getenv(envDHCHAPSecret)
+	}
+	if g.dhchapCtrlSecret == "" && g.dhchapCtrlSecretFile == "" {
+		g.dhchapCtrlSecret = os.Getenv(envDHCHAPCtrlSecret)
 	}
 	var err error
 	if g.hostSecret, err = one("dhchap-secret", g.dhchapSecret, g.dhchapSecretFile); err != nil {
