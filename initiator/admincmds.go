@@ -11,8 +11,9 @@ import (
 // *StatusError for an NVMe failure and the transport error otherwise.
 
 // fabricsConnect sends the fabrics Connect command for the admin queue and
-// returns the controller ID the target allocated.
-func (a *adminQueue) fabricsConnect(ctx context.Context, sqsize uint16, kato uint32, d *nvme.ConnectData) (uint16, error) {
+// returns the response's DW0: the controller ID the target allocated
+// (bits 15:0) and the AUTHREQ bits.
+func (a *adminQueue) fabricsConnect(ctx context.Context, sqsize uint16, kato uint32, d *nvme.ConnectData) (uint32, error) {
 	b, err := a.getBuf(ctx)
 	if err != nil {
 		return 0, err
@@ -28,7 +29,7 @@ func (a *adminQueue) fabricsConnect(ctx context.Context, sqsize uint16, kato uin
 	if st := cqe.Status(); !st.OK() {
 		return 0, &ConnectError{Status: st, Param: nvme.ParseConnectInvalidParam(cqe.DW0()), SubNQN: d.SubNQN, HostNQN: d.HostNQN}
 	}
-	return uint16(cqe.DW0()), nil
+	return cqe.DW0(), nil
 }
 
 // propertyGet reads a controller property (4 or 8 bytes).

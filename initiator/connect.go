@@ -15,13 +15,17 @@ import (
 // namespaces. It honours ctx and Options.ConnectTimeout. Errors carry the
 // cause: a *ConnectRejectedError for an RDMA CM reject, a *StatusError
 // (errors.Is(err, nvme.StatusConnectInvalidHost)...) for a failed NVMe
-// command.
+// command, an *AuthError when in-band authentication (Options.DHCHAPSecret)
+// failed or was required without a secret.
 func Connect(ctx context.Context, addr, subNQN string, opts Options) (*Controller, error) {
 	if opts.Provider == nil {
 		return nil, fmt.Errorf("%w: Options.Provider is nil", ErrInvalid)
 	}
 	if subNQN == "" || len(subNQN) > nvme.MaxNQNLength {
 		return nil, fmt.Errorf("%w: subsystem NQN %q", ErrInvalid, subNQN)
+	}
+	if err := checkAuthOptions(&opts); err != nil {
+		return nil, err
 	}
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
@@ -42,6 +46,9 @@ func Connect(ctx context.Context, addr, subNQN string, opts Options) (*Controlle
 func Discover(ctx context.Context, addr string, opts Options) ([]nvme.DiscoveryLogEntry, error) {
 	if opts.Provider == nil {
 		return nil, fmt.Errorf("%w: Options.Provider is nil", ErrInvalid)
+	}
+	if err := checkAuthOptions(&opts); err != nil {
+		return nil, err
 	}
 	opts = opts.withDefaults()
 	opts.KeepAlive = 0 // a short-lived discovery association needs none
@@ -98,14 +105,8 @@ func (c *Controller) bringUp(ctx context.Context, discovery bool) error {
 		admin.run()
 	}()
 
-	// Fabrics Connect (admin queue, dynamic controller).
 	kato := o.katoMillis()
-	cd := nvme.ConnectData{HostID: o.HostID, CNTLID: nvme.DynamicCNTLID, SubNQN: c.subNQN, HostNQN: o.HostNQN}
-	if c.cntlid, err = admin.fabricsConnect(ctx, uint16(len(aq.slots)-1), kato, &cd); err != nil {
-		var ce *ConnectError
-		if errors.As(err, &ce) {
-			ce.Addr = c.addr
-		}
+	if err := c.connectAdmin(ctx, kato); err != nil {
 		return err
 	}
 	if kato > 0 {
@@ -164,6 +165,25 @@ func (c *Controller) bringUp(ctx context.Context, discovery bool) error {
 		return err
 	}
 	return c.scanNamespaces(ctx)
+}
+
+// connectAdmin sends the fabrics Connect of the admin queue (dynamic
+// controller), records the CNTLID and authenticates the queue if the
+// controller requires it — before anything else on the admin queue: the
+// controller refuses other commands until then.
+func (c *Controller) connectAdmin(ctx context.Context, kato uint32) error {
+	o := &c.opts
+	cd := nvme.ConnectData{HostID: o.HostID, CNTLID: nvme.DynamicCNTLID, SubNQN: c.subNQN, HostNQN: o.HostNQN}
+	dw0, err := c.admin.fabricsConnect(ctx, uint16(len(c.admin.q.slots)-1), kato, &cd)
+	if err != nil {
+		var ce *ConnectError
+		if errors.As(err, &ce) {
+			ce.Addr = c.addr
+		}
+		return err
+	}
+	c.cntlid = uint16(dw0)
+	return c.authenticate(ctx, 0, adminAuth{c.admin}, dw0)
 }
 
 // enable writes CC (EN, IOSQES 6, IOCQES 4, NVM command set, 4 KiB pages)

@@ -60,6 +60,10 @@ type Controller struct {
 	closeMu sync.Mutex     // serialises Close
 	closed  bool
 
+	// authTID numbers the controller's DH-HMAC-CHAP transactions (one
+	// per queue; T_ID is its low 16 bits).
+	authTID atomic.Uint32
+
 	// maxMR is the device's MaxMRSize (set in Connect).
 	maxMR uint64
 	// ext is the table of session MemRegions registered on pd (zero

@@ -156,13 +156,28 @@
 //     and Close waits for the queue goroutines before it frees memory.
 //     Buffers must not be touched after Close (their memory is unmapped).
 //
+// # In-band authentication
+//
+// With Options.DHCHAPSecret (and DHCHAPCtrlSecret for bidirectional
+// authentication) the host answers a controller that requires
+// DH-HMAC-CHAP (AUTHREQ.ATR in a Connect response) the way the Linux host
+// does: right after the Fabrics Connect of the admin queue, and of each
+// I/O queue, before any other command on that queue, one transaction of
+// Authentication Send / Receive commands driven by nvme/auth.Host
+// (auth.go), each queue with its own transaction ID. It runs on the
+// goroutine that connects the queue (Connect's caller, or a session's
+// path goroutine on reconnect, so reconnects authenticate again) and
+// touches nothing of the I/O path. With a controller secret the host
+// authenticates every queue even when the controller does not ask.
+//
 // # Errors
 //
 // Sentinel errors (ErrQueueFull, ErrClosed, ErrControllerLost, ErrUnaligned,
 // ...) are tested with errors.Is. A failed NVMe command surfaces as a
 // *StatusError whose Unwrap is the nvme.Status code (without the DNR/More
 // bits), so errors.Is(err, nvme.StatusConnectInvalidHost) works; an RDMA CM
-// rejection surfaces as a *ConnectRejectedError. A transport failure on any
+// rejection surfaces as a *ConnectRejectedError; a failed or impossible
+// authentication as an *AuthError (errors.Is(err, ErrAuthFailed)). A transport failure on any
 // queue (connection lost, work completion error, protocol violation such as
 // a CQE for a command that is not outstanding, keep-alive failure) loses the
 // whole controller: every outstanding command fails with ErrControllerLost

@@ -148,6 +148,13 @@ type fakeQP struct {
 	posts  int           // PostSend calls
 
 	commands []fakeCmd // every command received, when record
+
+	// fabrics, when set, answers fabrics commands (Connect,
+	// Authentication Send/Receive...) and every command of queue 0
+	// (admin) instead of execute; the CID is set for it. Set before the
+	// QP is used.
+	fabrics func(q *fakeQP, cmd *fakeCmd) nvme.CQE
+	qid     uint16 // for fabrics
 }
 
 type fakeRecv struct {
@@ -232,9 +239,26 @@ func (q *fakeQP) PostSend(wrs []verbs.SendWR) (int, error) {
 	q.run = run
 	q.mu.Unlock()
 	for i := range run {
-		q.respond(run[i], q.execute(run[i]))
+		q.answer(run[i])
 	}
 	return len(wrs), nil
+}
+
+// answer executes cmd and sends its response.
+func (q *fakeQP) answer(cmd fakeCmd) {
+	if q.fabrics != nil && (cmd.sqe.Opcode() == nvme.OpFabrics || q.qid == 0) {
+		q.answerFabrics(cmd)
+		return
+	}
+	q.respond(cmd, q.execute(cmd))
+}
+
+// answerFabrics is answer's fabrics branch (apart, so that cmd escapes
+// only here: the I/O path of the allocation tests stays allocation free).
+func (q *fakeQP) answerFabrics(cmd fakeCmd) {
+	cqe := q.fabrics(q, &cmd)
+	cqe.SetCID(cmd.sqe.CID())
+	q.sendCQE(cqe)
 }
 
 // release executes and answers every held command.
@@ -244,7 +268,7 @@ func (q *fakeQP) release() {
 	q.held = nil
 	q.mu.Unlock()
 	for _, cmd := range held {
-		q.respond(cmd, q.execute(cmd))
+		q.answer(cmd)
 	}
 }
 

@@ -336,22 +336,50 @@ func (q *IOQueue) wait(ctx context.Context) error {
 	}
 }
 
-// connect sends the fabrics Connect command for this I/O queue and waits
-// for its response (before the queue is handed to anyone).
+// connect sends the fabrics Connect command for this I/O queue, waits for
+// its response and authenticates the queue if the controller asks for it
+// (or bidirectional authentication is configured), all before the queue
+// is handed to anyone.
 func (q *IOQueue) connect(ctx context.Context, d *nvme.ConnectData) error {
 	b, ok := q.pool.alloc()
 	if !ok {
 		return fmt.Errorf("%w: queue %d: no buffer for connect data", ErrInvalid, q.q.qid)
 	}
-	defer q.pool.release(b)
 	if err := d.Marshal(b.b); err != nil {
+		q.pool.release(b)
 		return fmt.Errorf("%w: connect data: %w", ErrInvalid, err)
 	}
-	i, e, _ := q.q.alloc()
-	e.SetConnect(q.q.qid, uint16(len(q.q.slots)-1), 0, 0)
+	cqe, err := q.execSync(ctx, "connect", func(e *nvme.SQE) {
+		e.SetConnect(q.q.qid, uint16(len(q.q.slots)-1), 0, 0)
+	}, b, nvme.ConnectDataSize)
+	q.pool.release(b)
+	if err != nil {
+		return err
+	}
+	if st := cqe.Status(); !st.OK() {
+		return &ConnectError{Addr: q.c.addr, SubNQN: d.SubNQN, HostNQN: d.HostNQN, QID: q.q.qid, Status: st,
+			Param: nvme.ParseConnectInvalidParam(cqe.DW0())}
+	}
+	return q.c.authenticate(ctx, q.q.qid, ioqAuth{q}, cqe.DW0())
+}
+
+// execSync sends one fabrics command (set up by fill) whose n bytes of
+// data, if any, are in b (host to controller or controller to host, as
+// the command says: the keyed SGL grants both), and polls for its
+// response. Only for the connect phase, before the queue has an owner.
+func (q *IOQueue) execSync(ctx context.Context, op string, fill func(*nvme.SQE), b *Buffer, n int) (nvme.CQE, error) {
+	i, e, ok := q.q.alloc()
+	if !ok {
+		return nvme.CQE{}, fmt.Errorf("%w: queue %d: no slot for %s", ErrInvalid, q.q.qid, op)
+	}
+	fill(e)
 	e.SetCID(q.q.cid(i))
 	e.SetPSDT(nvme.PSDTSGL)
-	setKeyed(e, b.addr, nvme.ConnectDataSize, b.rkey)
+	if b != nil && n > 0 {
+		setKeyed(e, b.addr, n, b.rkey)
+	} else {
+		e.SGL1().SetNull()
+	}
 	var (
 		got bool
 		cqe nvme.CQE
@@ -364,12 +392,12 @@ func (q *IOQueue) connect(ctx context.Context, d *nvme.ConnectData) error {
 	defer func() { q.q.onComplete = q.complete }()
 	q.q.queueSend(i, nil, 0)
 	if err := q.q.flush(); err != nil {
-		return err
+		return nvme.CQE{}, err
 	}
 	for !got {
 		q.q.poll()
 		if q.q.err != nil {
-			return q.q.err
+			return nvme.CQE{}, q.q.err
 		}
 		if got {
 			break
@@ -377,7 +405,7 @@ func (q *IOQueue) connect(ctx context.Context, d *nvme.ConnectData) error {
 		// Arm, then poll again before sleeping: a completion that
 		// arrived before the arm raises no event.
 		if err := q.q.cq.ReqNotify(); err != nil {
-			return fmt.Errorf("initiator: queue %d: arm CQ: %w", q.q.qid, err)
+			return nvme.CQE{}, fmt.Errorf("initiator: queue %d: arm CQ: %w", q.q.qid, err)
 		}
 		if q.q.poll(); got || q.q.err != nil {
 			continue
@@ -385,12 +413,8 @@ func (q *IOQueue) connect(ctx context.Context, d *nvme.ConnectData) error {
 		select {
 		case <-q.q.cq.Notify():
 		case <-ctx.Done():
-			return fmt.Errorf("initiator: queue %d: connect: %w", q.q.qid, ctx.Err())
+			return nvme.CQE{}, fmt.Errorf("initiator: queue %d: %s: %w", q.q.qid, op, ctx.Err())
 		}
 	}
-	if st := cqe.Status(); !st.OK() {
-		return &ConnectError{Addr: q.c.addr, SubNQN: d.SubNQN, HostNQN: d.HostNQN, QID: q.q.qid, Status: st,
-			Param: nvme.ParseConnectInvalidParam(cqe.DW0())}
-	}
-	return nil
+	return cqe, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rdmablk/rdmablk/nvme"
+	"github.com/rdmablk/rdmablk/nvme/auth"
 	"github.com/rdmablk/rdmablk/verbs"
 	"github.com/rdmablk/rdmablk/verbs/netns"
 )
@@ -45,6 +46,23 @@ type Options struct {
 	// /run/netns or a path (see package verbs/netns, also for RDMA netns
 	// exclusive mode and the /sys caveat). Empty: the caller's namespace.
 	NetNS string
+
+	// DHCHAPSecret is the host's DH-HMAC-CHAP secret (nvme-cli
+	// --dhchap-secret; see auth.ParseSecret). When a fabrics Connect
+	// response sets AUTHREQ.ATR, that queue — the admin queue and each
+	// I/O queue, as the Linux host does — is authenticated with it before
+	// any other command (NVMe Base 2.0 §8.13.5). nil: no secret; a
+	// controller that requires authentication is then refused with an
+	// *AuthError.
+	DHCHAPSecret *auth.Secret
+	// DHCHAPCtrlSecret is the controller's secret (nvme-cli
+	// --dhchap-ctrl-secret): non-nil requests bidirectional
+	// authentication, so the host also verifies the controller. It needs
+	// DHCHAPSecret, and with it the host authenticates every queue even
+	// when the controller does not ask (AUTHREQ.ATR clear; not so for
+	// the discovery controller): a controller that cannot prove the
+	// secret is refused.
+	DHCHAPCtrlSecret *auth.Secret
 
 	// OnKeepAlive, when set, is called by the controller's keep-alive
 	// goroutine after each Keep Alive command with its error (monitoring,

@@ -236,10 +236,11 @@ func OpenSession(ctx context.Context, opts SessionOptions) (*Session, error) {
 
 // permanent reports whether a path's connect error is the target's
 // final answer (a Connect refused with Do Not Retry: unknown subsystem,
-// host not allowed), as opposed to a target that is not up yet.
+// host not allowed; a failed authentication), as opposed to a target that is not up yet.
 func permanent(err error) bool {
 	var ce *ConnectError
-	return errors.As(err, &ce) && ce.Status.DNR()
+	var ae *AuthError
+	return errors.As(err, &ce) && ce.Status.DNR() || errors.As(err, &ae)
 }
 
 // broadcast wakes everyone waiting for a path change. s.mu held.

@@ -160,7 +160,9 @@ func connectBackground(cmd *cobra.Command, af *attachFlags, g *globals) error {
 	if err != nil {
 		return err
 	}
-	args := append([]string{}, os.Args[1:]...)
+	// Secrets go to the child by environment, not on its command line
+	// (which anyone can read in ps for as long as the attachment runs).
+	args := withoutSecretArgs(os.Args[1:])
 	args = append(args, "--foreground", "--name", name, "--nqn", nqn, "--run-dir", af.runDir)
 	logPath := filepath.Join(af.runDir, name+".log")
 	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -172,6 +174,13 @@ func connectBackground(cmd *cobra.Command, af *attachFlags, g *globals) error {
 	child := exec.Command(self, args...)
 	child.Stdout, child.Stderr = lf, lf
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	child.Env = os.Environ()
+	if opts.DHCHAPSecret != nil {
+		child.Env = append(child.Env, envDHCHAPSecret+"="+opts.DHCHAPSecret.Encode())
+	}
+	if opts.DHCHAPCtrlSecret != nil {
+		child.Env = append(child.Env, envDHCHAPCtrlSecret+"="+opts.DHCHAPCtrlSecret.Encode())
+	}
 	if err := child.Start(); err != nil {
 		return err
 	}

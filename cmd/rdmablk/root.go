@@ -17,8 +17,10 @@ import (
 
 	"github.com/rdmablk/rdmablk/cluster/catalog"
 	"github.com/rdmablk/rdmablk/initiator"
+	"github.com/rdmablk/rdmablk/internal/attach"
 	"github.com/rdmablk/rdmablk/internal/version"
 	"github.com/rdmablk/rdmablk/nvme"
+	"github.com/rdmablk/rdmablk/nvme/auth"
 	"github.com/rdmablk/rdmablk/verbs"
 	"github.com/rdmablk/rdmablk/verbs/providers"
 )
@@ -39,6 +41,12 @@ type globals struct {
 	depth     int
 	json      bool
 	netns     string
+	// dhchap* are the DH-HMAC-CHAP flags (nvme-cli's names).
+	dhchapSecret, dhchapCtrlSecret         string
+	dhchapSecretFile, dhchapCtrlSecretFile string
+	// hostSecret and ctrlSecret are the parsed secrets (dhchap), nil when
+	// not given.
+	hostSecret, ctrlSecret *auth.Secret
 
 	// ident is the resolved host identity (identity), zero until then.
 	ident hostIdentity
@@ -71,10 +79,14 @@ func newRoot() *cobra.Command {
 	pf.DurationVar(&g.timeout, "timeout", 10*time.Second, "connect timeout")
 	pf.BoolVar(&g.json, "json", false, "JSON output where supported")
 	pf.StringVar(&g.netns, "netns", "", "create the RDMA resources in this network namespace (name under /run/netns, or a path)")
+	pf.StringVarP(&g.dhchapSecret, "dhchap-secret", "S", "", "DH-HMAC-CHAP host secret (DHHC-1:..., see gen-dhchap-key) for controllers that require authentication")
+	pf.StringVarP(&g.dhchapCtrlSecret, "dhchap-ctrl-secret", "C", "", "DH-HMAC-CHAP controller secret: also authenticate the controller (bidirectional)")
+	pf.StringVar(&g.dhchapSecretFile, "dhchap-secret-file", "", "read --dhchap-secret from this file (not readable by others)")
+	pf.StringVar(&g.dhchapCtrlSecretFile, "dhchap-ctrl-secret-file", "", "read --dhchap-ctrl-secret from this file (not readable by others)")
 	root.AddCommand(newDiscover(g), newIdentify(g), newRead(g), newWrite(g), newBench(g))
 	root.AddCommand(newDevices(g))
 	root.AddCommand(newConnect(g), newServe(g))
-	root.AddCommand(newDisconnect(g))
+	root.AddCommand(newDisconnect(g), newGenDHCHAPKey(g))
 	root.AddCommand(newList(g))
 	root.AddCommand(newClusterCmd(g), newVolumeCmd(g), newSubsystemCmd(g))
 	return root
@@ -109,6 +121,9 @@ func (g *globals) options() (initiator.Options, error) {
 	if err := g.identity(); err != nil {
 		return initiator.Options{}, err
 	}
+	if err := g.dhchap(); err != nil {
+		return initiator.Options{}, err
+	}
 	p, _, err := providers.Open(g.provider, g.profile, nil)
 	if err != nil {
 		return initiator.Options{}, err
@@ -125,7 +140,84 @@ func (g *globals) optionsFor(p verbs.Provider) initiator.Options {
 		QueueDepth:     g.depth,
 		ConnectTimeout: g.timeout,
 		NetNS:          g.netns,
+
+		DHCHAPSecret:     g.hostSecret,
+		DHCHAPCtrlSecret: g.ctrlSecret,
 	}
+}
+
+// Environment variables that give the DH-HMAC-CHAP secrets when neither
+// the flag nor its -file variant does.
+const (
+	envDHCHAPSecret     = "RDMABLK_DHCHAP_SECRET"
+	envDHCHAPCtrlSecret = "RDMABLK_DHCHAP_CTRL_SECRET"
+)
+
+// withoutSecretArgs returns args without the --dhchap-secret / -S and
+// --dhchap-ctrl-secret / -C flags and their values (in every form pflag
+// accepts: "--f v", "--f=v", "-S v", "-Sv", "-S=v").
+func withoutSecretArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		switch {
+		case a == "--dhchap-secret" || a == "--dhchap-ctrl-secret" || a == "-S" || a == "-C":
+			i++ // and its value
+		case strings.HasPrefix(a, "--dhchap-secret=") || strings.HasPrefix(a, "--dhchap-ctrl-secret="):
+		case len(a) > 2 && (strings.HasPrefix(a, "-S") || strings.HasPrefix(a, "-C")) && a[1] != '-':
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// dhchap parses the DH-HMAC-CHAP flags into hostSecret and ctrlSecret
+// (the flag, its -file variant, else RDMABLK_DHCHAP_SECRET /
+// RDMABLK_DHCHAP_CTRL_SECRET).
+func (g *globals) dhchap() error {
+	one := func(flag, v, file string) (*auth.Secret, error) {
+		switch {
+		case v != "" && file != "":
+			return nil, fmt.Errorf("--%s and --%s-file: give one", flag, flag)
+		case file != "":
+			s, err := attach.ReadSecretFile(file)
+			if err != nil {
+				return nil, fmt.Errorf("--%s-file: %w", flag, err)
+			}
+			return &s, nil
+		case v != "":
+			s, err := auth.ParseSecret(v)
+			if err != nil {
+				return nil, fmt.Errorf("--%s: %w", flag, err)
+			}
+			return &s, nil
+		}
+		return nil, nil
+	}
+	// The environment is the fallback (readable only by the process's
+	// user, unlike the command line): connect hands a background
+	// attachment its secrets this way.
+	if g.dhchapSecret == "" && g.dhchapSecretFile == "" {
+		g.dhchapSecret = os.Getenv(envDHCHAPSecret)
+	}
+	if g.dhchapCtrlSecret == "" && g.dhchapCtrlSecretFile == "" {
+		g.dhchapCtrlSecret = os.Getenv(envDHCHAPCtrlSecret)
+	}
+	var err error
+	if g.hostSecret, err = one("dhchap-secret", g.dhchapSecret, g.dhchapSecretFile); err != nil {
+		return err
+	}
+	if g.ctrlSecret, err = one("dhchap-ctrl-secret", g.dhchapCtrlSecret, g.dhchapCtrlSecretFile); err != nil {
+		return err
+	}
+	if g.ctrlSecret != nil && g.hostSecret == nil {
+		return errors.New("--dhchap-ctrl-secret needs --dhchap-secret (bidirectional authentication authenticates the host too)")
+	}
+	return nil
 }
 
 // withOptions runs dial with initiator options on the --provider. Under
@@ -135,6 +227,9 @@ func (g *globals) optionsFor(p verbs.Provider) initiator.Options {
 // used is logged at debug level.
 func (g *globals) withOptions(dial func(initiator.Options) error) error {
 	if err := g.identity(); err != nil {
+		return err
+	}
+	if err := g.dhchap(); err != nil {
 		return err
 	}
 	if g.provider != "auto" || !compiledIn("ibverbs") {

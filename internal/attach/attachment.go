@@ -127,6 +127,16 @@ func Start(ctx context.Context, cfg Config, opts initiator.Options, runDir strin
 	if cfg.HostNQN != "" {
 		opts.HostNQN = cfg.HostNQN
 	}
+	host, ctrl, err := cfg.secrets()
+	if err != nil {
+		return nil, err
+	}
+	if host != nil {
+		opts.DHCHAPSecret = host
+	}
+	if ctrl != nil {
+		opts.DHCHAPCtrlSecret = ctrl
+	}
 	if err := setNetNS(&opts, cfg.NetNS); err != nil {
 		return nil, err
 	}

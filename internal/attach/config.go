@@ -46,6 +46,18 @@ type Config struct {
 	NetNS string `yaml:"netns" json:"netns,omitempty"`
 	// IOTimeout is the kernel nbd request timeout (0: kernel default).
 	IOTimeout time.Duration `yaml:"io_timeout" json:"io_timeout,omitempty"`
+	// DHCHAPSecret is the host's DH-HMAC-CHAP secret ("DHHC-1:…:", as
+	// `rdmablk gen-dhchap-key` or `nvme gen-dhchap-key` prints it; nvme-cli
+	// --dhchap-secret); DHCHAPSecretFile reads it from a file instead
+	// (which others must not be able to read), keeping it out of a
+	// readable configuration. Set at most one; they override the
+	// command line's. Redacted wherever a Config is printed.
+	DHCHAPSecret     Secret `yaml:"dhchap_secret" json:"dhchap_secret,omitempty"`
+	DHCHAPSecretFile string `yaml:"dhchap_secret_file" json:"dhchap_secret_file,omitempty"`
+	// DHCHAPCtrlSecret / DHCHAPCtrlSecretFile: the controller's secret
+	// (bidirectional authentication; --dhchap-ctrl-secret).
+	DHCHAPCtrlSecret     Secret `yaml:"dhchap_ctrl_secret" json:"dhchap_ctrl_secret,omitempty"`
+	DHCHAPCtrlSecretFile string `yaml:"dhchap_ctrl_secret_file" json:"dhchap_ctrl_secret_file,omitempty"`
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -66,6 +78,9 @@ func (c *Config) Validate(runDir string) error {
 	}
 	if c.Device == "" {
 		c.Device = "auto"
+	}
+	if _, _, err := c.secrets(); err != nil {
+		return err
 	}
 	switch c.Frontend {
 	case "":

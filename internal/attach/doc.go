@@ -11,6 +11,12 @@
 // process when it does not — else nbd; the choice and its reason are in
 // Status.Frontend / FrontendNote and the log.
 //
+// Secrets (Config.DHCHAPSecret / DHCHAPCtrlSecret, or the *File variants;
+// secret.go) are parsed when the configuration is validated and handed to
+// the session's initiator.Options; the Secret type redacts itself in
+// every printed or marshalled form, and a secret file readable by others
+// is refused. The state file never holds them.
+//
 // Each running attachment registers itself in the run directory as
 // NAME.json (its state: pid, sockets, and the ublk device id) and answers
 // a small JSON control protocol over HTTP on the unix socket NAME.ctl:
