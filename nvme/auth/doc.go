@@ -20,9 +20,12 @@
 // implementation (lib/nvme/nvme_auth.c); peer DH values are accepted with
 // or without leading zero bytes (SPDK strips them, Linux pads). Failure explanations follow Linux
 // on each side (e.g. a bad DH value is "DH group not usable" at the
-// controller, "incorrect payload" at the host). nvme-cli 2.x's
-// gen-dhchap-key pre-transformed keys with --nqn; 3.x and GenerateSecret do
-// not. Secure channel concatenation (SC_C != 0, TLS PSK derivation) is out
+// controller, "incorrect payload" at the host). nvme-cli's
+// gen-dhchap-key (libnvme) pre-transforms the key with --nqn when --hmac is
+// not 0 — which nvme-cli releases do so was read differently in two sources
+// and is not settled here; `rdmablk gen-dhchap-key` follows the libnvme
+// source read last (it transforms), GenerateSecret does not. For random keys
+// it makes no difference to interop: the string printed is the key used. Secure channel concatenation (SC_C != 0, TLS PSK derivation) is out
 // of scope: it needs NVMe/TCP; GeneratedPSK is provided for its vector.
 //
 // Ownership and buffer lifetimes: Parse* functions and the state machines
