@@ -3,6 +3,7 @@ package target
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,14 +95,8 @@ func (a HostAuth) clone() *HostAuth {
 		cs.Key = append([]byte(nil), cs.Key...)
 		c.CtrlSecret = &cs
 	}
-	c.Hashes = append([]auth.HashID(nil), a.Hashes...)
-	c.DHGroups = append([]auth.DHGroupID(nil), a.DHGroups...)
-	if a.Hashes == nil {
-		c.Hashes = nil
-	}
-	if a.DHGroups == nil {
-		c.DHGroups = nil
-	}
+	c.Hashes = slices.Clone(a.Hashes) // nil stays nil: accept all
+	c.DHGroups = slices.Clone(a.DHGroups)
 	return &c
 }
 
