@@ -128,12 +128,22 @@ const authFailureLinger = time.Second
 // computation takes milliseconds), so mu serialises them; ok is read
 // lock-free by the queue goroutine for every command.
 type queueAuth struct {
-	ok    atomic.Bool // authenticated (stays true during a re-authentication)
-	mu    sync.Mutex  // guards ctrl, timer, over
+	ok atomic.Bool // authenticated (stays true during a re-authentication)
+	// busy: an Authentication Send/Receive of this queue is on the worker
+	// pool; set by the queue goroutine, cleared by the worker. A host gets
+	// one at a time, so it cannot tie up more than one worker.
+	busy  atomic.Bool
+	mu    sync.Mutex // guards ctrl, timer, over, tries
 	ctrl  *auth.Controller
 	timer timer // authTimeout; nil once authenticated or stopped
 	over  bool  // the transaction failed; the controller is being torn down
+	tries int   // AUTH_Negotiates before the queue first authenticated
 }
+
+// maxAuthTries bounds the transactions a queue may start before it has
+// authenticated once: each costs the target a DH key generation, and the
+// Linux host starts one per queue (retrying only after a new Connect).
+const maxAuthTries = 4
 
 // newQueueAuth prepares q for authentication with a's secrets and arms its
 // timeout. Called from the queue goroutine at Connect.
@@ -189,6 +199,10 @@ func (q *Queue) execAuth(r *Request, c *Controller) bool {
 	if r.Dir != want || r.Length != cmd.Length() || uint32(len(r.Data)) < r.Length {
 		return q.completeInline(r, nvme.StatusDataSGLLengthInvalid.WithDNR())
 	}
+	if !q.auth.busy.CompareAndSwap(false, true) {
+		// The protocol has one message in flight at a time.
+		return q.completeInline(r, nvme.StatusCommandSequenceError)
+	}
 	r.core.ctrl = c
 	return q.submit(r)
 }
@@ -197,6 +211,7 @@ func (q *Queue) execAuth(r *Request, c *Controller) bool {
 func runAuth(r *Request) nvme.Status {
 	q, c, qa := r.core.q, r.core.ctrl, r.core.q.auth
 	qid := q.qid // written at Connect, before any command could be submitted
+	defer qa.busy.Store(false)
 	qa.mu.Lock()
 	if qa.over {
 		qa.mu.Unlock()
@@ -207,7 +222,15 @@ func runAuth(r *Request) nvme.Status {
 		failed error
 	)
 	if r.core.kind == kindAuthSend {
-		err := qa.ctrl.Send(r.Data[:r.Length])
+		msg := r.Data[:r.Length]
+		if h, err := auth.ParseHeader(msg); err == nil && h.Type == auth.TypeCommon && h.ID == auth.MsgNegotiate && !qa.ok.Load() {
+			if qa.tries++; qa.tries > maxAuthTries {
+				qa.mu.Unlock()
+				q.authFailed(c, qa, qid, fmt.Errorf("more than %d AUTH_Negotiate without authenticating", maxAuthTries))
+				return nvme.StatusCommandSequenceError.WithDNR()
+			}
+		}
+		err := qa.ctrl.Send(msg)
 		if errors.Is(err, auth.ErrState) {
 			st = nvme.StatusCommandSequenceError.WithDNR()
 		}

@@ -523,3 +523,44 @@ func TestAuthConfigChecks(t *testing.T) {
 }
 
 func fmtV(v any) string { return fmt.Sprintf("%v %+v %#v", v, v, v) }
+
+// TestAuthLimits: a queue that restarts the transaction (each restart
+// costs the target a DH key generation) more than maxAuthTries times
+// before authenticating fails; and a second Authentication Send/Receive
+// while one is on the worker pool is a Command Sequence Error (one
+// worker per queue at most).
+func TestAuthLimits(t *testing.T) {
+	rig := newAuthRig(t, HostAuth{Secret: hostSecret, DHGroups: []auth.DHGroupID{auth.FFDHE2048}}, true)
+	a := newHost(t, rig.tg, 32)
+	a.connectAuth(true)
+	for i := range maxAuthTries + 1 {
+		h, err := auth.NewHost(auth.HostConfig{HostNQN: testHostNQN, SubNQN: testSubNQN, Secret: hostSecret}, uint16(i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		neg, _ := h.Negotiate()
+		if st := a.authSend(neg); i < maxAuthTries && st != nvme.StatusSuccess || i == maxAuthTries && st == nvme.StatusSuccess {
+			t.Fatalf("AUTH_Negotiate %d: %v", i+1, st)
+		}
+		if i < maxAuthTries {
+			if msg, st := a.authRecv(4096); st != nvme.StatusSuccess || msg[1] != byte(auth.MsgChallenge) {
+				t.Fatalf("challenge %d: %v %x", i+1, st, msg[:4])
+			}
+		}
+	}
+	if n := rig.tg.Stats().AuthFailures; n != 1 {
+		t.Fatalf("AuthFailures %d after %d transactions", n, maxAuthTries+1)
+	}
+
+	b := newHost(t, rig.tg, 32)
+	b.connectAuth(true)
+	b.q.auth.busy.Store(true) // as while a message is on the worker pool
+	neg, _ := mustHost(t, testHostNQN).Negotiate()
+	if st := b.authSend(neg); st != nvme.StatusCommandSequenceError {
+		t.Fatalf("overlapping Authentication Send: %v", st)
+	}
+	b.q.auth.busy.Store(false)
+	if err := b.authenticate(hostCfg, 1); err != nil {
+		t.Fatal(err)
+	}
+}
