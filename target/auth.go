@@ -159,7 +159,7 @@ func (q *Queue) newQueueAuth(c *Controller, a *HostAuth) error {
 		late := !qa.ok.Load() && !qa.over && qa.timer != nil
 		qa.mu.Unlock()
 		if late {
-			q.authFailed(c, qa, qid, errors.New("no successful authentication within "+authTimeout.String()+" of Connect"))
+			c.authFailed(qa, qid, errors.New("no successful authentication within "+authTimeout.String()+" of Connect"))
 		}
 	})
 	q.auth = qa
@@ -226,7 +226,7 @@ func runAuth(r *Request) nvme.Status {
 		if h, err := auth.ParseHeader(msg); err == nil && h.Type == auth.TypeCommon && h.ID == auth.MsgNegotiate && !qa.ok.Load() {
 			if qa.tries++; qa.tries > maxAuthTries {
 				qa.mu.Unlock()
-				q.authFailed(c, qa, qid, fmt.Errorf("more than %d AUTH_Negotiate without authenticating", maxAuthTries))
+				c.authFailed(qa, qid, fmt.Errorf("more than %d AUTH_Negotiate without authenticating", maxAuthTries))
 				return nvme.StatusCommandSequenceError.WithDNR()
 			}
 		}
@@ -274,7 +274,7 @@ func runAuth(r *Request) nvme.Status {
 	qa.mu.Unlock()
 	switch {
 	case failed != nil:
-		q.authFailed(c, qa, qid, failed)
+		c.authFailed(qa, qid, failed)
 	case first && qid == 0:
 		c.authed.Store(true)
 		c.t.log.Info("nvmet: host authenticated (DH-HMAC-CHAP)", "subnqn", c.subsys.nqn, "cntlid", c.id,
@@ -287,7 +287,7 @@ func runAuth(r *Request) nvme.Status {
 // on queue qid: the controller is fatal at once (CSTS.CFS; its queues run
 // nothing more), its held AERs complete, and its connections are closed
 // authFailureLinger later. Any goroutine.
-func (q *Queue) authFailed(c *Controller, qa *queueAuth, qid uint16, why error) {
+func (c *Controller) authFailed(qa *queueAuth, qid uint16, why error) {
 	qa.mu.Lock()
 	qa.over = true
 	qa.ok.Store(false)
