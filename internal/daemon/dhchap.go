@@ -216,7 +216,7 @@ func (s *SubsysConfig) validateAuth() []error {
 	if _, err := parseDHGroups(s.DHCHAPDHGroups); err != nil {
 		errs = append(errs, fmt.Errorf("config: subsystem %q: %w", s.NQN, err))
 	}
-	seen := map[string]bool{}
+	seen, secrets := map[string]bool{}, 0
 	for i := range s.Hosts {
 		h := &s.Hosts[i]
 		if h.NQN == "" {
@@ -230,6 +230,12 @@ func (s *SubsysConfig) validateAuth() []error {
 		if _, err := h.hostAuth(s); err != nil {
 			errs = append(errs, fmt.Errorf("config: subsystem %q: host %s: %w", s.NQN, h.NQN, err))
 		}
+		if h.hasSecret() {
+			secrets++
+		}
+	}
+	if s.DHCHAPRequired && secrets == 0 {
+		errs = append(errs, fmt.Errorf("config: subsystem %q: dhchap_required, but no host has a dhchap_secret: no host could connect", s.NQN))
 	}
 	return errs
 }

@@ -135,6 +135,8 @@ func TestDHCHAPConfigErrors(t *testing.T) {
 			"the RDMABLKD_ prefix belongs to rdmablkd's own settings"},
 		{"BadHash", sub("      - nqn: " + hostA + "\n        dhchap_secret: \"" + secretA + "\"\n        dhchap_hashes: [md5]\n"),
 			`dhchap_hashes: auth: unknown DH-HMAC-CHAP hash "md5"`},
+		{"RequiredNoSecret", strings.Replace(sub("      - "+hostA+"\n"), "    hosts:", "    dhchap_required: true\n    hosts:", 1),
+			"dhchap_required, but no host has a dhchap_secret: no host could connect"},
 		{"Twice", sub("      - " + hostA + "\n      - " + hostA + "\n"), "host " + hostA + " listed twice"},
 		{"Typo", sub("      - nqn: " + hostA + "\n        dhchap_secert: \"" + secretA + "\"\n"),
 			`unknown key "subsystems[0].hosts[0].dhchap_secert" (did you mean "subsystems[0].hosts[0].dhchap_secret"?)`},
