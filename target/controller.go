@@ -33,6 +33,11 @@ type Controller struct {
 	// gone is set once the controller is dead (dieLocked): commands on
 	// its queues are refused with a path error (queue.go statusRefused).
 	gone atomic.Bool
+	// hostAuth is the host's DH-HMAC-CHAP configuration, set at the admin
+	// Connect and not changed afterwards (nil: no authentication).
+	hostAuth *HostAuth
+	// authed: the admin queue has authenticated (I/O queues may connect).
+	authed atomic.Bool
 	// activity records any command since the last keep-alive check
 	// (traffic based keep alive, as nvmet).
 	activity atomic.Bool

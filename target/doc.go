@@ -51,6 +51,13 @@
 //     command), armed at the admin Connect and re-armed when the
 //     controller becomes ready (CSTS.RDY); any command on any of its
 //     queues, an I/O-queue Connect included, is traffic.
+//   - DH-HMAC-CHAP (auth.go): Authentication Send/Receive run on the
+//     worker pool (a DH computation takes milliseconds; a poll group must
+//     not wait for it), serialised per queue by its queueAuth mutex. One
+//     timer per queue that must authenticate (authTimeout from Connect)
+//     and, after a failure, one timer that closes the controller's
+//     connections (authFailureLinger) run on the Target's clock. Secrets
+//     are copied when configured (Subsystem.SetHostAuth) and never logged.
 //   - A namespace's IOMeter is called by whichever goroutine completes a
 //     command (queue goroutine, worker, backend completion goroutine).
 //     The I/O path reads the clock for one metered command in 64 only

@@ -39,9 +39,14 @@ func (q *Queue) execFabrics(r *Request, c *Controller) bool {
 			return q.completeInline(r, nvme.StatusCommandSequenceError.WithDNR())
 		}
 		return q.completeInline(r, q.connect(r))
+	case nvme.FabricsAuthSend, nvme.FabricsAuthRecv:
+		return q.execAuth(r, c)
 	case nvme.FabricsPropertyGet, nvme.FabricsPropertySet:
 		if c == nil {
 			return q.completeInline(r, nvme.StatusCommandSequenceError)
+		}
+		if qa := q.auth; qa != nil && !qa.ok.Load() {
+			return q.completeInline(r, statusAuthRequired)
 		}
 		if q.qid != 0 {
 			return q.completeInline(r, nvme.StatusInvalidOpcode.WithDNR())
@@ -117,15 +122,32 @@ func (q *Queue) connectAdmin(r *Request, cmd nvme.ConnectCmd, d *nvme.ConnectDat
 		q.t.log.Warn("nvmet: connect from host not allowed", "subnqn", d.SubNQN, "hostnqn", d.HostNQN)
 		return nvme.StatusConnectInvalidHost.WithDNR()
 	}
+	ha, required := s.authFor(d.HostNQN)
+	if ha == nil && required {
+		r.CQE.SetDW0(connectIPO(true, connectDataHostNQNOff))
+		q.t.log.Warn("nvmet: connect refused: the subsystem requires DH-HMAC-CHAP and the host has no secret",
+			"subnqn", d.SubNQN, "hostnqn", d.HostNQN)
+		return nvme.StatusConnectInvalidHost.WithDNR()
+	}
 	c := newController(s, q, d, cmd.KATO())
 	if c == nil {
 		return nvme.StatusConnectControllerBusy.WithDNR()
 	}
+	dw0 := uint32(c.id)
+	if ha != nil {
+		c.hostAuth = ha
+		if err := q.newQueueAuth(c, ha); err != nil {
+			// Validated when configured: not reached.
+			c.kill("authentication setup failed")
+			return nvme.StatusInternalError
+		}
+		dw0 |= connectATR
+	}
 	q.bind(c, 0, sqsize)
 	r.CQE.SetSQID(0)
-	r.CQE.SetDW0(uint32(c.id))
+	r.CQE.SetDW0(dw0)
 	q.t.log.Info("nvmet: controller created", "subnqn", s.nqn, "cntlid", c.id, "hostnqn", c.hostNQN,
-		"port", q.port.ID, "discovery", c.discovery, "kato_ms", cmd.KATO())
+		"port", q.port.ID, "discovery", c.discovery, "kato_ms", cmd.KATO(), "dhchap", ha != nil)
 	return nvme.StatusSuccess
 }
 
@@ -149,13 +171,27 @@ func (q *Queue) connectIO(r *Request, cmd nvme.ConnectCmd, d *nvme.ConnectData) 
 		r.CQE.SetDW0(connectIPO(true, connectDataHostNQNOff))
 		return nvme.StatusConnectInvalidHost.WithDNR()
 	}
+	if c.hostAuth != nil && !c.authed.Load() {
+		// No I/O queue for a controller whose host has not proven its
+		// identity on the admin queue (auth.go).
+		return statusAuthRequired
+	}
 	if st, dw0 := c.attachIO(q, qid); st != nvme.StatusSuccess {
 		r.CQE.SetDW0(dw0)
 		return st
 	}
+	dw0 := uint32(c.id)
+	if c.hostAuth != nil {
+		q.qid = qid // for the authentication timer's log line
+		if err := q.newQueueAuth(c, c.hostAuth); err != nil {
+			c.detach(q, qid)
+			return nvme.StatusInternalError
+		}
+		dw0 |= connectATR
+	}
 	q.bind(c, qid, sqsize)
 	r.CQE.SetSQID(qid)
-	r.CQE.SetDW0(uint32(c.id))
+	r.CQE.SetDW0(dw0)
 	return nvme.StatusSuccess
 }
 

@@ -184,6 +184,8 @@ func run(r *Request) nvme.Status {
 	case kindShutdown:
 		rc.ctrl.shutdownDone(flushAll(rc.tbl))
 		return nvme.StatusSuccess
+	case kindAuthSend, kindAuthRecv:
+		return runAuth(r)
 	}
 	return nvme.StatusInternalError
 }

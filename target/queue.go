@@ -43,6 +43,9 @@ type Queue struct {
 	// meterSeq counts metered commands, to time one in
 	// meterSampleEvery (meter.go).
 	meterSeq uint32
+	// auth is the DH-HMAC-CHAP state when the queue's host must
+	// authenticate (auth.go); set at Connect, nil otherwise.
+	auth *queueAuth
 }
 
 // QID returns the queue ID given by the Connect command (0 before Connect
@@ -121,6 +124,11 @@ func (q *Queue) Execute(r *Request) (done bool) {
 	if fabrics {
 		return q.execFabrics(r, c)
 	}
+	if qa := q.auth; qa != nil && !qa.ok.Load() {
+		// Nothing but Authentication Send/Receive before the queue
+		// authenticated (auth.go); no command reaches a backend.
+		return q.completeInline(r, statusAuthRequired)
+	}
 	if c != nil && c.gone.Load() {
 		// Torn down by the target (subsystem removed, keep-alive
 		// expiry): the host should go elsewhere, not give up. (Fabrics
@@ -166,6 +174,7 @@ func (q *Queue) Destroy() {
 		return
 	}
 	q.destroyed = true
+	q.stopAuth()
 	q.dropFixed()
 	q.t.forgetQueue(q)
 	if c := q.ctrl.Load(); c != nil {

@@ -44,6 +44,8 @@ const (
 	kindWriteZeroes          // WriteZeroes(slba, nlb)
 	kindDiscard              // Dataset Management deallocate: nlb ranges in Data
 	kindShutdown             // CC.SHN: flush tbl, then report shutdown complete
+	kindAuthSend             // Authentication Send: a DH-HMAC-CHAP message from the host (auth.go)
+	kindAuthRecv             // Authentication Receive: the controller's next message (auth.go)
 )
 
 // requestCore is the core's private per-request state, embedded in the
@@ -58,7 +60,7 @@ type requestCore struct {
 	fua   bool
 	q     *Queue
 	ns    *namespace  // holds a reference (ns.ref) while non-nil
-	ctrl  *Controller // SMART counters; shutdown target
+	ctrl  *Controller // SMART counters; shutdown target; authenticating controller
 	tbl   *nsTable    // kindFlushAll, kindShutdown
 	slba  uint64
 	nlb   uint64 // blocks; kindDiscard: number of ranges

@@ -20,6 +20,9 @@ type Stats struct {
 	Errors        uint64 // commands completed with a non-success status
 
 	KeepAliveExpiries uint64 // controllers torn down by KATO expiry
+	// AuthFailures counts controllers torn down because a queue failed
+	// DH-HMAC-CHAP authentication (or did not authenticate in time).
+	AuthFailures uint64
 	// CapacityExceeded counts commands completed with Capacity Exceeded
 	// because the backing store was full or over quota (ENOSPC, EDQUOT);
 	// NamespaceStats has the count per namespace.

@@ -35,6 +35,15 @@ type SubsystemConfig struct {
 	AllowAnyHost bool
 	// Hosts are the host NQNs allowed to connect.
 	Hosts []string
+	// HostAuth holds the DH-HMAC-CHAP configuration of hosts, by host NQN
+	// (auth.go): a host listed here must authenticate every queue. The
+	// core keeps its own copy.
+	HostAuth map[string]HostAuth
+	// RequireAuth refuses every host without a HostAuth entry (Connect
+	// Invalid Host), even one in Hosts or admitted by AllowAnyHost.
+	// Without it, hosts that have no entry connect unauthenticated, as
+	// with nvmet.
+	RequireAuth bool
 	// Namespaces are attached as by AddNamespace.
 	Namespaces []NamespaceConfig
 }
@@ -56,12 +65,14 @@ type Subsystem struct {
 	// I/O path (ana.go).
 	ana anaStates
 
-	mu         sync.Mutex // guards hosts, allowAny, ctrls, nextCNTLID, removed
-	hosts      map[string]struct{}
-	allowAny   bool
-	ctrls      map[uint16]*Controller
-	nextCNTLID uint16
-	removed    bool
+	mu          sync.Mutex // guards hosts, allowAny, hostAuth, requireAuth, ctrls, nextCNTLID, removed
+	hosts       map[string]struct{}
+	allowAny    bool
+	hostAuth    map[string]*HostAuth // immutable values; replaced, never changed
+	requireAuth bool
+	ctrls       map[uint16]*Controller
+	nextCNTLID  uint16
+	removed     bool
 }
 
 func newSubsystem(t *Target, nqn, serial, model string, discovery bool) *Subsystem {
@@ -72,6 +83,7 @@ func newSubsystem(t *Target, nqn, serial, model string, discovery bool) *Subsyst
 		model:      model,
 		discovery:  discovery,
 		hosts:      make(map[string]struct{}),
+		hostAuth:   make(map[string]*HostAuth),
 		ctrls:      make(map[uint16]*Controller),
 		nextCNTLID: 1,
 	}
@@ -124,6 +136,16 @@ func (t *Target) AddSubsystem(c SubsystemConfig) (*Subsystem, error) {
 		}
 		s.hosts[h] = struct{}{}
 	}
+	for h, a := range c.HostAuth {
+		if !nvme.ValidNQN(h) {
+			return nil, fmt.Errorf("%w: host %q", ErrBadNQN, h)
+		}
+		if err := a.validate(h, c.NQN); err != nil {
+			return nil, err
+		}
+		s.hostAuth[h] = a.clone()
+	}
+	s.requireAuth = c.RequireAuth
 	tbl := emptyTable
 	for _, nc := range c.Namespaces {
 		n, err := newNamespace(c.NQN, nc)
@@ -345,6 +367,61 @@ func (s *Subsystem) allowed(hostNQN string) bool {
 	}
 	_, ok := s.hosts[hostNQN]
 	return ok
+}
+
+// SetHostAuth sets (a != nil) or removes (a == nil) the DH-HMAC-CHAP
+// configuration of hostNQN. It applies to Connects from then on;
+// controllers already created keep the configuration they started with
+// (the host re-authenticates with the new secret after a reconnect).
+func (s *Subsystem) SetHostAuth(hostNQN string, a *HostAuth) error {
+	if !nvme.ValidNQN(hostNQN) {
+		return fmt.Errorf("%w: host %q", ErrBadNQN, hostNQN)
+	}
+	var c *HostAuth
+	if a != nil {
+		if err := a.validate(hostNQN, s.nqn); err != nil {
+			return err
+		}
+		c = a.clone()
+	}
+	s.mu.Lock()
+	if c == nil {
+		delete(s.hostAuth, hostNQN)
+	} else {
+		s.hostAuth[hostNQN] = c
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// SetRequireAuth sets whether every host must authenticate
+// (SubsystemConfig.RequireAuth); it applies to Connects from then on.
+func (s *Subsystem) SetRequireAuth(require bool) {
+	s.mu.Lock()
+	s.requireAuth = require
+	s.mu.Unlock()
+}
+
+// AuthHosts returns the host NQNs that have a DH-HMAC-CHAP configuration,
+// sorted, and whether the subsystem requires authentication. The secrets
+// are not returned.
+func (s *Subsystem) AuthHosts() (hosts []string, required bool) {
+	s.mu.Lock()
+	for h := range s.hostAuth {
+		hosts = append(hosts, h)
+	}
+	required = s.requireAuth
+	s.mu.Unlock()
+	slices.Sort(hosts)
+	return hosts, required
+}
+
+// authFor returns hostNQN's DH-HMAC-CHAP configuration (nil: none) and
+// whether the subsystem requires one.
+func (s *Subsystem) authFor(hostNQN string) (*HostAuth, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hostAuth[hostNQN], s.requireAuth
 }
 
 func (s *Subsystem) isRemoved() bool {

@@ -23,6 +23,9 @@ type Target struct {
 	closed     atomic.Bool
 	genctr     atomic.Uint64 // discovery log generation counter
 	kaExpiries atomic.Uint64
+	// authFailures counts controllers torn down by a failed DH-HMAC-CHAP
+	// authentication (auth.go).
+	authFailures atomic.Uint64
 	// noSpaceErrs counts Capacity Exceeded completions (nospace.go).
 	noSpaceErrs atomic.Uint64
 	// noSpaceLogged rate-limits the log of full-store errors that belong
@@ -250,6 +253,7 @@ func (t *Target) Stats() Stats {
 	var st Stats
 	t.stats.sum(&st)
 	st.KeepAliveExpiries = t.kaExpiries.Load()
+	st.AuthFailures = t.authFailures.Load()
 	st.CapacityExceeded = t.noSpaceErrs.Load()
 	t.mu.Lock()
 	st.Ports = len(t.ports)

@@ -63,7 +63,8 @@ func newRoot() *cobra.Command {
 				return err
 			}
 			if printConfig {
-				return yaml.NewEncoder(cmd.OutOrStdout()).Encode(v.AllSettings())
+				// Secrets (dhchap_secret, dhchap_ctrl_secret) redacted.
+				return yaml.NewEncoder(cmd.OutOrStdout()).Encode(daemon.PrintableSettings(v.AllSettings()))
 			}
 			log, err := newLogger(cfg.Log)
 			if err != nil {

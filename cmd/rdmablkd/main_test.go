@@ -357,3 +357,17 @@ func TestFileLimitRaisedAndLogged(t *testing.T) {
 		t.Fatalf("exit: %v\n%s", err, se.String())
 	}
 }
+
+// TestPrintConfigRedactsSecrets: --print-config shows DH-HMAC-CHAP
+// secrets as <redacted>, never their value.
+func TestPrintConfigRedactsSecrets(t *testing.T) {
+	dir := t.TempDir()
+	const secret = "DHHC-1:01:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh+KfiaR:"
+	writeFile(t, filepath.Join(dir, "c.yaml"), "subsystems:\n  - nqn: nqn.2026-11.io.rdmablk:vol0\n    hosts:\n"+
+		"      - nqn: nqn.2014-08.org.nvmexpress:uuid:aaaaaaaa-0000-0000-0000-000000000001\n"+
+		"        dhchap_secret: \""+secret+"\"\n    namespaces:\n      - {nsid: 1, volume: vol0}\n")
+	r := runDaemon(t, dir, nil, "-c", "c.yaml", "--print-config")
+	if r.code != 0 || !strings.Contains(r.stdout, "dhchap_secret: <redacted>") || strings.Contains(r.stdout+r.stderr, secret[10:40]) {
+		t.Fatalf("status %d, config:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -143,6 +143,15 @@ func prefixed(path, key string) string {
 
 var durationType = reflect.TypeOf(time.Duration(0))
 
+// ScalarForm is implemented by a setting type (a struct) that may also be
+// written as one scalar, such as rdmablkd's subsystem host entry: the host
+// NQN alone, or a mapping with the NQN and its secrets. CheckYAML accepts
+// a scalar for it; the configuration decoder must convert it (a decode
+// hook).
+type ScalarForm interface{ ConfScalarForm() }
+
+var scalarFormType = reflect.TypeOf((*ScalarForm)(nil)).Elem()
+
 // checker walks a document next to a type.
 type checker struct {
 	tag      string
@@ -170,6 +179,9 @@ func (c *checker) walk(n *yaml.Node, t reflect.Type, path string) {
 		if t == durationType {
 			c.scalar(n, t, path)
 			return
+		}
+		if n.Kind == yaml.ScalarNode && t.Implements(scalarFormType) {
+			return // the scalar form of a setting that also takes a mapping
 		}
 		if n.Kind != yaml.MappingNode {
 			c.badValue(n, path, "a mapping of settings")

@@ -17,7 +17,16 @@ type item struct {
 	Path string `yaml:"path"`
 }
 
+// entry may be written as its name alone (ScalarForm).
+type entry struct {
+	Name string `yaml:"name"`
+	Key  string `yaml:"key"`
+}
+
+func (entry) ConfScalarForm() {}
+
 type doc struct {
+	Entries   []entry           `yaml:"entries"`
 	Count     int               `yaml:"count"`
 	On        *bool             `yaml:"on"`
 	Tags      []string          `yaml:"tags"`
@@ -49,6 +58,9 @@ func TestCheckYAML(t *testing.T) {
 		{"MappingForScalar", "count: {a: 1}\n", []string{`f.yaml:1: count: "" wants a single value, not a mapping or list`}},
 		{"ScalarForList", "listeners: x\n", []string{`f.yaml:1: listeners: "x" wants a list`}},
 		{"ScalarForStruct", "log: debug\n", []string{`f.yaml:1: log: "debug" wants a mapping of settings`}},
+		{"ScalarForm", "entries:\n  - just-a-name\n  - {name: b, key: k}\n", nil},
+		{"ScalarFormTypo", "entries:\n  - a\n  - {name: b, kye: k}\n", []string{`f.yaml:3: unknown key "entries[1].kye" (did you mean "entries[1].key"?)`}},
+		{"ScalarFormNotAList", "log: [a]\n", []string{`f.yaml:1: log: "" wants a mapping of settings`}},
 		{"Unparsable", "a: [", nil},
 		{"Empty", "", nil},
 	}

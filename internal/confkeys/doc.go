@@ -6,7 +6,10 @@
 // file) and reports each unknown key with its line and the nearest valid
 // key (edit distance), and each scalar that does not parse as its
 // setting's type (an integer, true or false, a duration with a unit: a
-// bare "30" for a duration would otherwise be read as 30 ns).
+// bare "30" for a duration would otherwise be read as 30 ns). A setting
+// type implementing ScalarForm may be written as one scalar as well as a
+// mapping (rdmablkd's host entries: an NQN alone, or the NQN with its
+// DH-HMAC-CHAP secrets).
 //
 // Ownership: pure functions; no goroutines, no state, nothing retained.
 // Callers: internal/daemon (rdmablkd's configuration file and RDMABLKD_*

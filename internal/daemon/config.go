@@ -114,12 +114,20 @@ type VolumeConfig struct {
 
 // SubsysConfig is an NVM subsystem.
 type SubsysConfig struct {
-	NQN          string     `mapstructure:"nqn"`
-	Serial       string     `mapstructure:"serial"`
-	Model        string     `mapstructure:"model"`
-	AllowAnyHost bool       `mapstructure:"allow_any_host"`
-	Hosts        []string   `mapstructure:"hosts"`
-	Namespaces   []NSConfig `mapstructure:"namespaces"`
+	NQN          string       `mapstructure:"nqn"`
+	Serial       string       `mapstructure:"serial"`
+	Model        string       `mapstructure:"model"`
+	AllowAnyHost bool         `mapstructure:"allow_any_host"`
+	Hosts        []HostConfig `mapstructure:"hosts"`
+	Namespaces   []NSConfig   `mapstructure:"namespaces"`
+	// DHCHAPRequired refuses every host without a DH-HMAC-CHAP secret
+	// (target.SubsystemConfig.RequireAuth).
+	DHCHAPRequired bool `mapstructure:"dhchap_required"`
+	// DHCHAPHashes / DHCHAPDHGroups are the hashes and DH groups the
+	// subsystem accepts, in preference order (empty: all, preferring
+	// SHA-256 and the null group); a host may override them.
+	DHCHAPHashes   []string `mapstructure:"dhchap_hashes"`
+	DHCHAPDHGroups []string `mapstructure:"dhchap_dhgroups"`
 }
 
 // NSConfig maps an NSID to a volume.
@@ -224,7 +232,7 @@ func Load(v *viper.Viper, listen []string) (*Config, error) {
 		setListeners(v, listen)
 	}
 	var c Config
-	if err := v.Unmarshal(&c); err != nil {
+	if err := v.Unmarshal(&c, viper.DecodeHook(decodeHook)); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	if err := c.Validate(); err != nil {
@@ -298,10 +306,12 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("config: volume %q: block_size %d: want 512 or 4096", vc.Name, vc.BlockSize))
 		}
 	}
-	for _, s := range c.Subsystems {
+	for i := range c.Subsystems {
+		s := &c.Subsystems[i]
 		if s.NQN == "" {
 			errs = append(errs, errors.New("config: subsystem without nqn"))
 		}
+		errs = append(errs, s.validateAuth()...)
 		for _, ns := range s.Namespaces {
 			if !vols[ns.Volume] {
 				errs = append(errs, fmt.Errorf("config: subsystem %q nsid %d: unknown volume %q", s.NQN, ns.NSID, ns.Volume))

@@ -110,9 +110,14 @@ func (d *Daemon) start(cfg *Config) error {
 			"bytes", int64(b.Blocks())*int64(b.BlockSize()), "block_size", b.BlockSize())
 	}
 	for _, sc := range cfg.Subsystems {
+		hosts, auths, err := sc.targetHosts()
+		if err != nil {
+			return fmt.Errorf("subsystems: %s: %w", sc.NQN, err)
+		}
 		ssc := target.SubsystemConfig{
 			NQN: sc.NQN, Serial: sc.Serial, Model: sc.Model,
-			AllowAnyHost: sc.AllowAnyHost, Hosts: sc.Hosts,
+			AllowAnyHost: sc.AllowAnyHost, Hosts: hosts,
+			HostAuth: auths, RequireAuth: sc.DHCHAPRequired,
 		}
 		for _, ns := range sc.Namespaces {
 			id := volumeID(sc.NQN, ns.Volume)
@@ -123,7 +128,8 @@ func (d *Daemon) start(cfg *Config) error {
 		if _, err := d.tgt.AddSubsystem(ssc); err != nil {
 			return fmt.Errorf("subsystems: %s: %w", sc.NQN, err)
 		}
-		log.Info("subsystem", "nqn", sc.NQN, "namespaces", len(sc.Namespaces), "allow_any_host", sc.AllowAnyHost)
+		log.Info("subsystem", "nqn", sc.NQN, "namespaces", len(sc.Namespaces), "allow_any_host", sc.AllowAnyHost,
+			"dhchap_hosts", len(auths), "dhchap_required", sc.DHCHAPRequired)
 	}
 	bufLimit, _ := cfg.Transport.dataBufferLimit() // validated by Load
 	for i, lc := range cfg.Listeners {
