@@ -248,7 +248,7 @@ func runAuth(r *Request) nvme.Status {
 			// The host's buffer cannot take the message: it can never
 			// authenticate on this transaction.
 			st = nvme.StatusInvalidField.WithDNR()
-			failed = fmt.Errorf("Authentication Receive AL %d, message needs %d bytes", r.Length, len(msg))
+			failed = fmt.Errorf("authentication receive: AL %d, the message needs %d bytes", r.Length, len(msg))
 		default:
 			n := copy(r.Data[:r.Length], msg)
 			clear(r.Data[n:r.Length])

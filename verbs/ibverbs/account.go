@@ -75,9 +75,3 @@ func (r *wqRing) retire(id uint64) bool {
 	return false
 }
 
-// reset forgets everything (QP destroyed).
-func (r *wqRing) reset() {
-	r.mu.Lock()
-	r.head, r.n = 0, 0
-	r.mu.Unlock()
-}
