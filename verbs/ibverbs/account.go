@@ -74,4 +74,3 @@ func (r *wqRing) retire(id uint64) bool {
 	}
 	return false
 }
-
