@@ -80,32 +80,8 @@ type Controller struct {
 
 // NewController checks cfg.
 func NewController(cfg ControllerConfig) (*Controller, error) {
-	if err := cfg.Secret.Validate(); err != nil {
-		return nil, fmt.Errorf("host secret: %w", err)
-	}
-	if cfg.CtrlSecret != nil {
-		if err := cfg.CtrlSecret.Validate(); err != nil {
-			return nil, fmt.Errorf("controller secret: %w", err)
-		}
-	}
-	if cfg.HostNQN == "" || cfg.SubNQN == "" {
-		return nil, errors.New("auth: host and subsystem NQN required")
-	}
-	if cfg.Hashes == nil {
-		cfg.Hashes = AllHashes
-	}
-	if cfg.DHGroups == nil {
-		cfg.DHGroups = AllDHGroups
-	}
-	for _, h := range cfg.Hashes {
-		if !h.Valid() {
-			return nil, fmt.Errorf("auth: cannot accept %v", h)
-		}
-	}
-	for _, g := range cfg.DHGroups {
-		if !g.Valid() {
-			return nil, fmt.Errorf("auth: cannot accept %v", g)
-		}
+	if err := checkConfig(cfg.Secret, cfg.CtrlSecret, cfg.HostNQN, cfg.SubNQN, &cfg.Hashes, &cfg.DHGroups, "accept"); err != nil {
+		return nil, err
 	}
 	r := cfg.Rand
 	if r == nil {
@@ -335,4 +311,39 @@ func (c *Controller) challenge() ([]byte, error) {
 		m.DHV = c.dh.Public
 	}
 	return m.Marshal()
+}
+
+// checkConfig checks what host and controller configurations share: the
+// secrets, both NQNs and the hash and DH group lists (nil: all of them,
+// filled in). verb says what the side does with the lists ("offer",
+// "accept") in the error.
+func checkConfig(secret Secret, ctrl *Secret, hostNQN, subNQN string, hashes *[]HashID, groups *[]DHGroupID, verb string) error {
+	if err := secret.Validate(); err != nil {
+		return fmt.Errorf("host secret: %w", err)
+	}
+	if ctrl != nil {
+		if err := ctrl.Validate(); err != nil {
+			return fmt.Errorf("controller secret: %w", err)
+		}
+	}
+	if hostNQN == "" || subNQN == "" {
+		return errors.New("auth: host and subsystem NQN required")
+	}
+	if *hashes == nil {
+		*hashes = AllHashes
+	}
+	if *groups == nil {
+		*groups = AllDHGroups
+	}
+	for _, h := range *hashes {
+		if !h.Valid() {
+			return fmt.Errorf("auth: cannot %s %v", verb, h)
+		}
+	}
+	for _, g := range *groups {
+		if !g.Valid() {
+			return fmt.Errorf("auth: cannot %s %v", verb, g)
+		}
+	}
+	return nil
 }

@@ -4,7 +4,6 @@ import (
 	crand "crypto/rand"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"slices"
 )
@@ -68,35 +67,11 @@ type Host struct {
 // NewHost checks cfg and starts a transaction with transaction id tid (the
 // caller gives each transaction of a controller a new one).
 func NewHost(cfg HostConfig, tid uint16) (*Host, error) {
-	if err := cfg.Secret.Validate(); err != nil {
-		return nil, fmt.Errorf("host secret: %w", err)
-	}
-	if cfg.CtrlSecret != nil {
-		if err := cfg.CtrlSecret.Validate(); err != nil {
-			return nil, fmt.Errorf("controller secret: %w", err)
-		}
-	}
-	if cfg.HostNQN == "" || cfg.SubNQN == "" {
-		return nil, errors.New("auth: host and subsystem NQN required")
-	}
-	if cfg.Hashes == nil {
-		cfg.Hashes = AllHashes
-	}
-	if cfg.DHGroups == nil {
-		cfg.DHGroups = AllDHGroups
+	if err := checkConfig(cfg.Secret, cfg.CtrlSecret, cfg.HostNQN, cfg.SubNQN, &cfg.Hashes, &cfg.DHGroups, "offer"); err != nil {
+		return nil, err
 	}
 	if len(cfg.Hashes) == 0 || len(cfg.Hashes) > MaxHashIDs || len(cfg.DHGroups) == 0 || len(cfg.DHGroups) > MaxDHIDs {
 		return nil, errors.New("auth: offer 1..30 hashes and 1..30 DH groups")
-	}
-	for _, h := range cfg.Hashes {
-		if !h.Valid() {
-			return nil, fmt.Errorf("auth: cannot offer %v", h)
-		}
-	}
-	for _, g := range cfg.DHGroups {
-		if !g.Valid() {
-			return nil, fmt.Errorf("auth: cannot offer %v", g)
-		}
 	}
 	r := cfg.Rand
 	if r == nil {
