@@ -36,10 +36,12 @@ func FuzzAuthCommands(f *testing.F) {
 	f.Add(rec(2, len(neg), neg))
 	f.Add(rec(4, 4096, nil))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		rig := newAuthRig(t, HostAuth{Secret: hostSecret, DHGroups: []auth.DHGroupID{auth.DHNull, auth.FFDHE2048}}, true)
+		rig := newAuthRig(t, HostAuth{Secret: hostSecret, DHGroups: []auth.DHGroupID{auth.DHNull}}, true)
 		a := newHost(t, rig.tg, 32)
 		a.connectAuth(true)
-		for len(in) >= 3 {
+		// At most 16 commands per input: longer sequences add nothing a
+		// state machine of a few steps can reach and slow the fuzzer down.
+		for ops := 0; len(in) >= 3 && ops < 16; ops++ {
 			op, n := in[0], int(binary.LittleEndian.Uint16(in[1:3]))%9000
 			in = in[3:]
 			var s nvme.SQE
