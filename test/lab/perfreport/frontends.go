@@ -39,9 +39,8 @@ type feKey struct {
 
 // feSample is one fio job of one configuration in one round; NaN where nothing was reported.
 type feSample struct {
-	iops, ios, p50, p99 float64
+	fioFigures
 	busyJ, procJ, wallS float64 // initiator guest busy jiffies, attachment process jiffies, job wall s
-	err                 string
 }
 
 // feRun is everything one frontends run reported.
@@ -63,7 +62,7 @@ type feRun struct {
 
 func newFeSample() *feSample {
 	nan := math.NaN()
-	return &feSample{iops: nan, ios: nan, p50: nan, p99: nan, busyJ: nan, procJ: nan, wallS: nan}
+	return &feSample{fioFigures: newFioFigures(), busyJ: nan, procJ: nan, wallS: nan}
 }
 
 // loadFrontends reads results.txt of a frontends run: "KEY VALUE" lines with keys starting "fe.".
@@ -148,8 +147,7 @@ func roundOf(s string) (int, bool) {
 }
 
 func (s *feSample) set(field, v string) {
-	if field == "err" {
-		s.err = v
+	if s.fioFigures.set(field, v) {
 		return
 	}
 	x, err := strconv.ParseFloat(v, 64)
@@ -157,14 +155,6 @@ func (s *feSample) set(field, v string) {
 		return
 	}
 	switch field {
-	case "iops":
-		s.iops = x
-	case "ios":
-		s.ios = x
-	case "p50_us":
-		s.p50 = x
-	case "p99_us":
-		s.p99 = x
 	case "busy_j":
 		s.busyJ = x
 	case "proc_j":

@@ -19,10 +19,47 @@ type key struct {
 // sample is what one configuration measured. A figure that was never reported is NaN, so a
 // half-finished run still reports what it has.
 type sample struct {
+	fioFigures
+	busyJ, daemonJ float64 // target guest busy jiffies, rdmablkd's own jiffies
+	hasCPU         bool
+}
+
+// fioFigures are one fio job's RESULT fields; NaN until reported.
+type fioFigures struct {
 	iops, ios, p50, p99 float64
 	err                 string
-	busyJ, daemonJ      float64 // target guest busy jiffies, rdmablkd's own jiffies
-	hasCPU              bool
+}
+
+func newFioFigures() fioFigures {
+	nan := math.NaN()
+	return fioFigures{iops: nan, ios: nan, p50: nan, p99: nan}
+}
+
+// set records RESULT field (iops, ios, p50_us, p99_us, err) with value v.
+// It reports false for a field it does not know; an unparsable number is
+// ignored (the figure stays NaN).
+func (f *fioFigures) set(field, v string) bool {
+	if field == "err" {
+		f.err = v
+		return true
+	}
+	var dst *float64
+	switch field {
+	case "iops":
+		dst = &f.iops
+	case "ios":
+		dst = &f.ios
+	case "p50_us":
+		dst = &f.p50
+	case "p99_us":
+		dst = &f.p99
+	default:
+		return false
+	}
+	if x, err := strconv.ParseFloat(v, 64); err == nil {
+		*dst = x
+	}
+	return true
 }
 
 // run is everything one perf run produced.
@@ -38,8 +75,7 @@ type run struct {
 func (r *run) at(k key) *sample {
 	s := r.samples[k]
 	if s == nil {
-		nan := math.NaN()
-		s = &sample{iops: nan, ios: nan, p50: nan, p99: nan}
+		s = &sample{fioFigures: newFioFigures()}
 		r.samples[k] = s
 	}
 	return s
@@ -133,24 +169,7 @@ func (r *run) addResult(k []string, v string) {
 	}
 	s := r.at(key{impl: k[1], backing: k[2], job: k[3], round: round})
 	r.note(k[2], round)
-	if k[5] == "err" {
-		s.err = v
-		return
-	}
-	x, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		return
-	}
-	switch k[5] {
-	case "iops":
-		s.iops = x
-	case "ios":
-		s.ios = x
-	case "p50_us":
-		s.p50 = x
-	case "p99_us":
-		s.p99 = x
-	}
+	s.set(k[5], v)
 }
 
 func (r *run) note(backing string, round int) {
