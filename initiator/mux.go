@@ -148,13 +148,14 @@ func (m *queueMux) run() {
 		n := q.reap(m.done)
 		if n > 0 {
 			// Counted before the callers hear of them, so that a caller
-			// who got its completion sees it in QueueStats.
+			// who got its completion sees it in QueueStats (completed and
+			// no longer in flight).
 			m.completed.Add(uint64(n))
+			m.inFlight.Store(int32(m.busy - n))
 		}
 		for _, io := range m.done[:n] {
 			m.finish(io)
 		}
-		m.inFlight.Store(int32(m.busy))
 		if n > 0 || m.busy == 0 || q.q.err != nil || m.c.isDead() {
 			continue
 		}
