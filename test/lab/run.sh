@@ -34,7 +34,8 @@
 #      NOTE (a sentence for the results header), FROM_HEAD=1 (build `git archive HEAD`, not the
 #      work tree: for a shared checkout with other people's unfinished changes),
 #      TAGS (build tags, default ibverbs), LABARGS (extra lab.key=value guest parameters for the
-#      nvmeof and initiator scenarios, e.g. LABARGS=lab.sendinv=off,on: see scenario-nvmeof.sh).
+#      nvmeof, initiator, tcp and perf scenarios, e.g. LABARGS=lab.sendinv=off,on: see scenario-nvmeof.sh;
+#      perf: LABARGS=lab.pollspins=-1 sets rdmablkd's transport.poll_spins).
 # Exit status 0 only when every scenario passed.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -107,7 +108,7 @@ for s in $SCENARIOS; do
       echo "host load before: $(cut -d' ' -f1-3 /proc/loadavg)" > "$SHARE/out/$RUN-perf-load.txt"
       hog_start
       RUNID=$RUN-perf FIOTIME=$PFT TIMEOUT=${TIMEOUT:-$(( 900 + ROUNDS * nb * 2 * (90 + 6 * PFT) ))} \
-        GUESTARGS="lab.rounds=$ROUNDS lab.backings=$BACKINGS lab.verifysize=${VERIFYSIZE:-64M}" PAIR=perf bg "$HERE/twovm.sh"
+        GUESTARGS="lab.rounds=$ROUNDS lab.backings=$BACKINGS lab.verifysize=${VERIFYSIZE:-64M} ${LABARGS:-}" PAIR=perf bg "$HERE/twovm.sh"
       rc=$?
       echo "host load after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$SHARE/out/$RUN-perf-load.txt"
       hog_stop
@@ -210,7 +211,7 @@ if [[ " $SCENARIOS " == *" perf "* ]]; then
   {
     echo "# rdmablk lab perf: rdmablkd vs kernel nvmet-rdma, $(date '+%Y-%m-%d %H:%M %Z')"
     echo
-    echo "Command: \`$([ "$HOG" != 0 ] && echo "HOG=$HOG ")$([ "$LAB_KERNEL" != 6.1 ] && echo "LAB_KERNEL=$LAB_KERNEL ")ROUNDS=$ROUNDS FIOTIME=${FIOTIME:-15} test/lab/run.sh perf\` ($(if [ "${RC[perf]:-1}" = 0 ]; then echo pass; else echo "FAIL rc=${RC[perf]:-none}"; fi), ${WALL[perf]:-?} s), built from $BUILT."
+    echo "Command: \`$([ -n "${LABARGS:-}" ] && echo "LABARGS='$LABARGS' ")$([ "$HOG" != 0 ] && echo "HOG=$HOG ")$([ "$LAB_KERNEL" != 6.1 ] && echo "LAB_KERNEL=$LAB_KERNEL ")ROUNDS=$ROUNDS FIOTIME=${FIOTIME:-15} test/lab/run.sh perf\` ($(if [ "${RC[perf]:-1}" = 0 ]; then echo pass; else echo "FAIL rc=${RC[perf]:-none}"; fi), ${WALL[perf]:-?} s), built from $BUILT."
     [ -n "${NOTE:-}" ] && echo "Note: $NOTE"
     echo "$HOSTLINE $QEMULINE"
     echo "$GUESTLINE Two guests (1 vCPU, 2 GiB each) on a bridge in a private network namespace,"
