@@ -135,9 +135,10 @@ type queueAuth struct {
 	busy  atomic.Bool
 	mu    sync.Mutex // guards ctrl, timer, over, tries
 	ctrl  *auth.Controller
-	timer timer // authTimeout; nil once authenticated or stopped
-	over  bool  // the transaction failed; the controller is being torn down
-	tries int   // AUTH_Negotiates before the queue first authenticated
+	timer timer            // authTimeout; nil once authenticated or stopped
+	over  bool             // the transaction failed; the controller is being torn down
+	tries int              // AUTH_Negotiates before the queue first authenticated
+	tr    *auth.Transcript // Options.AuthTranscript: the first transaction, until it ends
 }
 
 // maxAuthTries bounds the transactions a queue may start before it has
@@ -148,11 +149,20 @@ const maxAuthTries = 4
 // newQueueAuth prepares q for authentication with a's secrets and arms its
 // timeout. Called from the queue goroutine at Connect.
 func (q *Queue) newQueueAuth(c *Controller, a *HostAuth) error {
-	ac, err := auth.NewController(a.controllerConfig(c.hostNQN, c.subsys.nqn))
+	var (
+		ac  *auth.Controller
+		tr  *auth.Transcript
+		err error
+	)
+	if q.t.opts.AuthTranscript != nil {
+		ac, tr, err = auth.RecordController(a.controllerConfig(c.hostNQN, c.subsys.nqn))
+	} else {
+		ac, err = auth.NewController(a.controllerConfig(c.hostNQN, c.subsys.nqn))
+	}
 	if err != nil {
 		return err
 	}
-	qa := &queueAuth{ctrl: ac}
+	qa := &queueAuth{ctrl: ac, tr: tr}
 	qid := q.qid
 	qa.timer = q.t.opts.clock.AfterFunc(authTimeout, func() {
 		qa.mu.Lock()
@@ -271,7 +281,17 @@ func runAuth(r *Request) nvme.Status {
 	if failed != nil {
 		qa.over = true
 	}
+	tr := qa.tr
+	if tr != nil && (first || failed != nil) {
+		tr.Finish(qa.ctrl)
+		qa.tr = nil
+	} else {
+		tr = nil
+	}
 	qa.mu.Unlock()
+	if tr != nil {
+		q.t.opts.AuthTranscript(tr)
+	}
 	switch {
 	case failed != nil:
 		c.authFailed(qa, qid, failed)

@@ -78,9 +78,17 @@ func (s *syncBuffer) String() string {
 
 func newAuthRig(t *testing.T, ha HostAuth, require bool) *authRig {
 	t.Helper()
+	return newAuthRigOpts(t, ha, require, Options{})
+}
+
+// newAuthRigOpts is newAuthRig with more target options (clock, Logger
+// and MaxIOQueues are the rig's).
+func newAuthRigOpts(t *testing.T, ha HostAuth, require bool, o Options) *authRig {
+	t.Helper()
 	r := &authRig{t: t, clk: newFakeClock(), be: &backendCalls{Backend: mem.New(64, 512)}, log: &syncBuffer{}}
 	logger := slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	r.tg = newTestTarget(t, Options{clock: r.clk, Logger: logger, MaxIOQueues: 4})
+	o.clock, o.Logger, o.MaxIOQueues = r.clk, logger, 4
+	r.tg = newTestTarget(t, o)
 	sub, err := r.tg.AddSubsystem(SubsystemConfig{NQN: testSubNQN, Hosts: []string{testHostNQN, otherHost},
 		HostAuth: map[string]HostAuth{testHostNQN: ha}, RequireAuth: require,
 		Namespaces: []NamespaceConfig{{NSID: 1, Backend: r.be}}})
@@ -562,5 +570,40 @@ func TestAuthLimits(t *testing.T) {
 	b.q.auth.busy.Store(false)
 	if err := b.authenticate(hostCfg, 1); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAuthTranscript: with Options.AuthTranscript the target hands over a
+// record of each queue's first transaction, and the record replays (the
+// lab uses this to capture golden vectors from the Linux host).
+func TestAuthTranscript(t *testing.T) {
+	cs := ctrlSecret
+	got := make(chan *auth.Transcript, 4)
+	rig := newAuthRigOpts(t, HostAuth{Secret: hostSecret, CtrlSecret: &cs, DHGroups: []auth.DHGroupID{auth.FFDHE2048}}, true,
+		Options{AuthTranscript: func(tr *auth.Transcript) { got <- tr }})
+	a := newHost(t, rig.tg, 32)
+	a.connectAuth(true)
+	if err := a.authenticate(auth.HostConfig{Secret: hostSecret, CtrlSecret: &cs}, 1); err != nil {
+		t.Fatal(err)
+	}
+	tr := <-got
+	if tr.Result != auth.TranscriptAuthenticated || tr.HostNQN != testHostNQN || tr.SubNQN != testSubNQN || len(tr.Messages) != 5 {
+		t.Fatalf("transcript: result %q, %s / %s, %d messages", tr.Result, tr.HostNQN, tr.SubNQN, len(tr.Messages))
+	}
+	if err := tr.Replay(); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	// A failed transaction is recorded too.
+	b := newHost(t, rig.tg, 32)
+	b.connectAuth(true)
+	if err := b.authenticate(auth.HostConfig{Secret: wrongSecret}, 1); err == nil {
+		t.Fatal("wrong secret authenticated")
+	}
+	tr = <-got
+	if tr.Result == auth.TranscriptAuthenticated {
+		t.Fatal("failed transaction recorded as authenticated")
+	}
+	if err := tr.Replay(); err != nil {
+		t.Fatalf("replay of the failure: %v", err)
 	}
 }

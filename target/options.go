@@ -2,6 +2,8 @@ package target
 
 import (
 	"log/slog"
+
+	"github.com/rdmablk/rdmablk/nvme/auth"
 	"time"
 )
 
@@ -47,6 +49,12 @@ type Options struct {
 	// subsystems this target does not serve itself (e.g. those served by
 	// other nodes of a cluster); see DiscoverySource. nil adds nothing.
 	Discovery DiscoverySource
+	// AuthTranscript, when set, receives a record of each queue's first
+	// DH-HMAC-CHAP transaction once it authenticated or failed (any
+	// goroutine; must not block long). A transcript holds the secrets and
+	// the controller's random bytes: lab and tests only (golden vectors
+	// computed by a real host, auth.Transcript). nil records nothing.
+	AuthTranscript func(*auth.Transcript)
 
 	// clock replaces the wall clock in tests (nil = wallClock).
 	clock clock

@@ -101,6 +101,11 @@ func (l ListenerConfig) isTCP() bool { return strings.EqualFold(l.Transport, "tc
 type TargetConfig struct {
 	Workers     int `mapstructure:"workers"`
 	MaxIOQueues int `mapstructure:"max_io_queues"`
+	// DHCHAPTranscript: append a JSON line per queue's first DH-HMAC-CHAP
+	// transaction to this file (auth.Transcript). It holds the secrets and
+	// the controller's random bytes: lab only, to capture golden vectors
+	// from a real host. "" (default): off.
+	DHCHAPTranscript string `mapstructure:"dhchap_transcript"`
 }
 
 // VolumeConfig is a backing file or block device.

@@ -37,6 +37,7 @@ type Daemon struct {
 	backends     []blockdev.Backend
 	member       *agent.Agent   // nil unless cluster.enabled
 	metrics      *metricsServer // nil unless metrics.listen (standalone)
+	transcript *os.File // target.dhchap_transcript, nil when off
 	// created are the volume files this start created (removed again if
 	// the start fails: they hold nothing yet).
 	created []string
@@ -86,6 +87,13 @@ func (d *Daemon) start(cfg *Config) error {
 		Logger:      log,
 		Workers:     cfg.Target.Workers,
 		MaxIOQueues: cfg.Target.MaxIOQueues,
+	}
+	if p := cfg.Target.DHCHAPTranscript; p != "" {
+		hook, f, err := transcriptWriter(p, log)
+		if err != nil {
+			return err
+		}
+		d.transcript, topts.AuthTranscript = f, hook
 	}
 	if cfg.Cluster.Enabled {
 		disc = reconcile.NewDiscovery(cfg.Cluster.NodeID)
@@ -294,6 +302,10 @@ func (d *Daemon) Close() error {
 		errs = append(errs, c.Close())
 	}
 	d.provider = nil
+	if d.transcript != nil {
+		errs = append(errs, d.transcript.Close())
+		d.transcript = nil
+	}
 	return errors.Join(errs...)
 }
 

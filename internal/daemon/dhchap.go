@@ -1,12 +1,15 @@
 package daemon
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rdmablk/rdmablk/nvme/auth"
@@ -124,7 +127,12 @@ func parseDHGroups(names []string) ([]auth.DHGroupID, error) {
 	}
 	out := make([]auth.DHGroupID, 0, len(names))
 	for _, n := range names {
-		g, err := auth.ParseDHGroup(strings.TrimSpace(n))
+		n = strings.TrimSpace(n)
+		if n == "" {
+			// YAML reads a bare null as no value at all.
+			return nil, fmt.Errorf("dhchap_dhgroups: empty entry (write the null group quoted, \"null\": bare null is YAML's empty value)")
+		}
+		g, err := auth.ParseDHGroup(n)
 		if err != nil {
 			return nil, fmt.Errorf("dhchap_dhgroups: %w", err)
 		}
@@ -327,4 +335,26 @@ func redact(v any) any {
 		return out
 	}
 	return v
+}
+
+// transcriptWriter opens target.dhchap_transcript for appending and
+// returns the hook that writes one JSON line per transcript.
+func transcriptWriter(path string, log *slog.Logger) (func(*auth.Transcript), *os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("target.dhchap_transcript: %w", err)
+	}
+	log.Warn("DH-HMAC-CHAP transcripts, secrets included, are written to a file: lab use only", "path", path)
+	var mu sync.Mutex
+	return func(tr *auth.Transcript) {
+		b, err := json.Marshal(tr)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if _, err := f.Write(append(b, '\n')); err != nil {
+			log.Warn("writing a DH-HMAC-CHAP transcript", "err", err)
+		}
+	}, f, nil
 }

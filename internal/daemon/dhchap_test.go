@@ -135,6 +135,8 @@ func TestDHCHAPConfigErrors(t *testing.T) {
 			"the RDMABLKD_ prefix belongs to rdmablkd's own settings"},
 		{"BadHash", sub("      - nqn: " + hostA + "\n        dhchap_secret: \"" + secretA + "\"\n        dhchap_hashes: [md5]\n"),
 			`dhchap_hashes: auth: unknown DH-HMAC-CHAP hash "md5"`},
+		{"BareNullGroup", sub("      - nqn: " + hostA + "\n        dhchap_secret: \"" + secretA + "\"\n        dhchap_dhgroups: [null]\n"),
+			`dhchap_dhgroups: empty entry (write the null group quoted, "null"`},
 		{"RequiredNoSecret", strings.Replace(sub("      - "+hostA+"\n"), "    hosts:", "    dhchap_required: true\n    hosts:", 1),
 			"dhchap_required, but no host has a dhchap_secret: no host could connect"},
 		{"Twice", sub("      - " + hostA + "\n      - " + hostA + "\n"), "host " + hostA + " listed twice"},

@@ -76,7 +76,12 @@ type Controller struct {
 	session []byte
 	c2      []byte
 	s2      uint32
+
+	rec *Transcript // RecordController only
 }
+
+// defaultRand is the random source of a config without Rand.
+var defaultRand = crand.Reader
 
 // NewController checks cfg.
 func NewController(cfg ControllerConfig) (*Controller, error) {
@@ -85,7 +90,7 @@ func NewController(cfg ControllerConfig) (*Controller, error) {
 	}
 	r := cfg.Rand
 	if r == nil {
-		r = crand.Reader
+		r = defaultRand
 	}
 	return &Controller{cfg: cfg, rand: r, prevTID: -1}, nil
 }
@@ -122,6 +127,13 @@ func (c *Controller) fail(err error) error {
 
 // Send consumes the data of an Authentication Send.
 func (c *Controller) Send(b []byte) error {
+	if c.rec != nil {
+		c.rec.record(FromHost, b)
+	}
+	return c.send(b)
+}
+
+func (c *Controller) send(b []byte) error {
 	if c.step == ctrlFailed || c.step == ctrlSendFailure1 {
 		return ErrState
 	}
@@ -250,12 +262,20 @@ func (c *Controller) reply(b []byte) error {
 // The caller checks that the message fits the command's AL (else the
 // command fails with Invalid Field) and zero pads the rest.
 func (c *Controller) Receive() ([]byte, error) {
+	out, err := c.receive()
+	if err == nil && c.rec != nil {
+		c.rec.record(FromCtrl, out)
+	}
+	return out, err
+}
+
+func (c *Controller) receive() ([]byte, error) {
 	switch c.step {
 	case ctrlSendChallenge:
 		out, err := c.challenge()
 		if err != nil {
 			c.fail(perr(ExplFailed, "%v", err))
-			return c.Receive()
+			return c.receive()
 		}
 		c.step = ctrlWaitReply
 		return out, nil
@@ -265,7 +285,7 @@ func (c *Controller) Receive() ([]byte, error) {
 			kc, err := c.cfg.CtrlSecret.TransformKey(c.cfg.SubNQN)
 			if err != nil {
 				c.fail(perr(ExplFailed, "%v", err))
-				return c.Receive()
+				return c.receive()
 			}
 			c2 := c.c2
 			if c.group != DHNull {
@@ -285,7 +305,7 @@ func (c *Controller) Receive() ([]byte, error) {
 		return nil, ErrState
 	}
 	c.fail(perr(ExplFailed, "Authentication Receive out of order"))
-	return c.Receive()
+	return c.receive()
 }
 
 func (c *Controller) challenge() ([]byte, error) {

@@ -9,6 +9,9 @@
 #   initiator  scenario 3: rdmablk bench + write/read/cmp -> nvmet-rdma and -> rdmablkd
 #   twovm      scenario 4: rdmablkd in one guest, kernel host + rdmablk in another (RoCE v2)
 #   tcp        NVMe/TCP: kernel nvme-tcp host against rdmablkd's tcp listeners, and side by side with nvmet-tcp
+#   auth       DH-HMAC-CHAP (6.12 kernel unless LAB_KERNEL says otherwise): kernel host -> rdmablkd for
+#              every hash and DH group, refusals, rdmablk -> nvmet-rdma with configfs keys, nvme-cli
+#              vectors and transcripts for nvme/auth/testdata (not in the default set)
 #   verbstest  scenario 5: go test -tags ibverbs ./verbs/ibverbs (verbs/verbstest) on rxe0
 #   restart    kernel host with two paths (-k 1) under crc32c fio while rdmablkd gets SIGTERM and
 #              restarts: fio err=0, no I/O error in the kernel log (not in the default set)
@@ -102,6 +105,8 @@ for s in $SCENARIOS; do
         lab.fiotime="$FT" lab.verifysize="$VS" ${LABARGS:-} ;;
     tcp) RUNID=$RUN-$s TIMEOUT=${TIMEOUT:-$(( 1200 + (12 + 4 * ROUNDS) * FT ))} bg "$HERE/boot.sh" "$s" \
         lab.fiotime="$FT" lab.verifysize="$VS" lab.rounds="$ROUNDS" ${LABARGS:-} ;;
+    auth) LAB_KERNEL=$FE_KERNEL KERNEL=$USER_KERNEL INITRD=$USER_INITRD RUNID=$RUN-$s TIMEOUT=${TIMEOUT:-2400} \
+        bg "$HERE/boot.sh" "$s" lab.verifysize="${VERIFYSIZE:-64M}" ${LABARGS:-} ;;
     twovm) RUNID=$RUN-$s FIOTIME=$(( FT < 15 ? FT : 15 )) GUESTARGS="lab.verifysize=$VS" bg "$HERE/twovm.sh" ;;
     perf)
       PFT=${FIOTIME:-15}; nb=$(echo "${BACKINGS//,/ }" | wc -w)
@@ -367,6 +372,23 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
       mo=$(medrange "${o[@]}"); mk=$(medrange "${k[@]}")
       echo "| $j | $mo | $mk | $(ratio "${mo%% *}" "${mk%% *}") ($(minmax "${pr[@]}")) | ${oe[*]} / ${ke[*]} |"
     done
+  fi
+  if [[ " $SCENARIOS " == *" auth "* ]]; then
+    echo
+    echo "## DH-HMAC-CHAP against Linux (kernel $FE_KERNEL guest, one guest over rxe)"
+    echo
+    echo "Every RESULT of the scenario (scenario-auth.sh says what each is). The transcripts and nvme-cli"
+    echo "vectors are in \`$SHARE/out/$RUN-auth/\` (copied to nvme/auth/testdata when committed):"
+    echo
+    echo '```'
+    cat "$SHARE"/out/$RUN-auth/results.txt 2>/dev/null
+    echo '```'
+    echo
+    echo "What the kernel logged for the refusals:"
+    echo
+    echo '```'
+    for f in "$SHARE"/out/$RUN-auth/refused-*-dmesg.txt; do [ -f "$f" ] && { echo "# $(basename "$f" -dmesg.txt)"; cut -c1-160 "$f" | head -8; }; done
+    echo '```'
   fi
   if [[ " $SCENARIOS " == *" verbstest "* ]]; then
     echo
