@@ -33,6 +33,14 @@ type cq struct {
 
 	overrun atomic.Bool
 
+	// armed: ibv_req_notify_cq was called and the event it arms has not
+	// been taken by eventLoop yet. While it holds, the kernel CQ is armed
+	// or an event is on its way to a token, so ReqNotify need not make
+	// the system call again (rxe: one uverbs write per call). eventLoop
+	// clears it before it sends the token, so the consumer's ReqNotify
+	// after that wake-up arms for real.
+	armed atomic.Bool
+
 	// ReqNotify on a CQ that already holds completions must signal at
 	// once (verbs contract); ibv_req_notify_cq does not, so ReqNotify
 	// polls one completion into stash to find out, and Poll hands it out
@@ -127,6 +135,7 @@ func (c *cq) eventLoop() {
 		if err != nil {
 			return
 		}
+		c.armed.Store(false)
 		c.token()
 	}
 }
@@ -189,7 +198,14 @@ func (c *cq) Poll(wc []verbs.WorkCompletion) (int, error) {
 }
 
 func (c *cq) ReqNotify() error {
+	if c.armed.Load() {
+		// Still armed (see armed): every completion since the arm either
+		// was stashed then or raises the pending event.
+		return nil
+	}
+	c.armed.Store(true)
 	if e := C.ibv_req_notify_cq(c.cq, 0); e != 0 {
+		c.armed.Store(false)
 		return errnoErr("ibv_req_notify_cq", e)
 	}
 	pending := c.stashed.Load()
