@@ -209,6 +209,31 @@ if [[ " $SCENARIOS " == *" frontends "* ]]; then
   SCENARIOS=$(echo " $SCENARIOS " | sed 's/ frontends / /; s/^ *//; s/ *$//')
   [ -n "$SCENARIOS" ] || { [ "${RC[frontends]:-1}" = 0 ]; exit $?; }
 fi
+# rxe_summary DIR: rxe's error/retry counters (not the plain packet counts) summed over the rounds
+# per backing, job and target, on the target guest (job.*.rxe) and the host guest (job.*.hrxe).
+rxe_summary() {
+  local d=$1 f
+  ls "$d"/job.*.rxe >/dev/null 2>&1 || return 0
+  echo
+  echo "rxe counters over each job, summed over the rounds (retransmissions, RNR NAKs, sequence errors;"
+  echo "packet and message counts left out; none listed = all zero): target guest / host guest."
+  echo
+  echo "| backing | job | target | target rxe0 | host rxe0 |"
+  echo "| --- | --- | --- | --- | --- |"
+  for f in "$d"/serve.[0-9]*; do
+    case $f in *.done) continue ;; esac
+    read -r r b impl < "$f"; n=${f##*.}
+    for j in "$d"/job.$n.*.rxe; do
+      [ -e "$j" ] || continue
+      name=${j#$d/job.$n.}; name=${name%.r*.rxe}
+      echo "$b $name $impl T $(cat "$j" | tr '\n' ' ')"
+      echo "$b $name $impl H $(cat "${j%.rxe}.hrxe" 2>/dev/null | tr '\n' ' ')"
+    done
+  done | awk '{k=$1" | "$2" | "$3; side=$4; for (i = 5; i < NF; i += 2) if ($i !~ /pkts$|^rdma_|^ack_deferred$/) c[k, side, $i] += $(i+1); keys[k] = 1}
+    END { for (k in keys) { out[1] = ""; out[2] = ""; s = 0
+            for (x in c) { split(x, p, SUBSEP); if (p[1] != k) continue; i = (p[2] == "T") ? 1 : 2; out[i] = out[i] p[3] "=" c[x] " " }
+            printf "| %s | %s | %s |\n", k, (out[1] == "" ? "-" : out[1]), (out[2] == "" ? "-" : out[2]) } }' | sort
+}
 if [[ " $SCENARIOS " == *" perf "* ]]; then
   PRES=$HERE/results/${RUN%-run}-perf$([ "$LAB_KERNEL" != 6.1 ] && echo "-$LAB_KERNEL")$([ "$HOG" != 0 ] && echo -busy).md
   PLOAD=$(cat "$SHARE/out/$RUN-perf-load.txt" 2>/dev/null)
@@ -226,6 +251,7 @@ if [[ " $SCENARIOS " == *" perf "* ]]; then
     [ "$HOG" = 0 ] && not_quiet "$load0"
     echo
     go run "$REPO/test/lab/perfreport" -dir "$SHARE/out/$RUN-perf" 2>&1
+    rxe_summary "$SHARE/out/$RUN-perf"
   } > "$PRES"
   echo "== perf results: $PRES"
   SCENARIOS=$(echo " $SCENARIOS " | sed 's/ perf / /; s/^ *//; s/ *$//')

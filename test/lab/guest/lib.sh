@@ -26,6 +26,8 @@ rxe_up() {
   for _ in $(seq 50); do rdma link show rxe0/1 2>/dev/null | grep -q 'state ACTIVE' && break; sleep 0.1; done
   rdma link show
 }
+# rxe_counters: "name value" per rxe0 hardware counter (retransmissions, RNR NAKs, sequence errors…)
+rxe_counters() { local f; for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "${f##*/} $(cat "$f")"; done; }
 # dmesg_check: fail on kernel warnings, bugs and error lines logged since the scenario started
 # (except the rxe notice about the virtio link speed)
 dmesg_check() {

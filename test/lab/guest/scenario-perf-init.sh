@@ -17,7 +17,10 @@ run ping -c 2 -W 5 "$P" || fail "ping $P"
 bracket() {
   local n=$1 name=$2 j; shift 2; j=$LAB_OUT/job.$n.$name
   touch "$j.start"; wait_file "$j.go" 120 || fail "target did not answer $j"
+  rxe_counters > "$j.hrxe0"
   "$@"; local rc=$?
+  # the host's rxe counters over the job (next to the target's $j.rxe)
+  rxe_counters | paste -d' ' - "$j.hrxe0" | awk '$1 == $3 && $2 != $4 {print $1, $2 - $4}' > "$j.hrxe"
   touch "$j.end"; wait_file "$j.cpu" 120 || fail "no cpu figure for $j"
   return $rc
 }

@@ -55,10 +55,13 @@ for r in $(seq "$ROUNDS"); do
           [ -e "$s" ] || continue
           j=${s%.start}; [ -e "$j.go" ] && continue
           b0=$(cpu_busy); d0=0; [ -n "$DPID" ] && d0=$(proc_cpu "$DPID")
+          rxe_counters > "$j.rxe0"
           touch "$j.go"
           wait_file "$j.end" 900 || { fail "job $j never ended"; break; }
           b1=$(cpu_busy); d1=0; [ -n "$DPID" ] && d1=$(proc_cpu "$DPID")
           echo "$((b1 - b0)) $((d1 - d0))" > "$j.cpu"
+          # rxe's counters over the job (retransmissions, RNR NAKs, sequence errors): "name delta"
+          rxe_counters | paste -d' ' - "$j.rxe0" | awk '$1 == $3 && $2 != $4 {print $1, $2 - $4}' > "$j.rxe"
         done
         nap 0.1
       done
