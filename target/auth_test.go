@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rdmablk/rdmablk/blockdev"
 	"github.com/rdmablk/rdmablk/blockdev/mem"
@@ -606,4 +607,30 @@ func TestAuthTranscript(t *testing.T) {
 	if err := tr.Replay(); err != nil {
 		t.Fatalf("replay of the failure: %v", err)
 	}
+}
+
+// TestAuthSlowHostKeepsController: a host that spends longer than KATO
+// on its side of the authentication (ffdhe8192 on a slow CPU: the Linux
+// host in the lab took over 10 s) cannot send Keep Alive meanwhile; its
+// controller must not expire for it. Once authenticated, KATO applies.
+func TestAuthSlowHostKeepsController(t *testing.T) {
+	rig := newAuthRig(t, HostAuth{Secret: hostSecret}, true)
+	a := newHost(t, rig.tg, 32)
+	const katoMS = 5000
+	r := a.connect(0, 31, katoMS, testSubNQN, testHostNQN, nvme.DynamicCNTLID)
+	if !r.Status().OK() || r.CQE.DW0()&connectATR == 0 {
+		t.Fatalf("admin connect: %v, DW0 %#x", r.Status(), r.CQE.DW0())
+	}
+	rig.clk.Advance(4 * katoMS * time.Millisecond)
+	if n := rig.tg.Stats().KeepAliveExpiries; n != 0 || a.conn.isClosed() {
+		t.Fatalf("keep alive expired during the authentication (%d expiries)", n)
+	}
+	if err := a.authenticate(hostCfg, 1); err != nil {
+		t.Fatal(err)
+	}
+	rig.clk.Advance(2*katoMS*time.Millisecond + time.Millisecond)
+	if n := rig.tg.Stats().KeepAliveExpiries; n != 1 {
+		t.Fatalf("%d keep-alive expiries after 2 x KATO without traffic once authenticated, want 1", n)
+	}
+	a.conn.waitClosed(t)
 }

@@ -79,7 +79,7 @@ func (c *Controller) IsDiscovery() bool { return c.discovery }
 // newController builds a controller for an admin-queue Connect and
 // registers it in s. It returns nil when no controller ID is free or the
 // subsystem is going away.
-func newController(s *Subsystem, q *Queue, d *nvme.ConnectData, katoMS uint32) *Controller {
+func newController(s *Subsystem, q *Queue, d *nvme.ConnectData, katoMS uint32, ha *HostAuth) *Controller {
 	t := s.t
 	c := &Controller{
 		t:         t,
@@ -89,6 +89,7 @@ func newController(s *Subsystem, q *Queue, d *nvme.ConnectData, katoMS uint32) *
 		discovery: s.discovery,
 		port:      q.port,
 		feat:      defaultFeatures(),
+		hostAuth:  ha,
 	}
 	if !s.discovery {
 		c.maxIOQ = uint16(t.opts.MaxIOQueues)
@@ -237,7 +238,11 @@ func (c *Controller) katoCheck() {
 		c.mu.Unlock()
 		return
 	}
-	if c.activity.Swap(false) {
+	// The admin queue's first authentication counts as activity: the
+	// host may spend longer than KATO on one DH computation (ffdhe8192
+	// on a slow CPU), and it cannot send Keep Alive before it has
+	// authenticated. authTimeout bounds that phase instead.
+	if c.activity.Swap(false) || c.hostAuth != nil && !c.authed.Load() {
 		c.katoTimer.Reset(c.kato)
 		c.mu.Unlock()
 		return

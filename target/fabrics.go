@@ -129,13 +129,12 @@ func (q *Queue) connectAdmin(r *Request, cmd nvme.ConnectCmd, d *nvme.ConnectDat
 			"subnqn", d.SubNQN, "hostnqn", d.HostNQN)
 		return nvme.StatusConnectInvalidHost.WithDNR()
 	}
-	c := newController(s, q, d, cmd.KATO())
+	c := newController(s, q, d, cmd.KATO(), ha)
 	if c == nil {
 		return nvme.StatusConnectControllerBusy.WithDNR()
 	}
 	dw0 := uint32(c.id)
 	if ha != nil {
-		c.hostAuth = ha
 		if err := q.newQueueAuth(c, ha); err != nil {
 			// Validated when configured: not reached.
 			c.kill("authentication setup failed")

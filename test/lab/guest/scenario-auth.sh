@@ -115,14 +115,17 @@ for _ in $(seq 300); do grep -q 'rdmablkd ready' "$LAB_OUT/auth-rdmablkd.log" &&
 grep -q 'rdmablkd ready' "$LAB_OUT/auth-rdmablkd.log" || { cat "$LAB_OUT/auth-rdmablkd.log"; fail "rdmablkd did not start"; exit 1; }
 grep -q 'provider=ibverbs' "$LAB_OUT/auth-rdmablkd.log" || fail "rdmablkd did not choose ibverbs"
 
-# ndev NQN: the namespace block device of the controller connected to NQN.
+# ndev NQN: the namespace block device of the subsystem NQN (native multipath puts nvmeXnY under
+# /sys/class/nvme-subsystem; without it, under the controller).
 ndev() {
   local c d
   for _ in $(seq 100); do
-    for c in /sys/class/nvme/nvme*; do
+    for c in /sys/class/nvme-subsystem/nvme-subsys* /sys/class/nvme/nvme*; do
       [ "$(cat "$c/subsysnqn" 2>/dev/null)" = "$1" ] || continue
-      d=$(ls -d "$c"/nvme*n1 2>/dev/null | head -1); d=/dev/${d##*/}
-      [ -b "$d" ] && { echo "$d"; return 0; }
+      for d in "$c"/nvme*n1; do
+        d=/dev/${d##*/}
+        [ -b "$d" ] && { echo "$d"; return 0; }
+      done
     done
     sleep 0.1
   done
