@@ -140,7 +140,7 @@ func TestDeterministicAndSnapshot(t *testing.T) {
 	if !bytes.Equal(snap(t, a.Clone()), snap(t, a)) {
 		t.Fatal("clone differs")
 	}
-	if _, err := ReadSnapshot(strings.NewReader(`{"v":2,"state":{}}`)); !errors.Is(err, ErrVersion) {
+	if _, err := ReadSnapshot(strings.NewReader(`{"v":3,"state":{}}`)); !errors.Is(err, ErrVersion) {
 		t.Fatalf("future snapshot: %v", err)
 	}
 	if _, err := ReadSnapshot(strings.NewReader(`{`)); !errors.Is(err, ErrInvalid) {
