@@ -97,16 +97,16 @@ func (r *Rebuild) validate() error {
 
 // DesiredReplicas is the volume's desired number of copies: Replicas, or
 // 1 for entries written before replication (Replicas 0).
-func (v *Volume) DesiredReplicas() int { return max(v.Replicas, 1) }
+func (v Volume) DesiredReplicas() int { return max(v.Replicas, 1) }
 
 // OwnerEpoch is the volume's ownership epoch: Epoch, or 1 for entries
 // written before epochs (Epoch 0).
-func (v *Volume) OwnerEpoch() uint64 { return max(v.Epoch, 1) }
+func (v Volume) OwnerEpoch() uint64 { return max(v.Epoch, 1) }
 
 // ReplicaList returns a copy of the volume's replicas. Entries written
 // before replication have none recorded: their one replica is the
 // owner's backing file, in sync.
-func (v *Volume) ReplicaList() []Replica {
+func (v Volume) ReplicaList() []Replica {
 	if len(v.ReplicaSet) == 0 {
 		return []Replica{{Node: v.Node, Path: v.Path, State: ReplicaInSync}}
 	}
@@ -114,7 +114,7 @@ func (v *Volume) ReplicaList() []Replica {
 }
 
 // Replica returns the replica on node.
-func (v *Volume) Replica(node string) (Replica, bool) {
+func (v Volume) Replica(node string) (Replica, bool) {
 	for _, r := range v.ReplicaList() {
 		if r.Node == node {
 			return r, true
@@ -124,7 +124,7 @@ func (v *Volume) Replica(node string) (Replica, bool) {
 }
 
 // InSyncNodes returns the nodes of the in-sync replicas, in replica order.
-func (v *Volume) InSyncNodes() []string {
+func (v Volume) InSyncNodes() []string {
 	var out []string
 	for _, r := range v.ReplicaList() {
 		if r.State == ReplicaInSync {
@@ -135,7 +135,7 @@ func (v *Volume) InSyncNodes() []string {
 }
 
 // HasReplicaOn reports whether node holds a replica of v.
-func (v *Volume) HasReplicaOn(node string) bool {
+func (v Volume) HasReplicaOn(node string) bool {
 	_, ok := v.Replica(node)
 	return ok
 }

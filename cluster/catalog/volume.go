@@ -68,6 +68,9 @@ func NewVolume(spec VolumeSpec, uuid, nguid string) (Volume, error) {
 	if len(spec.ReplicaNodes) != spec.Replicas-1 {
 		return v, fmt.Errorf("%w: %d replicas need %d nodes besides the owner, %d given", ErrInvalid, spec.Replicas, spec.Replicas-1, len(spec.ReplicaNodes))
 	}
+	if spec.Replicas == 1 {
+		return v, nil // Apply records the one replica (Node's Path)
+	}
 	v.ReplicaSet = []Replica{{Node: v.Node, Path: v.Path, State: ReplicaInSync}}
 	for _, n := range spec.ReplicaNodes {
 		v.ReplicaSet = append(v.ReplicaSet, Replica{Node: n, Path: v.Path, State: ReplicaInSync})
