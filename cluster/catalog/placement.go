@@ -30,16 +30,19 @@ func PickNewOwner(v Volume, live func(node string) bool) (node string, ok bool) 
 	return slices.Min(cands), true
 }
 
-// FailoverCommands returns the failovers the leader should propose given
-// liveness: one OpFailover for every live (not deleted) volume whose
-// owner is not live and that has an in-sync replica on a live node
-// (PickNewOwner), volumes that share a subsystem only once (they move
-// together). Sorted by volume name; pure.
-func (s *State) FailoverCommands(live func(node string) bool, reason string) []Command {
+// FailoverCommands returns the failovers the leader should propose: one
+// OpFailover for every live (not deleted) volume whose owner is lost and
+// that has an in-sync replica on a live node (PickNewOwner over live);
+// volumes that share a subsystem once (they move together). Each carries
+// the volume's epoch (a decision on a stale view fails with
+// ErrStaleEpoch) and faults the lost owner's copy. lost and live are
+// separate so that an owner is given up only after a grace period while
+// a target need only answer now. Sorted by volume name; pure.
+func (s *State) FailoverCommands(lost, live func(node string) bool, reason string) []Command {
 	var out []Command
 	done := map[string]bool{}
 	for _, v := range s.VolumeList() {
-		if v.State == VolumeDeleting || live(v.Node) || done[v.Name] {
+		if v.State == VolumeDeleting || !lost(v.Node) || done[v.Name] {
 			continue
 		}
 		to, ok := PickNewOwner(v, live)

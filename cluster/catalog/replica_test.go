@@ -407,15 +407,19 @@ func TestPickNewOwner(t *testing.T) {
 		t.Fatalf("faulted replica chosen: %q", got)
 	}
 	// FailoverCommands: n1 (owner of r) is down; the command applies.
-	cmds := s.FailoverCommands(up("n2", "n3", "n4"), "node n1 unreachable")
+	down := up // the lost nodes: the same membership test
+	if cmds := s.FailoverCommands(func(string) bool { return false }, up("n1", "n2", "n3", "n4"), ""); len(cmds) != 0 {
+		t.Fatalf("owner not lost, yet %+v", cmds)
+	}
+	cmds := s.FailoverCommands(down("n1"), up("n2", "n3", "n4"), "node n1 unreachable")
 	if len(cmds) != 1 || cmds[0].NodeID != "n3" || cmds[0].Epoch != 1 || cmds[0].State != ReplicaFaulted {
 		t.Fatalf("failover commands %+v", cmds)
 	}
 	mustApply(t, s, cmds[0])
-	if s.Volumes["r"].Node != "n3" || len(s.FailoverCommands(up("n2", "n3", "n4"), "")) != 0 {
+	if s.Volumes["r"].Node != "n3" || len(s.FailoverCommands(down("n1"), up("n2", "n3", "n4"), "")) != 0 {
 		t.Fatalf("after automatic failover %+v", s.Volumes["r"])
 	}
-	if cmds := s.FailoverCommands(up("n1", "n2"), ""); len(cmds) != 0 {
+	if cmds := s.FailoverCommands(down("n3"), up("n1", "n2"), ""); len(cmds) != 0 {
 		t.Fatalf("no in-sync replica is live, yet %+v", cmds)
 	}
 }
