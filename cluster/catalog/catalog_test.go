@@ -173,7 +173,7 @@ func TestNamespaceAllocation(t *testing.T) {
 	}
 }
 
-func mustApply(t *testing.T, s *State, c Command) Result {
+func mustApply(t testing.TB, s *State, c Command) Result {
 	t.Helper()
 	r, err := s.Apply(c)
 	if err != nil {

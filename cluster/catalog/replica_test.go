@@ -12,7 +12,7 @@ import (
 
 // cluster3 is a state with nodes n1..n4 and volume "r" of 3 replicas
 // (owner n1, copies on n2 and n3), exported by subsystem nqnA.
-func cluster3(t *testing.T) *State {
+func cluster3(t testing.TB) *State {
 	t.Helper()
 	s := New()
 	for _, id := range []string{"n1", "n2", "n3", "n4"} {
@@ -441,4 +441,49 @@ func TestPlaceReplicas(t *testing.T) {
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "n2 (not reachable)") || !strings.Contains(err.Error(), "1 eligible") {
 		t.Fatalf("not enough nodes: %v", err)
 	}
+}
+
+// FuzzReplicaApply: any command applied to a replicated volume's state
+// never panics, and whatever it does leaves the replica invariants whole.
+func FuzzReplicaApply(f *testing.F) {
+	for _, c := range []Command{
+		replicaCmd(OpSetReplicaState, "n2", ReplicaFaulted, 1),
+		replicaCmd(OpFailover, "n3", ReplicaFaulted, 1),
+		{V: CommandVersion, Op: OpReportRebuild, Name: "r", NodeID: "n2", Epoch: 1, Rebuild: &Rebuild{Copied: 1, Total: 2}},
+		{V: CommandVersion, Op: OpAddReplica, Name: "r", Replica: &Replica{Node: "n4", Path: "r.img"}},
+		{V: CommandVersion, Op: OpRemoveReplica, Name: "r", NodeID: "n3"},
+		{V: CommandVersion, Op: OpPurgeVolume, Name: "r", NodeID: "n3"},
+		{V: CommandVersion, Op: OpSetANAState, NQN: nqnA, NodeID: "n2", State: ANAOptimized},
+	} {
+		b, _ := c.Encode()
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := DecodeCommand(b)
+		if err != nil {
+			return
+		}
+		s := cluster3(t)
+		if c.Op == OpSetReplicaState && c.NodeID == "n2" && c.State == ReplicaSyncing {
+			s.Apply(replicaCmd(OpSetReplicaState, "n2", ReplicaFaulted, 1))
+		}
+		s.Apply(c) // must not panic
+		for _, v := range s.Volumes {
+			if v.State == VolumeDeleting {
+				continue
+			}
+			if err := v.checkReplicas(); err != nil {
+				t.Fatalf("%s left a broken volume: %v", c.Op, err)
+			}
+		}
+		optimized := 0
+		for _, st := range s.Subsystems[nqnA].ANA {
+			if st == ANAOptimized || st == ANANonOptimized {
+				optimized++
+			}
+		}
+		if optimized > 1 {
+			t.Fatalf("%s: two optimized nodes: %v", c.Op, s.Subsystems[nqnA].ANA)
+		}
+	})
 }
