@@ -232,6 +232,9 @@ func (s *State) setVolumeState(c Command) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if c.Epoch != 0 && c.Epoch != v.OwnerEpoch() {
+		return Result{}, fmt.Errorf("%w: volume %q state from the owner of epoch %d, the volume is at epoch %d (owner %s)", ErrStaleEpoch, c.Name, c.Epoch, v.OwnerEpoch(), v.Node)
+	}
 	v.State, v.Message = c.State, c.Message
 	if c.State == VolumeOnline {
 		v.Message = ""

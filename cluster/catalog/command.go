@@ -24,7 +24,7 @@ const (
 	OpCreateVolume    Op = "create_volume"    // Volume (Name, UUID, NGUID, Size, BlockSize, Path, Node)
 	OpResizeVolume    Op = "resize_volume"    // Name, Size (grow only)
 	OpDeleteVolume    Op = "delete_volume"    // Name; leaves a tombstone (VolumeDeleting)
-	OpSetVolumeState  Op = "set_volume_state" // Name, State (online or error), Message
+	OpSetVolumeState  Op = "set_volume_state" // Name, State (online or error), Message, Epoch (optional: the owner's, ErrStaleEpoch when stale)
 	OpPurgeVolume     Op = "purge_volume"     // Name, NodeID (optional: that replica's file is gone; the name goes with the last); only a tombstone
 	OpRepairVolume    Op = "repair_volume"    // Name; error (or creating) → creating, message cleared: the owner retries
 	OpCreateSubsystem Op = "create_subsystem" // Subsystem (NQN, Node, Serial, Model, AllowAnyHost, Hosts)

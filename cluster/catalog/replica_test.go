@@ -487,3 +487,13 @@ func FuzzReplicaApply(f *testing.F) {
 		}
 	})
 }
+
+// TestVolumeStateEpoch: a volume state report that carries an epoch is
+// fenced like the replica ops (one without is taken, as before epochs).
+func TestVolumeStateEpoch(t *testing.T) {
+	s := cluster3(t)
+	mustApply(t, s, replicaCmd(OpFailover, "n2", "", 0))
+	applyRejected(t, s, Command{V: CommandVersion, Op: OpSetVolumeState, Name: "r", State: VolumeError, Message: "old owner", Epoch: 1}, ErrStaleEpoch, "deposed owner reports the volume")
+	mustApply(t, s, Command{V: CommandVersion, Op: OpSetVolumeState, Name: "r", State: VolumeOnline, Epoch: 2})
+	mustApply(t, s, Command{V: CommandVersion, Op: OpSetVolumeState, Name: "r", State: VolumeOnline})
+}

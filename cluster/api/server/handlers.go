@@ -237,6 +237,10 @@ func (s *Server) internalApply(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: internal/apply does not take %q commands", errForbidden, c.Op))
 		return
 	}
+	if c.Op == catalog.OpFailover && c.Epoch == 0 {
+		writeError(w, fmt.Errorf("%w: a node's failover must carry the ownership epoch it was decided at", catalog.ErrInvalid))
+		return
+	}
 	if id := principal(r).NodeID; id != "" && c.Op == catalog.OpRegisterNode && (c.Node == nil || c.Node.ID != id) {
 		writeError(w, fmt.Errorf("%w: node %s may register only itself", errForbidden, id))
 		return

@@ -141,3 +141,21 @@ func TestReplicatedVolumeAPI(t *testing.T) {
 		t.Fatal("stale_epoch does not match catalog.ErrStaleEpoch")
 	}
 }
+
+// TestInternalFailoverNeedsEpoch: a node's failover through internal/apply
+// must say which epoch it was decided at.
+func TestInternalFailoverNeedsEpoch(t *testing.T) {
+	g := newReplicaRig(t)
+	if _, err := g.c.CreateVolume(ctx(t), api.CreateVolumeRequest{Name: "db", Size: 1 << 20, Replicas: 2}); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Options{Node: g.f})
+	st, eb, _ := call(t, s, "POST", "/v1/internal/apply", "", `{"command":{"v":2,"op":"failover","name":"db","node_id":"n2"}}`)
+	if st != 400 || !strings.Contains(eb.Error.Message, "epoch") {
+		t.Fatalf("failover without epoch: %d %+v", st, eb)
+	}
+	st, eb, _ = call(t, s, "POST", "/v1/internal/apply", "", `{"command":{"v":2,"op":"failover","name":"db","node_id":"n2","epoch":1,"state":"faulted"}}`)
+	if st != 200 || g.f.st.Volumes["db"].Node != "n2" {
+		t.Fatalf("failover with epoch: %d %+v", st, eb)
+	}
+}
