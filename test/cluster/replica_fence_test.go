@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rdmablk/rdmablk/cluster/api"
+	"github.com/rdmablk/rdmablk/cluster/api/server"
 	"github.com/rdmablk/rdmablk/cluster/catalog"
 )
 
@@ -88,4 +89,42 @@ func TestReplicaEpochFencing(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestAutomaticFailover: the leader's failover watch (server.RunFailoverWatch,
+// probing the nodes' APIs) moves a 2-replica volume off an owner that was
+// stopped, once the grace period has passed: the surviving copy owns it at
+// epoch 2, with the lost owner's copy faulted.
+func TestAutomaticFailover(t *testing.T) {
+	ms := startCluster(t, 3)
+	lead := leaderOf(t, ms)
+	var owner, copyNode *member
+	for _, m := range ms {
+		switch {
+		case m == lead:
+		case owner == nil:
+			owner = m
+		default:
+			copyNode = m
+		}
+	}
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := lead.c.CreateVolume(c, api.CreateVolumeRequest{Name: "av", Size: 1 << 20, Node: owner.id, Replicas: 2, ReplicaNodes: []string{copyNode.id}}); err != nil {
+		t.Fatal(err)
+	}
+	watch := server.New(server.Options{Node: lead.a.Node, NodeToken: testNodeToken, Logger: quietLogger()})
+	wctx, wcancel := context.WithCancel(c)
+	defer wcancel()
+	go watch.RunFailoverWatch(wctx, server.WatchOptions{Interval: 100 * time.Millisecond, Grace: 500 * time.Millisecond})
+
+	stopped := time.Now()
+	owner.stop(t)
+	eventually(t, 30*time.Second, "the volume owned by the surviving copy", func() bool {
+		var v catalog.Volume
+		lead.a.Node.View(func(st *catalog.State) { v = st.Volumes["av"].Clone() })
+		r, _ := v.Replica(owner.id)
+		return v.Node == copyNode.id && v.Epoch == 2 && r.State == catalog.ReplicaFaulted
+	})
+	t.Logf("failed over %v after the owner stopped (grace 500 ms)", time.Since(stopped).Round(10*time.Millisecond))
 }
