@@ -5,10 +5,13 @@ import (
 	"fmt"
 )
 
-// CommandVersion is the command format this package writes.
-// Version 2 added replicas, ownership epochs and the replica ops (which
-// require it); Apply still takes version 1 entries (MinCommandVersion),
-// so logs written before it replay unchanged.
+// CommandVersion is the newest command format this package writes and
+// applies. Version 2 added replicas, ownership epochs and the replica ops
+// (which require it); Apply still takes version 1 entries
+// (MinCommandVersion), so logs written before it replay unchanged, and a
+// command that uses nothing of version 2 is written as version 1
+// (Command.Version), so that nodes from before replication keep applying
+// it during a rolling upgrade.
 const CommandVersion = 2
 
 // MinCommandVersion is the oldest command format Apply takes.
@@ -77,11 +80,33 @@ type Result struct {
 	NSID      uint32     `json:"nsid,omitempty"`
 }
 
-// Encode returns the log entry bytes of c, with V set to CommandVersion
+// Version is the oldest command format that carries c: 2 when it uses
+// replication (a replica op or failover, an ownership epoch, a create of
+// more than one copy, a purge of one copy's file), else 1. Proposers set
+// V to it.
+func (c Command) Version() int {
+	switch c.Op {
+	case OpSetReplicaState, OpReportRebuild, OpFailover, OpAddReplica, OpRemoveReplica:
+		return 2
+	case OpPurgeVolume:
+		if c.NodeID != "" {
+			return 2
+		}
+	}
+	if c.Epoch != 0 || c.Replica != nil || c.Rebuild != nil {
+		return 2
+	}
+	if v := c.Volume; v != nil && (v.Replicas > 1 || len(v.ReplicaSet) > 1 || v.Epoch > 1) {
+		return 2
+	}
+	return 1
+}
+
+// Encode returns the log entry bytes of c, with V set to c.Version()
 // when zero.
 func (c Command) Encode() ([]byte, error) {
 	if c.V == 0 {
-		c.V = CommandVersion
+		c.V = c.Version()
 	}
 	return json.Marshal(c)
 }

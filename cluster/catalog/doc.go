@@ -76,7 +76,12 @@
 // MinCommandVersion to CommandVersion (2) and rejects others with
 // ErrVersion instead of guessing; the replica ops need version 2. The
 // snapshot format carries SnapshotVersion (2; 1 still reads) likewise.
-// Fields are only ever added, so a newer node reads older entries.
+// Fields are only ever added, so a newer node reads older entries. A
+// command or snapshot that uses nothing of version 2 is written as
+// version 1 (Command.Version), so nodes from before replication keep
+// applying the log during a rolling upgrade; every node must run version
+// 2 before the first replicated volume is created (older nodes reject
+// those entries with ErrVersion).
 //
 // # Ownership and lifetimes
 //

@@ -27,6 +27,10 @@ const (
 const (
 	// MaxReplicas bounds Volume.Replicas.
 	MaxReplicas = 3
+	// RebuildReportInterval is how often, at most, an owner should
+	// propose OpReportRebuild for one copy: progress is for people
+	// (volume status), and every report is a raft entry.
+	RebuildReportInterval = 5 * time.Second
 )
 
 // Replica is one copy of a volume's data: a backing file on a node.

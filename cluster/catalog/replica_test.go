@@ -497,3 +497,38 @@ func TestVolumeStateEpoch(t *testing.T) {
 	mustApply(t, s, Command{V: CommandVersion, Op: OpSetVolumeState, Name: "r", State: VolumeOnline, Epoch: 2})
 	mustApply(t, s, Command{V: CommandVersion, Op: OpSetVolumeState, Name: "r", State: VolumeOnline})
 }
+
+// TestWrittenVersions: commands and snapshots that use nothing of
+// replication are written as version 1, so that nodes from before it
+// still apply and restore them; the rest as version 2.
+func TestWrittenVersions(t *testing.T) {
+	single, _ := NewVolume(VolumeSpec{Name: "s", Size: 4096, Node: "n1"}, hexID("us"), hexID("gs"))
+	multi, _ := NewVolume(VolumeSpec{Name: "m", Size: 4096, Node: "n1", Replicas: 2, ReplicaNodes: []string{"n2"}}, hexID("um"), hexID("gm"))
+	for _, tc := range []struct {
+		c    Command
+		want int
+	}{
+		{Command{Op: OpCreateVolume, Volume: &single}, 1},
+		{Command{Op: OpCreateVolume, Volume: &multi}, 2},
+		{Command{Op: OpSetVolumeState, Name: "s", State: VolumeOnline}, 1},
+		{Command{Op: OpSetVolumeState, Name: "s", State: VolumeOnline, Epoch: 1}, 2},
+		{Command{Op: OpPurgeVolume, Name: "s"}, 1},
+		{Command{Op: OpPurgeVolume, Name: "s", NodeID: "n2"}, 2},
+		{Command{Op: OpRemoveReplica, Name: "m", NodeID: "n2"}, 2},
+	} {
+		b, _ := tc.c.Encode()
+		if c, err := DecodeCommand(b); err != nil || c.V != tc.want {
+			t.Errorf("%s: written as version %d (%v), want %d", tc.c.Op, c.V, err, tc.want)
+		}
+	}
+	s := withNode(t, 0)
+	if err := create(s, &single); err != nil {
+		t.Fatal(err)
+	}
+	if b := snap(t, s); !bytes.HasPrefix(b, []byte(`{"v":1,`)) {
+		t.Fatalf("snapshot without replication: %.20s", b)
+	}
+	if b := snap(t, cluster3(t)); !bytes.HasPrefix(b, []byte(`{"v":2,`)) {
+		t.Fatalf("snapshot with a replicated volume: %.20s", b)
+	}
+}

@@ -8,9 +8,12 @@ import (
 	"sort"
 )
 
-// SnapshotVersion is the snapshot format this package writes. Version 2
-// added replicas and ownership epochs; version 1 snapshots still read
-// (their volumes have one implicit replica and epoch 1).
+// SnapshotVersion is the newest snapshot format this package writes and
+// reads. Version 2 added replicas and ownership epochs; version 1
+// snapshots still read (their volumes have one implicit replica and epoch
+// 1), and a state without a replicated volume is written as version 1
+// (the fields it adds then mean what their absence means), so that nodes
+// from before replication can restore it.
 const SnapshotVersion = 2
 
 // MinSnapshotVersion is the oldest snapshot format ReadSnapshot reads.
@@ -133,7 +136,18 @@ type snapshot struct {
 
 // WriteSnapshot writes the whole state to w (JSON, versioned).
 func (s *State) WriteSnapshot(w io.Writer) error {
-	return json.NewEncoder(w).Encode(snapshot{V: SnapshotVersion, State: s})
+	return json.NewEncoder(w).Encode(snapshot{V: s.snapshotVersion(), State: s})
+}
+
+// snapshotVersion is 2 when a volume has more than one copy or has
+// changed owner, else 1.
+func (s *State) snapshotVersion() int {
+	for _, v := range s.Volumes {
+		if len(v.ReplicaSet) > 1 || v.Epoch > 1 {
+			return 2
+		}
+	}
+	return 1
 }
 
 // ReadSnapshot reads a state written by WriteSnapshot.

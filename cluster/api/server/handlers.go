@@ -20,7 +20,7 @@ import (
 )
 
 func (s *Server) apply(w http.ResponseWriter, c catalog.Command) (catalog.Result, bool) {
-	c.V = catalog.CommandVersion
+	c.V = c.Version()
 	res, err := s.o.Node.Apply(c)
 	if err != nil {
 		writeError(w, err)

@@ -367,7 +367,7 @@ func (s *Server) send(ctx context.Context, method, url, origin string, caller Pr
 // propose are: registration, volume state, purge).
 func (s *Server) Propose(ctx context.Context, c catalog.Command) (catalog.Result, error) {
 	if c.V == 0 {
-		c.V = catalog.CommandVersion
+		c.V = c.Version()
 	}
 	body, _ := json.Marshal(api.ApplyRequest{Command: c})
 	self := Principal{Name: "node:" + s.o.Node.ID(), Roles: RoleNode | RoleReader, NodeID: s.o.Node.ID()}
