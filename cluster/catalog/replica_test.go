@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rdmablk/rdmablk/nvme"
 )
 
 // cluster3 is a state with nodes n1..n4 and volume "r" of 3 replicas
@@ -530,5 +532,19 @@ func TestWrittenVersions(t *testing.T) {
 	}
 	if b := snap(t, cluster3(t)); !bytes.HasPrefix(b, []byte(`{"v":2,`)) {
 		t.Fatalf("snapshot with a replicated volume: %.20s", b)
+	}
+}
+
+// TestReplicaNames: the replica subsystem and owner host NQNs are valid
+// NQNs for the longest names, and the owner's changes with the epoch.
+func TestReplicaNames(t *testing.T) {
+	long := strings.Repeat("v", MaxNameLength)
+	for _, n := range []string{ReplicaNQN(long), OwnerHostNQN(long, ^uint64(0)), ReplicaNQN("a"), OwnerHostNQN("n1", 1)} {
+		if !nvme.ValidNQN(n) {
+			t.Errorf("%q is not a valid NQN", n)
+		}
+	}
+	if OwnerHostNQN("n1", 1) == OwnerHostNQN("n1", 2) {
+		t.Fatal("the owner's host NQN does not change with the epoch")
 	}
 }
