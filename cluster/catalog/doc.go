@@ -70,6 +70,13 @@
 // ErrStaleEpoch tells the proposer it is no longer the owner: it must
 // stop serving the volume.
 //
+// The data path follows the same token: an owner reaches each copy through
+// ReplicaNQN(volume) as host OwnerHostNQN(owner, epoch), and a replica node
+// admits only the owner and epoch of its own catalogue. The new owner
+// applies the failover before it serves, so from then on it refuses the
+// deposed owner's writes; the deposed owner, needing every in-sync copy
+// for an acknowledgement and unable to fault one, acknowledges nothing.
+//
 // # Versions
 //
 // Every Command carries V, the command format version. Apply takes
