@@ -44,5 +44,6 @@
 // before it knew the outcome fails with ErrOutcomeUnknown: it may still
 // commit, so only idempotent writes are retried (creates carry request
 // IDs). Catalogue rejections are the catalog sentinels, returned unchanged
-// from Apply.
+// from Apply; catalog.ErrStaleEpoch among them tells an owner it has been
+// replaced (see the catalog package's fencing rule).
 package cluster

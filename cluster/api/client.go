@@ -258,6 +258,38 @@ func (c *Client) DeleteVolume(ctx context.Context, name string) error {
 	return c.do(ctx, http.MethodDelete, "/v1/volumes/"+url.PathEscape(name), nil, nil)
 }
 
+// VolumeStatus is GET /v1/volumes/{name}/status: the volume's replicas,
+// their states, the owner, and rebuild progress with its ETA.
+func (c *Client) VolumeStatus(ctx context.Context, name string) (VolumeStatus, error) {
+	var st VolumeStatus
+	return st, c.do(ctx, http.MethodGet, "/v1/volumes/"+url.PathEscape(name)+"/status", nil, &st)
+}
+
+// AddReplica gives volume name a new copy on node (it joins syncing and
+// is rebuilt in full by the owner). A retry after an unknown outcome
+// answers the replica its first attempt added.
+func (c *Client) AddReplica(ctx context.Context, name, node string) (catalog.Volume, error) {
+	var v catalog.Volume
+	return v, c.do(ctx, http.MethodPost, "/v1/volumes/"+url.PathEscape(name)+"/replicas", AddReplicaRequest{Node: node}, &v)
+}
+
+// RemoveReplica removes volume name's copy on node (never the owner's,
+// never the last in-sync one); the volume's desired replica count drops
+// with it.
+func (c *Client) RemoveReplica(ctx context.Context, name, node string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/volumes/"+url.PathEscape(name)+"/replicas/"+url.PathEscape(node), nil, nil)
+}
+
+// Failover moves volume name's ownership to node to (an in-sync
+// replica; "" lets the leader choose one on a reachable node). Hosts see
+// the new owner's paths become ANA-optimized and the old owner's
+// inaccessible. Moving to the current owner is a no-op, so a retry is
+// safe.
+func (c *Client) Failover(ctx context.Context, name, to string) (catalog.Volume, error) {
+	var v catalog.Volume
+	return v, c.do(ctx, http.MethodPost, "/v1/volumes/"+url.PathEscape(name)+"/failover", FailoverRequest{To: to}, &v)
+}
+
 // CreateSubsystem creates a subsystem.
 // A RequestID is generated when r has none.
 func (c *Client) CreateSubsystem(ctx context.Context, r CreateSubsystemRequest) (catalog.Subsystem, error) {

@@ -15,8 +15,9 @@
 //
 // Every error is a JSON body {"error": {"code": ..., "message": ...}} with
 // the HTTP status that fits: 400 invalid, 401 unauthenticated, 403
-// forbidden, 404 not_found, 405 method_not_allowed, 409 exists or
-// conflict, 503 no_leader / not_leader / outcome_unknown, 504 timeout, 500
+// forbidden, 404 not_found, 405 method_not_allowed, 409 exists, conflict
+// or stale_epoch (catalog.ErrStaleEpoch: an owner's command after it was
+// replaced), 503 no_leader / not_leader / outcome_unknown, 504 timeout, 500
 // internal. Client methods return *Error, which errors.Is matches against
 // the catalog sentinels (ErrNotFound, ErrExists, ...) and this package's
 // (ErrNotLeader, ErrOutcomeUnknown, ...).
@@ -29,8 +30,11 @@
 // client-generated request ID that the catalogue remembers (a retried
 // create answers the object its first attempt made), and after an attempt
 // whose outcome is unknown a delete that finds nothing or a host that is
-// already allowed counts as that attempt's success. Other writes (remove
-// namespace, ANA, allow-any) converge or fail plainly.
+// already allowed counts as that attempt's success. Replica add and
+// failover are idempotent in the catalogue (a copy already on that node
+// with that path, a move to the current owner, answer the volume), and a
+// replica remove that finds nothing is the first attempt's success. Other
+// writes (remove namespace, ANA, allow-any) converge or fail plainly.
 //
 // # Ownership
 //

@@ -11,14 +11,18 @@ import (
 
 // Error codes in ErrorBody.
 const (
-	CodeInvalid   = "invalid"
-	CodeNotFound  = "not_found"
-	CodeExists    = "exists"
-	CodeConflict  = "conflict"
-	CodeNotLeader = "not_leader"
-	CodeNoLeader  = "no_leader"
-	CodeTimeout   = "timeout"
-	CodeInternal  = "internal"
+	CodeInvalid  = "invalid"
+	CodeNotFound = "not_found"
+	CodeExists   = "exists"
+	CodeConflict = "conflict"
+	// CodeStaleEpoch (409): a command an owner proposed carries an
+	// ownership epoch that is no longer the volume's: the proposer was
+	// replaced as owner (catalog.ErrStaleEpoch).
+	CodeStaleEpoch = "stale_epoch"
+	CodeNotLeader  = "not_leader"
+	CodeNoLeader   = "no_leader"
+	CodeTimeout    = "timeout"
+	CodeInternal   = "internal"
 	// CodeUnknown: the write was handed to raft but the leader lost its
 	// leadership (or timed out) before it knew whether it committed. It
 	// may or may not have taken effect; a retry of an idempotent write
@@ -63,6 +67,8 @@ func (e *Error) Is(target error) bool {
 		return target == catalog.ErrExists
 	case CodeConflict:
 		return target == catalog.ErrConflict
+	case CodeStaleEpoch:
+		return target == catalog.ErrStaleEpoch
 	case CodeNotLeader, CodeNoLeader:
 		return target == ErrNotLeader
 	case CodeTimeout:

@@ -15,9 +15,92 @@ type CreateVolumeRequest struct {
 	BlockSize int `json:"block_size,omitempty"`
 	// Node owns the volume; empty means the node the client talked to.
 	Node string `json:"node,omitempty"`
+	// Replicas is the number of copies on distinct nodes, 1 (default)
+	// to 3. The leader places the copies other than the owner's on
+	// reachable nodes whose volume filesystem can hold the volume, the
+	// least loaded first, unless ReplicaNodes names them.
+	Replicas int `json:"replicas,omitempty"`
+	// ReplicaNodes, when set, are the nodes of the copies other than the
+	// owner's (Replicas-1 of them, distinct).
+	ReplicaNodes []string `json:"replica_nodes,omitempty"`
 	// RequestID makes retries idempotent: a create with the ID of one
 	// that succeeded answers that volume. Client fills it when empty.
 	RequestID string `json:"request_id,omitempty"`
+}
+
+// AddReplicaRequest is the body of POST /v1/volumes/{name}/replicas.
+type AddReplicaRequest struct {
+	// Node gets the new copy (it joins syncing and is copied in full).
+	Node string `json:"node"`
+}
+
+// FailoverRequest is the body of POST /v1/volumes/{name}/failover.
+type FailoverRequest struct {
+	// To is the new owner, an in-sync replica; empty lets the leader
+	// choose one on a reachable node (catalog.PickNewOwner).
+	To string `json:"to,omitempty"`
+}
+
+// VolumeStatus is GET /v1/volumes/{name}/status: the volume and its
+// replicas as the answering node's catalogue has them.
+type VolumeStatus struct {
+	Volume catalog.Volume `json:"volume"`
+	// Owner is the node serving the volume (ANA-optimized), Epoch its
+	// ownership epoch.
+	Owner string `json:"owner"`
+	Epoch uint64 `json:"epoch"`
+	// Replicas is the desired number of copies; InSync how many are.
+	Replicas int `json:"replicas"`
+	InSync   int `json:"in_sync"`
+	// ReplicaStatus lists the copies, the owner's first.
+	ReplicaStatus []ReplicaStatus `json:"replica_status"`
+}
+
+// ReplicaStatus is one copy of a volume.
+type ReplicaStatus struct {
+	Node    string `json:"node"`
+	Path    string `json:"path"`
+	State   string `json:"state"`
+	Owner   bool   `json:"owner,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Rebuild is the owner's last progress report of a syncing copy,
+	// with Percent done and ETASeconds left at the reported rate
+	// (omitted when the rate is unknown).
+	Rebuild    *catalog.Rebuild `json:"rebuild,omitempty"`
+	Percent    float64          `json:"percent,omitempty"`
+	ETASeconds *float64         `json:"eta_seconds,omitempty"`
+}
+
+// NewVolumeStatus describes v for GET /v1/volumes/{name}/status.
+func NewVolumeStatus(v catalog.Volume) VolumeStatus {
+	st := VolumeStatus{Volume: v.Clone(), Owner: v.Node, Epoch: v.OwnerEpoch(), Replicas: v.DesiredReplicas()}
+	rs := v.ReplicaList()
+	for _, r := range rs {
+		if r.Node == v.Node {
+			st.ReplicaStatus = append(st.ReplicaStatus, replicaStatus(r, true))
+		}
+	}
+	for _, r := range rs {
+		if r.State == catalog.ReplicaInSync {
+			st.InSync++
+		}
+		if r.Node != v.Node {
+			st.ReplicaStatus = append(st.ReplicaStatus, replicaStatus(r, false))
+		}
+	}
+	return st
+}
+
+func replicaStatus(r catalog.Replica, owner bool) ReplicaStatus {
+	rs := ReplicaStatus{Node: r.Node, Path: r.Path, State: r.State, Owner: owner, Message: r.Message, Rebuild: r.Rebuild}
+	if r.Rebuild != nil {
+		rs.Percent = r.Rebuild.Percent()
+		if eta, ok := r.Rebuild.ETA(); ok {
+			sec := eta.Seconds()
+			rs.ETASeconds = &sec
+		}
+	}
+	return rs
 }
 
 // ResizeVolumeRequest is the body of POST /v1/volumes/{name}/resize.

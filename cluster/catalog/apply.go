@@ -17,8 +17,14 @@ const MaxNameLength = 64
 // Apply validates c against s and, if it is allowed, applies it. It is
 // deterministic (see the package doc). On error s is unchanged.
 func (s *State) Apply(c Command) (Result, error) {
-	if c.V != CommandVersion {
+	if c.V < MinCommandVersion || c.V > CommandVersion {
 		return Result{}, fmt.Errorf("%w: command version %d", ErrVersion, c.V)
+	}
+	switch c.Op {
+	case OpSetReplicaState, OpReportRebuild, OpFailover, OpAddReplica, OpRemoveReplica:
+		if c.V < 2 {
+			return Result{}, fmt.Errorf("%w: %s needs command version 2, got %d", ErrVersion, c.Op, c.V)
+		}
 	}
 	switch c.Op {
 	case OpRegisterNode:
@@ -51,6 +57,16 @@ func (s *State) Apply(c Command) (Result, error) {
 		return s.setAllowAny(c)
 	case OpSetANAState:
 		return s.setANA(c)
+	case OpSetReplicaState:
+		return s.setReplicaState(c)
+	case OpReportRebuild:
+		return s.reportRebuild(c)
+	case OpFailover:
+		return s.failover(c)
+	case OpAddReplica:
+		return s.addReplica(c)
+	case OpRemoveReplica:
+		return s.removeReplica(c)
 	}
 	return Result{}, fmt.Errorf("%w: unknown op %q", ErrInvalid, c.Op)
 }
@@ -96,6 +112,9 @@ func (s *State) removeNode(c Command) (Result, error) {
 		if v.Node == c.NodeID {
 			return Result{}, fmt.Errorf("%w: node %q owns volume %q", ErrConflict, c.NodeID, v.Name)
 		}
+		if v.HasReplicaOn(c.NodeID) {
+			return Result{}, fmt.Errorf("%w: node %q holds a replica of volume %q (remove it first)", ErrConflict, c.NodeID, v.Name)
+		}
 	}
 	for _, sub := range s.Subsystems {
 		if sub.Node == c.NodeID {
@@ -123,22 +142,26 @@ func (s *State) createVolume(c Command) (Result, error) {
 		}
 		return Result{}, fmt.Errorf("%w: volume %q", ErrExists, v.Name)
 	}
-	n, ok := s.Nodes[v.Node]
-	if !ok {
-		return Result{}, fmt.Errorf("%w: node %q", ErrNotFound, v.Node)
+	nv := v.materialize()
+	if len(nv.ReplicaSet) != nv.Replicas {
+		return Result{}, fmt.Errorf("%w: volume %q: %d replicas wanted, %d placed", ErrInvalid, v.Name, nv.Replicas, len(nv.ReplicaSet))
 	}
-	if n.VolumeFSBytes > 0 && v.Size > n.VolumeFSBytes {
-		return Result{}, fmt.Errorf("%w: size %d: node %s's volume filesystem holds only %d bytes", ErrInvalid, v.Size, n.ID, n.VolumeFSBytes)
+	for i, r := range nv.ReplicaSet {
+		if err := s.replicaFits(&nv, r); err != nil {
+			return Result{}, err
+		}
+		// A new volume's copies are all zeroes: every one is in sync.
+		nv.ReplicaSet[i].State, nv.ReplicaSet[i].Message, nv.ReplicaSet[i].Rebuild = ReplicaInSync, "", nil
+	}
+	if err := nv.checkReplicas(); err != nil {
+		return Result{}, err
 	}
 	for _, o := range s.Volumes {
-		switch {
-		case o.Node == v.Node && o.Path == v.Path:
-			return Result{}, fmt.Errorf("%w: path %q is volume %q's", ErrConflict, v.Path, o.Name)
-		case sameID(o.UUID, v.UUID) || sameID(o.NGUID, v.NGUID) || sameID(o.UUID, v.NGUID) || sameID(o.NGUID, v.UUID):
+		if sameID(o.UUID, v.UUID) || sameID(o.NGUID, v.NGUID) || sameID(o.UUID, v.NGUID) || sameID(o.NGUID, v.UUID) {
 			return Result{}, fmt.Errorf("%w: uuid or nguid of volume %q is volume %q's (hosts would merge them)", ErrConflict, v.Name, o.Name)
 		}
 	}
-	nv := *v
+	nv.Epoch = 1
 	nv.State, nv.Message = VolumeCreating, ""
 	s.Volumes[nv.Name] = nv
 	return Result{Volume: &nv}, nil
@@ -150,10 +173,10 @@ func (s *State) createVolume(c Command) (Result, error) {
 // indistinguishable from the original success. A request ID reused for a
 // different volume is a client bug: conflict.
 func replayCreate(old Volume, v *Volume) (Result, error) {
-	if old.Node != v.Node || old.BlockSize != v.BlockSize || old.Path != v.Path || v.Size > old.Size {
+	if old.Node != v.Node || old.BlockSize != v.BlockSize || old.Path != v.Path || v.Size > old.Size || old.DesiredReplicas() != v.DesiredReplicas() {
 		return Result{}, fmt.Errorf("%w: request id %q was used to create volume %q with another spec", ErrConflict, v.RequestID, old.Name)
 	}
-	out := old
+	out := old.clone()
 	out.Size, out.State, out.Message = v.Size, VolumeCreating, ""
 	return Result{Volume: &out}, nil
 }
@@ -209,6 +232,9 @@ func (s *State) setVolumeState(c Command) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if c.Epoch != 0 && c.Epoch != v.OwnerEpoch() {
+		return Result{}, fmt.Errorf("%w: volume %q state from the owner of epoch %d, the volume is at epoch %d (owner %s)", ErrStaleEpoch, c.Name, c.Epoch, v.OwnerEpoch(), v.Node)
+	}
 	v.State, v.Message = c.State, c.Message
 	if c.State == VolumeOnline {
 		v.Message = ""
@@ -237,6 +263,20 @@ func (s *State) purgeVolume(c Command) (Result, error) {
 	}
 	if v.State != VolumeDeleting {
 		return Result{}, fmt.Errorf("%w: volume %q is not deleted", ErrConflict, c.Name)
+	}
+	if c.NodeID != "" {
+		// One replica node removed its file; the name is forgotten when
+		// the last one has.
+		rs := v.ReplicaList()
+		i := slices.IndexFunc(rs, func(r Replica) bool { return r.Node == c.NodeID })
+		if i < 0 {
+			return Result{}, nil // already purged there: idempotent
+		}
+		if len(rs) > 1 {
+			v.ReplicaSet = slices.Delete(rs, i, i+1)
+			s.Volumes[v.Name] = v
+			return Result{}, nil
+		}
 	}
 	delete(s.Volumes, c.Name)
 	return Result{}, nil
@@ -353,6 +393,7 @@ func (s *State) addNamespace(c Command) (Result, error) {
 	}
 	sub = sub.clone()
 	sub.Namespaces[nsid] = v.Name
+	setReplicaANA(&sub, v)
 	s.Subsystems[sub.NQN] = sub
 	out := sub.clone()
 	return Result{Subsystem: &out, NSID: nsid}, nil
@@ -423,6 +464,13 @@ func (s *State) setANA(c Command) (Result, error) {
 	}
 	if _, ok := s.Nodes[c.NodeID]; !ok {
 		return Result{}, fmt.Errorf("%w: node %q", ErrNotFound, c.NodeID)
+	}
+	if c.State == ANAOptimized || c.State == ANANonOptimized {
+		for _, name := range sub.Namespaces {
+			if v := s.Volumes[name]; len(v.ReplicaList()) > 1 && v.Node != c.NodeID {
+				return Result{}, fmt.Errorf("%w: subsystem %s exports replicated volume %q, which only its owner %s serves (move it with a failover)", ErrConflict, sub.NQN, name, v.Node)
+			}
+		}
 	}
 	sub = sub.clone()
 	if sub.ANA == nil {

@@ -140,7 +140,7 @@ func TestDeterministicAndSnapshot(t *testing.T) {
 	if !bytes.Equal(snap(t, a.Clone()), snap(t, a)) {
 		t.Fatal("clone differs")
 	}
-	if _, err := ReadSnapshot(strings.NewReader(`{"v":2,"state":{}}`)); !errors.Is(err, ErrVersion) {
+	if _, err := ReadSnapshot(strings.NewReader(`{"v":3,"state":{}}`)); !errors.Is(err, ErrVersion) {
 		t.Fatalf("future snapshot: %v", err)
 	}
 	if _, err := ReadSnapshot(strings.NewReader(`{`)); !errors.Is(err, ErrInvalid) {
@@ -173,7 +173,7 @@ func TestNamespaceAllocation(t *testing.T) {
 	}
 }
 
-func mustApply(t *testing.T, s *State, c Command) Result {
+func mustApply(t testing.TB, s *State, c Command) Result {
 	t.Helper()
 	r, err := s.Apply(c)
 	if err != nil {

@@ -24,12 +24,71 @@
 // them). A create carrying the RequestID of the create that made the
 // object answers that create's result again instead of ErrExists.
 //
+// # Replicas
+//
+// A volume has Replicas (the desired count, 1 to MaxReplicas) copies in
+// ReplicaSet, each a backing file (Path) on a node, in state syncing,
+// in-sync or faulted, a syncing one with the owner's last Rebuild report.
+// Volume.Node is the owner: it serves the volume ANA-optimized and is the
+// only writer, mirroring to the others. Entries from before replication
+// have no ReplicaSet: their one copy is Node's Path, in sync
+// (ReplicaList). Apply keeps these invariants for every live volume it
+// stores (Volume.checkReplicas), rejecting the whole command otherwise:
+//
+//   - copies are on distinct nodes, at most MaxReplicas of them;
+//   - the owner holds an in-sync copy, so there is always one; the owner's
+//     own copy never leaves in-sync (its failure means a failover, or the
+//     volume's error), and the last in-sync copy never becomes faulted;
+//   - a faulted copy rejoins only through syncing (a rebuild), and only a
+//     syncing copy has rebuild progress;
+//   - only an in-sync copy becomes owner. OpFailover moves, with the
+//     volume, every volume its subsystem exports (one ANA state per
+//     subsystem and node) and, in the same command, sets that subsystem's
+//     ANA states: the new owner optimized, every other node inaccessible,
+//     so hosts never see two optimized owners. OpSetANAState refuses to
+//     make a non-owner of a replicated volume optimized;
+//   - OpAddReplica adds a copy syncing, with a full-copy rebuild record;
+//     OpRemoveReplica never removes the owner's copy or the last in-sync
+//     one, and lowers the desired count.
+//
+// A subsystem exporting replicated volumes is served by every node with a
+// copy (State.SubsystemNodes), each with its ANA state. A tombstone is
+// forgotten when every copy's node has purged (OpPurgeVolume with NodeID).
+//
+// # Ownership epochs: the fencing rule
+//
+// Volume.Epoch starts at 1 and every change of owner (OpFailover, nothing
+// else) increments it. Every command an owner proposes about its
+// volume's copies (OpSetReplicaState, OpReportRebuild) carries the epoch
+// it believes in, and Apply rejects it with ErrStaleEpoch unless that is
+// the volume's epoch now. So an owner that was partitioned away or
+// deposed can never commit "copy X faulted" after it was replaced: it
+// cannot drop a copy from the in-sync set, hence cannot acknowledge a
+// write that the new owner's copies lack. A failover proposed on a view
+// of the catalogue (the leader's automatic one, PickNewOwner and
+// FailoverCommands) carries the epoch it saw for the same reason.
+// ErrStaleEpoch tells the proposer it is no longer the owner: it must
+// stop serving the volume.
+//
+// The data path follows the same token: an owner reaches each copy through
+// ReplicaNQN(volume) as host OwnerHostNQN(owner, epoch), and a replica node
+// admits only the owner and epoch of its own catalogue. The new owner
+// applies the failover before it serves, so from then on it refuses the
+// deposed owner's writes; the deposed owner, needing every in-sync copy
+// for an acknowledgement and unable to fault one, acknowledges nothing.
+//
 // # Versions
 //
-// Every Command carries V, the command format version (CommandVersion).
-// Apply rejects versions it does not know with ErrVersion instead of
-// guessing; the snapshot format carries SnapshotVersion likewise. Fields
-// are only ever added, so a newer node reads older entries.
+// Every Command carries V, the command format version. Apply takes
+// MinCommandVersion to CommandVersion (2) and rejects others with
+// ErrVersion instead of guessing; the replica ops need version 2. The
+// snapshot format carries SnapshotVersion (2; 1 still reads) likewise.
+// Fields are only ever added, so a newer node reads older entries. A
+// command or snapshot that uses nothing of version 2 is written as
+// version 1 (Command.Version), so nodes from before replication keep
+// applying the log during a rolling upgrade; every node must run version
+// 2 before the first replicated volume is created (older nodes reject
+// those entries with ErrVersion).
 //
 // # Ownership and lifetimes
 //

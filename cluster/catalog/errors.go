@@ -17,6 +17,11 @@ var (
 	// forbids it (deleting a volume that a subsystem exports, shrinking a
 	// volume, exporting a volume of another node, ...).
 	ErrConflict = errors.New("catalog: conflicts with current state")
+	// ErrStaleEpoch: a command an owner proposed about its volume's
+	// replicas carries an ownership epoch that is no longer the volume's
+	// (Volume.Epoch): the proposer has been replaced as owner (failover)
+	// and must stop serving the volume. Nothing changed.
+	ErrStaleEpoch = errors.New("catalog: stale ownership epoch")
 	// ErrVersion: the command or snapshot format version is unknown to
 	// this node.
 	ErrVersion = errors.New("catalog: unsupported format version")

@@ -4,11 +4,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 )
 
-// SnapshotVersion is the snapshot format this package writes and reads.
-const SnapshotVersion = 1
+// SnapshotVersion is the newest snapshot format this package writes and
+// reads. Version 2 added replicas and ownership epochs; version 1
+// snapshots still read (their volumes have one implicit replica and epoch
+// 1), and a state without a replicated volume is written as version 1
+// (the fields it adds then mean what their absence means), so that nodes
+// from before replication can restore it.
+const SnapshotVersion = 2
+
+// MinSnapshotVersion is the oldest snapshot format ReadSnapshot reads.
+const MinSnapshotVersion = 1
 
 // State is the whole catalogue. The zero value is not usable; use New.
 type State struct {
@@ -41,7 +50,7 @@ func (s *State) Clone() *State {
 		c.Nodes[k] = v.clone()
 	}
 	for k, v := range s.Volumes {
-		c.Volumes[k] = v
+		c.Volumes[k] = v.clone()
 	}
 	for k, v := range s.Subsystems {
 		c.Subsystems[k] = v.clone()
@@ -63,7 +72,7 @@ func (s *State) NodeList() []Node {
 func (s *State) VolumeList() []Volume {
 	out := make([]Volume, 0, len(s.Volumes))
 	for _, v := range s.Volumes {
-		out = append(out, v)
+		out = append(out, v.clone())
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -91,6 +100,30 @@ func (s *State) exporter(name string) (string, uint32, bool) {
 	return "", 0, false
 }
 
+// SubsystemNodes returns the nodes that serve subsystem nqn, sorted: its
+// Node, and every node that holds a replica of a volume it exports (those
+// report the ANA state the subsystem's ANA map gives them: the owner
+// optimized, the others inaccessible). Nil when there is no such
+// subsystem.
+func (s *State) SubsystemNodes(nqn string) []string {
+	sub, ok := s.Subsystems[nqn]
+	if !ok {
+		return nil
+	}
+	out := []string{sub.Node}
+	for _, name := range sub.Namespaces {
+		v, ok := s.Volumes[name]
+		if !ok {
+			continue
+		}
+		for _, r := range v.ReplicaList() {
+			out = append(out, r.Node)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // Exporter returns the subsystem NQN and NSID that export volume name.
 func (s *State) Exporter(name string) (nqn string, nsid uint32, ok bool) {
 	return s.exporter(name)
@@ -103,7 +136,18 @@ type snapshot struct {
 
 // WriteSnapshot writes the whole state to w (JSON, versioned).
 func (s *State) WriteSnapshot(w io.Writer) error {
-	return json.NewEncoder(w).Encode(snapshot{V: SnapshotVersion, State: s})
+	return json.NewEncoder(w).Encode(snapshot{V: s.snapshotVersion(), State: s})
+}
+
+// snapshotVersion is 2 when a volume has more than one copy or has
+// changed owner, else 1.
+func (s *State) snapshotVersion() int {
+	for _, v := range s.Volumes {
+		if len(v.ReplicaSet) > 1 || v.Epoch > 1 {
+			return 2
+		}
+	}
+	return 1
 }
 
 // ReadSnapshot reads a state written by WriteSnapshot.
@@ -112,7 +156,7 @@ func ReadSnapshot(r io.Reader) (*State, error) {
 	if err := json.NewDecoder(r).Decode(&sn); err != nil {
 		return nil, fmt.Errorf("%w: snapshot: %v", ErrInvalid, err)
 	}
-	if sn.V != SnapshotVersion {
+	if sn.V < MinSnapshotVersion || sn.V > SnapshotVersion {
 		return nil, fmt.Errorf("%w: snapshot version %d", ErrVersion, sn.V)
 	}
 	if sn.State == nil {

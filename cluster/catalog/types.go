@@ -55,7 +55,8 @@ type Listener struct {
 	TSAS string `json:"tsas,omitempty"`
 }
 
-// Volume is a block volume: a sparse backing file on its owner node.
+// Volume is a block volume: a sparse backing file on its owner node and,
+// when replicated, one on each replica node.
 type Volume struct {
 	Name string `json:"name"`
 	// UUID and NGUID identify the namespace that exports the volume
@@ -69,8 +70,23 @@ type Volume struct {
 	// (ValidVolumePath: name + ".img", chosen by the leader, never by a
 	// client). Unique per node.
 	Path string `json:"path"`
-	// Node is the owner's ID.
+	// Node is the owner's ID: it holds an in-sync replica, serves the
+	// volume ANA-optimized and is the only node that writes it (mirroring
+	// to the other replicas). It changes only by OpFailover.
 	Node string `json:"node"`
+	// Replicas is the desired number of copies, 1 to MaxReplicas; 0 in
+	// entries written before replication means 1 (DesiredReplicas).
+	Replicas int `json:"replicas,omitempty"`
+	// ReplicaSet lists the copies, the owner's among them, on distinct
+	// nodes. Entries written before replication have none: their one
+	// replica is Node's Path, in sync (ReplicaList).
+	ReplicaSet []Replica `json:"replica_set,omitempty"`
+	// Epoch is the ownership epoch, the fencing token: it starts at 1 and
+	// every change of owner increments it (0 in entries written before
+	// epochs means 1: OwnerEpoch). A command an owner proposes about its
+	// volume's replicas carries the epoch it believes in, and Apply
+	// rejects it with ErrStaleEpoch unless that is the current one.
+	Epoch uint64 `json:"epoch,omitempty"`
 	// State is one of the Volume* states; Message explains VolumeError.
 	State   string `json:"state"`
 	Message string `json:"message,omitempty"`

@@ -30,6 +30,12 @@ type VolumeSpec struct {
 	// Node owns the volume; required (the API fills in the node the
 	// client talked to).
 	Node string
+	// Replicas is the number of copies, 1 to MaxReplicas (0 = 1): the
+	// owner's and one on each of ReplicaNodes.
+	Replicas int
+	// ReplicaNodes are the nodes of the copies other than the owner's,
+	// distinct, chosen by the proposer (PlaceReplicas); Replicas-1 of them.
+	ReplicaNodes []string
 	// RequestID identifies the client's request; a retried create with
 	// the same RequestID answers the volume the first attempt made.
 	RequestID string
@@ -45,11 +51,31 @@ func NewVolume(spec VolumeSpec, uuid, nguid string) (Volume, error) {
 	if spec.BlockSize == 0 {
 		spec.BlockSize = DefaultBlockSize
 	}
+	if spec.Replicas == 0 {
+		spec.Replicas = 1
+	}
 	v := Volume{
 		Name: spec.Name, UUID: uuid, NGUID: nguid, Size: spec.Size, BlockSize: spec.BlockSize,
 		Path: spec.Name + VolumeFileSuffix, Node: spec.Node, RequestID: spec.RequestID,
+		Replicas: spec.Replicas, Epoch: 1,
 	}
-	return v, v.validate()
+	if err := v.validate(); err != nil {
+		return v, err
+	}
+	if spec.Replicas < 1 || spec.Replicas > MaxReplicas {
+		return v, fmt.Errorf("%w: %d replicas: want 1 to %d", ErrInvalid, spec.Replicas, MaxReplicas)
+	}
+	if len(spec.ReplicaNodes) != spec.Replicas-1 {
+		return v, fmt.Errorf("%w: %d replicas need %d nodes besides the owner, %d given", ErrInvalid, spec.Replicas, spec.Replicas-1, len(spec.ReplicaNodes))
+	}
+	if spec.Replicas == 1 {
+		return v, nil // Apply records the one replica (Node's Path)
+	}
+	v.ReplicaSet = []Replica{{Node: v.Node, Path: v.Path, State: ReplicaInSync}}
+	for _, n := range spec.ReplicaNodes {
+		v.ReplicaSet = append(v.ReplicaSet, Replica{Node: n, Path: v.Path, State: ReplicaInSync})
+	}
+	return v, v.checkReplicas()
 }
 
 // validate checks a volume's own fields (no catalogue lookups).

@@ -19,9 +19,10 @@ func volumeTable(w io.Writer, v any) {
 	case catalog.Volume:
 		vs = []catalog.Volume{x}
 	}
-	fmt.Fprintln(w, "NAME\tSIZE\tBLOCK\tNODE\tSTATE\tUUID\tMESSAGE")
+	fmt.Fprintln(w, "NAME\tSIZE\tBLOCK\tNODE\tSTATE\tREPLICAS\tUUID\tMESSAGE")
 	for _, x := range vs {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", x.Name, x.Size, x.BlockSize, x.Node, x.State, x.UUID, x.Message)
+		fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%d/%d\t%s\t%s\n", x.Name, x.Size, x.BlockSize, x.Node, x.State,
+			len(x.InSyncNodes()), x.DesiredReplicas(), x.UUID, x.Message)
 	}
 }
 
@@ -31,12 +32,21 @@ func newVolumeCmd(g *globals) *cobra.Command {
 	a.register(cmd)
 
 	var size, node string
-	var bs int
-	create := &cobra.Command{Use: "create NAME --size 10G [--node n1]", Short: "create a volume", Args: cobra.ExactArgs(1)}
+	var bs, replicas int
+	var replicaNodes []string
+	create := &cobra.Command{Use: "create NAME --size 10G [--node n1] [--replicas 3]", Short: "create a volume", Args: cobra.ExactArgs(1)}
 	create.Flags().StringVar(&size, "size", "", "size (K/M/G/T suffixes, powers of 1024)")
 	create.Flags().StringVar(&node, "node", "", "owner node (default: the node --api points at)")
 	create.Flags().IntVar(&bs, "block-size", 512, "logical block size: 512 or 4096")
+	create.Flags().IntVar(&replicas, "replicas", 1, "copies of the data on distinct nodes, 1 to 3 (writes complete when every in-sync copy has them)")
+	create.Flags().StringSliceVar(&replicaNodes, "replica-nodes", nil, "nodes of the copies besides the owner's, comma-separated (default: the leader places them on reachable nodes with room)")
 	create.RunE = func(cmd *cobra.Command, args []string) error {
+		if replicas < 1 || replicas > catalog.MaxReplicas {
+			return fmt.Errorf("--replicas %d: want 1 to %d", replicas, catalog.MaxReplicas)
+		}
+		if len(replicaNodes) > 0 && len(replicaNodes) != replicas-1 {
+			return fmt.Errorf("--replica-nodes names %d nodes; --replicas %d needs %d besides the owner", len(replicaNodes), replicas, replicas-1)
+		}
 		if size == "" {
 			return fmt.Errorf("--size is required (e.g. --size 10G)")
 		}
@@ -45,7 +55,7 @@ func newVolumeCmd(g *globals) *cobra.Command {
 			return err
 		}
 		return a.run(func(ctx context.Context, c *api.Client) (any, error) {
-			return c.CreateVolume(ctx, api.CreateVolumeRequest{Name: args[0], Size: n, BlockSize: bs, Node: node})
+			return c.CreateVolume(ctx, api.CreateVolumeRequest{Name: args[0], Size: n, BlockSize: bs, Node: node, Replicas: replicas, ReplicaNodes: replicaNodes})
 		}, volumeTable)(cmd, args)
 	}
 	list := &cobra.Command{Use: "list", Short: "list volumes", Args: cobra.NoArgs}
@@ -78,5 +88,6 @@ func newVolumeCmd(g *globals) *cobra.Command {
 		return a.run(func(ctx context.Context, c *api.Client) (any, error) { return c.RepairVolume(ctx, args[0]) }, volumeTable)(cmd, args)
 	}
 	cmd.AddCommand(create, list, get, resize, repair, del)
+	addReplicaCmds(cmd, a)
 	return cmd
 }

@@ -22,7 +22,9 @@
 // role needed. A node forwarding a write sends the caller's roles along;
 // the leader believes them only from a node. internal/apply takes only
 // the commands nodes propose (registration of themselves, volume state,
-// purge): everything else is built by the leader from typed requests.
+// purge, and an owner's replica states, rebuild progress and failover,
+// fenced by its ownership epoch): everything else is built by the leader
+// from typed requests.
 // A join is checked first (Options.VerifyJoin): the node must answer as
 // itself at its API address and accept connections at its raft address.
 //
@@ -35,11 +37,30 @@
 // request ID). Propose retries through both, for the nodes' own
 // idempotent commands.
 //
+// # Replicated volumes
+//
+// A create with replicas > 1 and no replica_nodes is placed by the leader
+// (catalog.PlaceReplicas) on nodes that answer /v1/health now
+// (Options.Live replaces the probe, bounded to 1 s). A failover without a
+// target picks one with catalog.PickNewOwner among reachable in-sync
+// copies and carries the epoch it saw, so a concurrent move makes it fail
+// (409) rather than move the volume twice. GET /v1/volumes/{name}/status
+// answers api.VolumeStatus (copies, owner, rebuild percent and ETA).
+// A stale ownership epoch is 409 with code "stale_epoch".
+//
+// RunFailoverWatch is the automatic failover policy: on the leader, every
+// WatchOptions.Interval it probes the nodes, and an owner unreachable for
+// WatchOptions.Grace loses its volumes that have an in-sync copy on a node
+// that answered (catalog.FailoverCommands). A new leader starts the grace
+// period afresh.
+//
 // # Goroutines
 //
 // Handlers run on net/http's goroutines; the status handler asks the other
-// members for their state in parallel (bounded to 2 s). The Server holds no
-// state of its own beyond its Options.
+// members for their state in parallel (bounded to 2 s), as do placement
+// and failover (1 s). RunFailoverWatch runs on the caller's goroutine and
+// keeps its reachability record to itself. The Server holds no state of
+// its own beyond its Options.
 //
 // # Ownership
 //

@@ -18,6 +18,8 @@ func classify(err error) (int, string) {
 		return http.StatusNotFound, api.CodeNotFound
 	case errors.Is(err, catalog.ErrExists):
 		return http.StatusConflict, api.CodeExists
+	case errors.Is(err, catalog.ErrStaleEpoch):
+		return http.StatusConflict, api.CodeStaleEpoch
 	case errors.Is(err, catalog.ErrConflict):
 		return http.StatusConflict, api.CodeConflict
 	case errors.Is(err, errNoLeader):

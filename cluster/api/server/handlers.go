@@ -20,7 +20,7 @@ import (
 )
 
 func (s *Server) apply(w http.ResponseWriter, c catalog.Command) (catalog.Result, bool) {
-	c.V = catalog.CommandVersion
+	c.V = c.Version()
 	res, err := s.o.Node.Apply(c)
 	if err != nil {
 		writeError(w, err)
@@ -212,13 +212,18 @@ func (s *Server) snapshot(w http.ResponseWriter, _ *http.Request) {
 }
 
 // internalOps are the commands nodes propose through internal/apply:
-// their own registration and their volumes' states. Everything else goes
+// their own registration, their volumes' states, and (owners, fenced by
+// their epoch) their replicas' states and a failover away from a failed
+// copy. Everything else goes
 // through the typed endpoints, where the leader builds the command (a
 // client never supplies a path, UUID or NGUID).
 var internalOps = map[catalog.Op]bool{
-	catalog.OpRegisterNode:   true,
-	catalog.OpSetVolumeState: true,
-	catalog.OpPurgeVolume:    true,
+	catalog.OpRegisterNode:    true,
+	catalog.OpSetVolumeState:  true,
+	catalog.OpPurgeVolume:     true,
+	catalog.OpSetReplicaState: true, // the owner, with its epoch
+	catalog.OpReportRebuild:   true, // the owner, with its epoch
+	catalog.OpFailover:        true, // an owner whose own copy failed, or the leader's failover watch
 }
 
 func (s *Server) internalApply(w http.ResponseWriter, r *http.Request) {
@@ -230,6 +235,10 @@ func (s *Server) internalApply(w http.ResponseWriter, r *http.Request) {
 	c := req.Command
 	if !internalOps[c.Op] {
 		writeError(w, fmt.Errorf("%w: internal/apply does not take %q commands", errForbidden, c.Op))
+		return
+	}
+	if c.Op == catalog.OpFailover && c.Epoch == 0 {
+		writeError(w, fmt.Errorf("%w: a node's failover must carry the ownership epoch it was decided at", catalog.ErrInvalid))
 		return
 	}
 	if id := principal(r).NodeID; id != "" && c.Op == catalog.OpRegisterNode && (c.Node == nil || c.Node.ID != id) {
@@ -256,7 +265,7 @@ func (s *Server) getVolume(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	var v catalog.Volume
 	var ok bool
-	s.o.Node.View(func(st *catalog.State) { v, ok = st.Volumes[name] })
+	s.o.Node.View(func(st *catalog.State) { v, ok = st.Volumes[name]; v = v.Clone() })
 	if !ok {
 		writeError(w, fmt.Errorf("%w: volume %q", catalog.ErrNotFound, name))
 		return
@@ -282,8 +291,13 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) {
 	if req.Node == "" {
 		req.Node = s.origin(r)
 	}
+	if err := s.placeReplicas(r.Context(), &req); err != nil {
+		writeError(w, err)
+		return
+	}
 	v, err := catalog.NewVolume(catalog.VolumeSpec{
 		Name: req.Name, Size: req.Size, BlockSize: req.BlockSize, Node: req.Node, RequestID: req.RequestID,
+		Replicas: req.Replicas, ReplicaNodes: req.ReplicaNodes,
 	}, randomID(), randomID())
 	if err != nil {
 		writeError(w, err)

@@ -53,7 +53,11 @@ type Options struct {
 	// that its raft address accepts connections. nil = the default check;
 	// tests may replace it.
 	VerifyJoin func(ctx context.Context, n catalog.Node) error
-	Logger     *slog.Logger
+	// Live reports which of nodes are reachable now, for replica
+	// placement and failover. nil = each node's /v1/health answers
+	// within a second (this node always counts); tests may replace it.
+	Live   func(ctx context.Context, nodes []catalog.Node) map[string]bool
+	Logger *slog.Logger
 }
 
 // Server is the HTTP handler of one node's control API.
@@ -133,6 +137,10 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/volumes/{name}/resize", admin(s.resizeVolume))
 	m.HandleFunc("POST /v1/volumes/{name}/repair", admin(s.repairVolume))
 	m.HandleFunc("DELETE /v1/volumes/{name}", admin(s.deleteVolume))
+	m.HandleFunc("GET /v1/volumes/{name}/status", read(s.volumeStatus))
+	m.HandleFunc("POST /v1/volumes/{name}/replicas", admin(s.addReplica))
+	m.HandleFunc("DELETE /v1/volumes/{name}/replicas/{node}", admin(s.removeReplica))
+	m.HandleFunc("POST /v1/volumes/{name}/failover", admin(s.failover))
 
 	m.HandleFunc("GET /v1/subsystems", read(s.listSubsystems))
 	m.HandleFunc("POST /v1/subsystems", admin(s.createSubsystem))
@@ -359,7 +367,7 @@ func (s *Server) send(ctx context.Context, method, url, origin string, caller Pr
 // propose are: registration, volume state, purge).
 func (s *Server) Propose(ctx context.Context, c catalog.Command) (catalog.Result, error) {
 	if c.V == 0 {
-		c.V = catalog.CommandVersion
+		c.V = c.Version()
 	}
 	body, _ := json.Marshal(api.ApplyRequest{Command: c})
 	self := Principal{Name: "node:" + s.o.Node.ID(), Roles: RoleNode | RoleReader, NodeID: s.o.Node.ID()}

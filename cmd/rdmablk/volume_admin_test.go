@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rdmablk/rdmablk/cluster"
+	"github.com/rdmablk/rdmablk/cluster/api/server"
+	"github.com/rdmablk/rdmablk/cluster/catalog"
+)
+
+// fakeCluster is a leader of four nodes n1..n4 applying commands to a
+// catalogue, for the control API server the admin commands talk to.
+type fakeCluster struct {
+	mu sync.Mutex
+	st *catalog.State
+}
+
+func (f *fakeCluster) ID() string                    { return "n1" }
+func (f *fakeCluster) IsLeader() bool                { return true }
+func (f *fakeCluster) Leader() (string, string)      { return "n1", "127.0.0.1:2" }
+func (f *fakeCluster) AddVoter(string, string) error { return nil }
+func (f *fakeCluster) RemoveServer(string) error     { return nil }
+func (f *fakeCluster) Snapshot() error               { return nil }
+func (f *fakeCluster) Status() cluster.Status        { return cluster.Status{ID: "n1", State: "Leader"} }
+func (f *fakeCluster) View(fn func(*catalog.State))  { f.mu.Lock(); defer f.mu.Unlock(); fn(f.st) }
+func (f *fakeCluster) Apply(c catalog.Command) (catalog.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st.Apply(c)
+}
+
+// startAPI serves a control API over a fresh four-node catalogue; every
+// node counts as reachable.
+func startAPI(t *testing.T) (string, *fakeCluster) {
+	t.Helper()
+	f := &fakeCluster{st: catalog.New()}
+	for _, id := range []string{"n1", "n2", "n3", "n4"} {
+		f.st.Apply(catalog.Command{V: catalog.CommandVersion, Op: catalog.OpRegisterNode, Node: &catalog.Node{ID: id, APIAddr: "x", RaftAddr: "y"}})
+	}
+	s := server.New(server.Options{Node: f, Live: func(_ context.Context, ns []catalog.Node) map[string]bool {
+		m := map[string]bool{}
+		for _, n := range ns {
+			m[n.ID] = true
+		}
+		return m
+	}})
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return srv.URL, f
+}
+
+// volumeCLI runs `rdmablk volume ARGS --api URL` and returns its output.
+func volumeCLI(t *testing.T, url string, args ...string) (string, error) {
+	t.Helper()
+	root := newRoot()
+	var out, errb bytes.Buffer
+	root.SetArgs(append([]string{"volume"}, append(args, "--api", url)...))
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	err := root.Execute()
+	return out.String(), err
+}
+
+// TestVolumeReplicaCommands: create --replicas, status (table and -o
+// json), replica add/remove and failover, and their errors.
+func TestVolumeReplicaCommands(t *testing.T) {
+	url, f := startAPI(t)
+	out, err := volumeCLI(t, url, "create", "db", "--size", "10M", "--replicas", "3")
+	if err != nil || !strings.Contains(out, "3/3") {
+		t.Fatalf("create: %v\n%s", err, out)
+	}
+	if _, err := volumeCLI(t, url, "create", "x", "--size", "1M", "--replicas", "4"); err == nil || !strings.Contains(err.Error(), "--replicas 4: want 1 to 3") {
+		t.Fatalf("--replicas 4: %v", err)
+	}
+	if _, err := volumeCLI(t, url, "create", "x", "--size", "1M", "--replicas", "2", "--replica-nodes", "n2,n3"); err == nil || !strings.Contains(err.Error(), "needs 1 besides the owner") {
+		t.Fatalf("--replica-nodes count: %v", err)
+	}
+
+	// A copy is rebuilding: the owner reported half done at 1 MiB/s.
+	if _, err := volumeCLI(t, url, "replica", "remove", "db", "--node", "n3"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := volumeCLI(t, url, "replica", "add", "db", "--node", "n4"); err != nil || !strings.Contains(out, "2/3") {
+		t.Fatalf("replica add: %v\n%s", err, out)
+	}
+	f.Apply(catalog.Command{V: catalog.CommandVersion, Op: catalog.OpReportRebuild, Name: "db", NodeID: "n4", Epoch: 1,
+		Rebuild: &catalog.Rebuild{Full: true, Copied: 5 << 20, Total: 10 << 20, Rate: 1 << 20}})
+
+	out, err = volumeCLI(t, url, "status", "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 5 || !strings.Contains(lines[0], "owner n1 (epoch 1), 2 of 3 replicas in sync") {
+		t.Fatalf("status table:\n%s", out)
+	}
+	for i, want := range [][]string{
+		{"NODE", "STATE", "OWNER", "REBUILD", "ETA"},
+		{"n1", "in-sync", "*", "-", "-"},
+		{"n2", "in-sync", "-", "-"},
+		{"n4", "syncing", "50.0%", "(full)", "5s"},
+	} {
+		if got := strings.Fields(lines[i+1]); !equalPrefix(got, want) {
+			t.Errorf("status row %d: %q, want %q", i, lines[i+1], want)
+		}
+	}
+
+	out, err = volumeCLI(t, url, "status", "db", "-o", "json")
+	var js map[string]any
+	if err != nil || json.Unmarshal([]byte(out), &js) != nil {
+		t.Fatalf("status -o json: %v\n%s", err, out)
+	}
+	checkKeys(t, "volume status", js, "")
+	reps, _ := js["replica_status"].([]any)
+	if js["owner"] != "n1" || len(reps) != 3 || reps[2].(map[string]any)["percent"] != float64(50) || reps[2].(map[string]any)["eta_seconds"] != float64(5) {
+		t.Fatalf("status json: %s", out)
+	}
+	if _, err := volumeCLI(t, url, "status", "db", "-o", "yaml"); err == nil || !strings.Contains(err.Error(), "want table or json") {
+		t.Fatalf("-o yaml: %v", err)
+	}
+
+	// Failover: a syncing copy cannot own; an in-sync one can.
+	if _, err := volumeCLI(t, url, "failover", "db", "--to", "n4"); err == nil || !strings.Contains(err.Error(), "only an in-sync replica may become owner") || !strings.Contains(err.Error(), "409") {
+		t.Fatalf("failover to a syncing copy: %v", err)
+	}
+	if out, err := volumeCLI(t, url, "failover", "db", "--to", "n2"); err != nil || !strings.Contains(out, "\tn2\t") && !strings.Contains(out, " n2 ") {
+		t.Fatalf("failover: %v\n%s", err, out)
+	}
+	if out, _ := volumeCLI(t, url, "status", "db"); !strings.Contains(out, "owner n2 (epoch 2)") {
+		t.Fatalf("status after failover:\n%s", out)
+	}
+	if _, err := volumeCLI(t, url, "replica", "remove", "db", "--node", "n2"); err == nil || !strings.Contains(err.Error(), "is the owner") {
+		t.Fatalf("remove the owner's copy: %v", err)
+	}
+	if _, err := volumeCLI(t, url, "replica", "add", "db"); err == nil || !strings.Contains(err.Error(), "--node is required") {
+		t.Fatalf("add without --node: %v", err)
+	}
+}
+
+func equalPrefix(got, want []string) bool {
+	if len(got) < len(want) {
+		return false
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			return false
+		}
+	}
+	return true
+}
