@@ -48,12 +48,33 @@ func (m *Mirror) Backend() blockdev.Backend {
 // The capability views: *Mirror plus the optional interfaces the local
 // leg has.
 type (
-	vB   struct{ *Mirror; batcher }
-	vF   struct{ *Mirror; fixed }
-	vBF  struct{ *Mirror; batcher; fixed }
-	vR   struct{ *Mirror; resizer }
-	vBR  struct{ *Mirror; batcher; resizer }
-	vFR  struct{ *Mirror; fixed; resizer }
+	vB struct {
+		*Mirror
+		batcher
+	}
+	vF struct {
+		*Mirror
+		fixed
+	}
+	vBF struct {
+		*Mirror
+		batcher
+		fixed
+	}
+	vR struct {
+		*Mirror
+		resizer
+	}
+	vBR struct {
+		*Mirror
+		batcher
+		resizer
+	}
+	vFR struct {
+		*Mirror
+		fixed
+		resizer
+	}
 	vBFR struct {
 		*Mirror
 		batcher

@@ -124,4 +124,6 @@ func memLegs(n int, blocks uint64, bs int, async bool) []blockdev.Backend {
 
 // mirrorConfigSmall: 16 KiB regions, so that the suite's small volumes
 // have many.
-func mirrorConfigSmall() mirror.Config { return mirror.Config{RegionBytes: 16 << 10, MaxInFlight: 32, Workers: 4} }
+func mirrorConfigSmall() mirror.Config {
+	return mirror.Config{RegionBytes: 16 << 10, MaxInFlight: 32, Workers: 4}
+}

@@ -52,9 +52,9 @@ type Mirror struct {
 	ctlMu sync.Mutex // serialises leg-set swaps, fixed registrations, Resize, Plug bookkeeping
 	regs  [][]byte   // registered fixed regions by handle-1; nil: free slot
 
-	free    chan *op   // idle per-I/O state; its capacity is MaxInFlight
-	jobs    chan job   // work for the workers
-	settles chan *op   // async operations that need faults recorded
+	free    chan *op // idle per-I/O state; its capacity is MaxInFlight
+	jobs    chan job // work for the workers
+	settles chan *op // async operations that need faults recorded
 	closed  atomic.Bool
 	closing chan struct{} // closed by Close
 	wg      sync.WaitGroup
