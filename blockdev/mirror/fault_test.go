@@ -53,15 +53,16 @@ func (l *eventLog) String() string {
 	return fmt.Sprint(l.evs)
 }
 
-// notDone gives a write that wrongly ignored a pending fault time to show
-// itself; a correct mirror passes whatever the scheduling (the write
-// cannot complete), so this is no synchronisation.
+// notDone gives an operation that wrongly does not wait (for a fault
+// record, a region copy) time to show itself; a correct mirror passes
+// whatever the scheduling (the operation cannot complete yet), so this is
+// no synchronisation.
 func notDone(t *testing.T, res <-chan error, what string) {
 	t.Helper()
 	for range 2000 {
 		select {
 		case err := <-res:
-			t.Fatalf("%s completed (err %v) while the fault was not recorded", what, err)
+			t.Fatalf("%s completed (err %v) before what it must wait for", what, err)
 		default:
 			runtime.Gosched()
 		}
