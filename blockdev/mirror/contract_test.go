@@ -6,6 +6,7 @@ import (
 
 	"github.com/rdmablk/rdmablk/blockdev"
 	"github.com/rdmablk/rdmablk/blockdev/blockdevtest"
+	"github.com/rdmablk/rdmablk/blockdev/mem"
 )
 
 // TestContract runs the backend contract suite against mirrors of 1, 2
@@ -21,4 +22,13 @@ func TestContract(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestContractFixed: the suite over legs with fixed buffers and batching,
+// which the mirror must expose.
+func TestContractFixed(t *testing.T) {
+	blockdevtest.Run(t, func(t *testing.T, blocks uint64, bs int) blockdev.Backend {
+		m := newMirror(t, &okMembership{}, mirrorConfigSmall(), newFixedLeg(blocks, bs), newFixedLeg(blocks, bs), mem.New(blocks, bs))
+		return m.Backend()
+	}, blockdevtest.Caps{Persistent: true, Capabilities: blockdevtest.CapAsync | blockdevtest.CapAsyncBatcher | blockdevtest.CapFixedBuffers | blockdevtest.CapResizer})
 }
