@@ -81,6 +81,19 @@ func (b *bitmap) count() uint64 {
 	return c
 }
 
+// countBelow returns the number of set bits below n.
+func (b *bitmap) countBelow(n uint64) uint64 {
+	n = min(n, b.n)
+	var c uint64
+	for i := uint64(0); i < n/64; i++ {
+		c += uint64(bits.OnesCount64(b.words[i].Load()))
+	}
+	if r := n % 64; r != 0 {
+		c += uint64(bits.OnesCount64(b.words[n/64].Load() & (1<<r - 1)))
+	}
+	return c
+}
+
 // grown returns a copy of b with n regions (n >= b.n); the new regions
 // are set when fill is true.
 func (b *bitmap) grown(n uint64, fill bool) *bitmap {

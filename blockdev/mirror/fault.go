@@ -18,7 +18,9 @@ import (
 //
 // Fault is called from a goroutine of the mirror, never from an I/O
 // completion or a caller's submission; it may block (a raft Apply) and may
-// be called concurrently for different legs. For the local leg (name
+// be called concurrently for different legs. It should give up within a
+// bounded time (the Apply timeout): the operations waiting for it hold
+// their regions and per-I/O state, and Close waits for them. For the local leg (name
 // Config.LocalName) the call is a report: the volume has stopped serving
 // and the result is not waited for.
 type Membership interface {

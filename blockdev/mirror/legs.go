@@ -147,14 +147,18 @@ func (m *Mirror) Legs() []LegStatus {
 	return out
 }
 
-// dirtyBytes is the size of bm's set regions (the last region may be
-// short).
+// dirtyBytes is the size of bm's set regions within the volume (the last
+// region may be short; regions past the end after a shrink do not count).
 func (m *Mirror) dirtyBytes(bm *bitmap) int64 {
-	n := int64(bm.count()) * int64(m.cfg.RegionBytes)
-	if last := bm.n; last > 0 && bm.test(last-1) {
-		n -= int64(m.cfg.RegionBytes) - m.regionLen(last-1)
+	n := min(bm.n, m.nRegions(m.Blocks()))
+	if n == 0 {
+		return 0
 	}
-	return n
+	b := int64(bm.countBelow(n)) * int64(m.cfg.RegionBytes)
+	if bm.test(n - 1) {
+		b -= int64(m.cfg.RegionBytes) - m.regionLen(n-1)
+	}
+	return b
 }
 
 // regionLen is region r's length in bytes (the last region may be short).

@@ -92,6 +92,9 @@ func TestBitmap(t *testing.T) {
 	if len(seen) != 73 || seen[0] != 3 || seen[1] != 60 || seen[71] != 130 || seen[72] != 199 {
 		t.Fatalf("next walked %v", seen)
 	}
+	if b.countBelow(61) != 2 || b.countBelow(64) != 5 || b.countBelow(1000) != 73 {
+		t.Fatalf("countBelow: %d %d %d", b.countBelow(61), b.countBelow(64), b.countBelow(1000))
+	}
 	if !b.testAndClear(60) || b.testAndClear(60) || b.test(60) {
 		t.Fatal("testAndClear")
 	}

@@ -116,7 +116,9 @@ func sameAs(t *testing.T, what string, got, want []byte, bs int) {
 // end; the faulted ones, once rebuilt from their dirty bitmaps, hold it
 // too.
 func TestNoAckMissingOnInSyncLeg(t *testing.T) {
-	const bs, blocks = 512, 2048 // 1 MiB, 64 regions of 16 KiB
+	// 16 MiB, 1024 regions of 16 KiB: the writes after a fault dirty only
+	// some of them, so a failed write whose region was not marked shows.
+	const bs, blocks = 512, 32768
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			mb := &okMembership{}
@@ -125,7 +127,7 @@ func TestNoAckMissingOnInSyncLeg(t *testing.T) {
 			f1, f2 := faulty.New(inner[0]), faulty.New(newAsyncLeg(inner[1]))
 			m := newMirror(t, mb, mirrorConfigSmall(), newAsyncLeg(local), f1, f2, newAsyncLeg(inner[2]))
 			defer m.Close()
-			f1.Inject(faulty.Rule{Ops: faulty.OpWrite | faulty.OpWriteZeroes, Every: 23 + seed, Times: 1})
+			f1.Inject(faulty.Rule{Ops: faulty.OpWrite | faulty.OpWriteZeroes, Every: 500 + 37*seed, Times: 1})
 			f2.Inject(faulty.Rule{Ops: faulty.OpWrite, Every: 31, Times: 1, After: true})
 			md := newModel(blocks, bs)
 			writers(t, m.Backend(), md, 6, 150, seed)
