@@ -67,6 +67,10 @@
 // always safe. Requests that are malformed (range, alignment) are
 // rejected before any leg sees them, so a leg's error is always a fault.
 //
+// Discard passes to every leg as it is; on legs whose discarded blocks
+// read back undefined (block devices) the legs may differ there, which a
+// reader cannot tell from any other undefined content.
+//
 // Concurrent writes to overlapping blocks may reach the legs in
 // different orders and leave them different, as in any mirror (Linux md
 // RAID1 too); NVMe leaves the result of such writes undefined, and

@@ -20,7 +20,9 @@ import (
 // completion or a caller's submission; it may block (a raft Apply) and may
 // be called concurrently for different legs. It should give up within a
 // bounded time (the Apply timeout): the operations waiting for it hold
-// their regions and per-I/O state, and Close waits for them. For the local leg (name
+// their regions and per-I/O state, and Close waits for them. The mirror
+// holds no lock while it calls Fault, so Fault (or the FSM it drives) may
+// call back into the mirror, e.g. SetState(leg, Faulted). For the local leg (name
 // Config.LocalName) the call is a report: the volume has stopped serving
 // and the result is not waited for.
 type Membership interface {
