@@ -105,20 +105,21 @@ func (m *Mirror) refault(l *leg, old *episode) *episode {
 	return ep
 }
 
-// record runs Membership.Fault for one episode (its own goroutine).
+// record runs Membership.Fault for one episode (its own goroutine). On
+// success the leg's entry drops the episode before done is closed, so an
+// operation that has seen the record complete never finds it pending.
 func (m *Mirror) record(l *leg, ep *episode, cause error) {
 	err := m.cfg.Membership.Fault(l.name, cause)
 	ep.err = err
+	if err == nil {
+		m.ctlMu.Lock()
+		set := m.set.Load()
+		if i := set.index(l); i >= 0 && set.entries[i].ep == ep {
+			m.set.Store(set.with(i, legEntry{l: l, state: Faulted}))
+		}
+		m.ctlMu.Unlock()
+	}
 	close(ep.done)
-	if err != nil {
-		return
-	}
-	m.ctlMu.Lock()
-	defer m.ctlMu.Unlock()
-	set := m.set.Load()
-	if i := set.index(l); i >= 0 && set.entries[i].ep == ep {
-		m.set.Store(set.with(i, legEntry{l: l, state: Faulted}))
-	}
 }
 
 // await waits for ep and returns nil once l's fault is recorded. When the
