@@ -9,7 +9,10 @@ import (
 // AddLeg adds a remote leg in state st. The leg must have the local
 // leg's geometry. InSync asserts that b already holds exactly what the
 // local leg holds (a volume created empty on every replica, or a daemon
-// restart where the catalogue still calls the replica in sync); Syncing
+// restart where the catalogue still calls the replica in sync) and is
+// only right while no write-class operation is in flight (before the
+// namespace is served: one in flight would reach the local leg and not
+// the new one); Syncing
 // or Faulted start with every region dirty: the leg's history is unknown,
 // so Rebuild copies all of it. The leg gets the fixed-buffer
 // registrations made so far, when it takes them. From the moment AddLeg
