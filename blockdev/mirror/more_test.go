@@ -113,3 +113,62 @@ func TestResizeGrowsBitmaps(t *testing.T) {
 		t.Fatal("Resize with a leg that cannot resize succeeded")
 	}
 }
+
+// fsmMembership commits a fault by applying it to the mirror, as the
+// daemon's FSM would (a call back into the mirror from inside Fault).
+type fsmMembership struct{ m *mirror.Mirror }
+
+func (f *fsmMembership) Fault(leg string, _ error) error {
+	if leg == "local" {
+		return nil
+	}
+	return f.m.SetState(leg, mirror.Faulted)
+}
+
+// TestFaultCallsBack: Membership.Fault may call SetState on the mirror.
+func TestFaultCallsBack(t *testing.T) {
+	const bs = 512
+	fm := &fsmMembership{}
+	bad := faulty.New(mem.New(64, bs))
+	m := newMirror(t, fm, mirrorConfigSmall(), mem.New(64, bs), bad)
+	defer m.Close()
+	fm.m = m
+	bad.Inject(faulty.Rule{Ops: faulty.OpWrite, Times: 1})
+	if err := m.WriteAt([][]byte{pat(bs, bs, 1, 1)}, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if st := m.Legs()[1]; st.State != mirror.Faulted || st.FaultPending || st.DirtyBytes != region {
+		t.Fatalf("leg: %+v", st)
+	}
+}
+
+// TestSetStateChecks: unknown legs, the local leg and bad states are
+// refused; names are unique.
+func TestSetStateChecks(t *testing.T) {
+	m := newMirror(t, &okMembership{}, mirrorConfigSmall(), mem.New(64, 512), mem.New(64, 512))
+	defer m.Close()
+	if err := m.SetState("nope", mirror.Faulted); !errors.Is(err, mirror.ErrUnknownLeg) {
+		t.Fatalf("unknown leg: %v", err)
+	}
+	if err := m.SetState("local", mirror.Faulted); !errors.Is(err, mirror.ErrState) {
+		t.Fatalf("local leg: %v", err)
+	}
+	if err := m.SetState(legName(1), mirror.State(9)); err == nil {
+		t.Fatal("invalid state accepted")
+	}
+	if err := m.AddLeg(legName(1), mem.New(64, 512), mirror.Syncing); !errors.Is(err, mirror.ErrLegExists) {
+		t.Fatalf("duplicate name: %v", err)
+	}
+	if err := m.AddLeg("small", mem.New(32, 512), mirror.Syncing); err == nil {
+		t.Fatal("leg of another size accepted")
+	}
+	if _, err := m.RemoveLeg("local"); !errors.Is(err, mirror.ErrState) {
+		t.Fatalf("removing the local leg: %v", err)
+	}
+	if _, err := mirror.New(mirror.Config{Local: mem.New(64, 512)}); err == nil {
+		t.Fatal("New without Membership")
+	}
+	if _, err := mirror.New(mirror.Config{Local: mem.New(64, 512), Membership: &okMembership{}, RegionBytes: 3000}); err == nil {
+		t.Fatal("region size not a power of two accepted")
+	}
+}
