@@ -3,9 +3,11 @@ package mirror_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +27,10 @@ type model struct {
 	want   []byte
 	// onWrite, if set, runs after every acknowledged write.
 	onWrite func()
+	// tolerate: writes failing with it are not recorded and not test
+	// failures; failed counts them.
+	tolerate error
+	failed   atomic.Int64
 }
 
 func newModel(blocks uint64, bs int) *model {
@@ -73,6 +79,10 @@ func writers(t *testing.T, b blockdev.Backend, md *model, n, rounds int, seed ui
 					} else {
 						err = b.WriteAt([][]byte{data}, lba, fl)
 					}
+				}
+				if err != nil && md.tolerate != nil && errors.Is(err, md.tolerate) {
+					md.failed.Add(1)
+					continue
 				}
 				if err != nil {
 					t.Errorf("writer %d round %d: %v", w, r, err)
@@ -263,3 +273,38 @@ func (c *tickClock) tick() {
 }
 
 func (c *tickClock) stop() { c.once.Do(func() { close(c.stopped) }) }
+
+// partitioned's Fault always fails: the owner cannot reach a quorum.
+type partitioned struct{ calls atomic.Int64 }
+
+func (p *partitioned) Fault(string, error) error {
+	p.calls.Add(1)
+	return errors.New("raft: no leader")
+}
+
+// TestPartitionedOwner: once a leg fails and the fault cannot be
+// recorded, no further write is acknowledged, and every acknowledged
+// write is on that leg (concurrent writers, sync and async).
+func TestPartitionedOwner(t *testing.T) {
+	const bs, blocks = 512, 4096
+	for seed := range uint64(3) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			p := &partitioned{}
+			inner := mem.New(blocks, bs)
+			leg := faulty.New(newAsyncLeg(inner))
+			m := newMirror(t, p, mirrorConfigSmall(), newAsyncLeg(mem.New(blocks, bs)), leg, mem.New(blocks, bs))
+			defer m.Close()
+			leg.Inject(faulty.Rule{Ops: faulty.OpWrite | faulty.OpWriteZeroes, Every: 100 + 20*seed, Times: 1})
+			md := newModel(blocks, bs)
+			md.tolerate = mirror.ErrFenced
+			writers(t, m.Backend(), md, 6, 100, seed)
+			if t.Failed() {
+				return
+			}
+			sameAs(t, "the leg the owner could not fault", whole(t, inner), md.want, bs)
+			if md.failed.Load() == 0 || p.calls.Load() == 0 {
+				t.Fatalf("%d writes fenced, %d fault records tried: the fault did not happen", md.failed.Load(), p.calls.Load())
+			}
+		})
+	}
+}
