@@ -60,8 +60,8 @@ type queueSetup struct {
 	// inCapsule is the in-capsule data limit of the queue's commands
 	// (used when the QP gets 2 send SGEs).
 	inCapsule int
-	vector   int
-	cntlid   uint16
+	vector    int
+	cntlid    uint16
 	// pd is the controller's PD; nil on the first (admin) queue, which
 	// allocates it on its device and returns it.
 	pd verbs.ProtectionDomain

@@ -89,7 +89,7 @@ type tcpWire struct {
 
 	// Reader side.
 	hdr    [tcppdu.TermReqHLen + tcppdu.MaxTermReqData + tcppdu.DigestSize]byte // fits every header
-	hdrLen int                                                              // bytes of hdr read (TermReq data)
+	hdrLen int                                                                  // bytes of hdr read (TermReq data)
 	h2c    [tcppdu.DataHLen + tcppdu.DigestSize + tcppdu.MaxDataAlign]byte
 	h2cDg  [tcppdu.DigestSize]byte
 	dgst   [tcppdu.DigestSize]byte

@@ -17,6 +17,7 @@ import (
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/target"
 	"github.com/rdmablk/rdmablk/target/rdma"
+	"github.com/rdmablk/rdmablk/target/tcp"
 	"github.com/rdmablk/rdmablk/verbs"
 	"github.com/rdmablk/rdmablk/verbs/soft"
 )
@@ -35,9 +36,11 @@ type env struct {
 	hostP   *soft.Provider
 	tgtP    *soft.Provider
 	tgt     *target.Target
-	ln      *rdma.Listener
-	addr    string
+	ln      *rdma.Listener // nil over NVMe/TCP
+	tcpLn   *tcp.Listener  // nil over RDMA
+	addr    string         // "tcp://host:port" over NVMe/TCP
 	backend *mem.Backend
+	digests bool
 }
 
 type envConfig struct {
@@ -46,6 +49,11 @@ type envConfig struct {
 	blocks      uint64
 	maxTransfer int // target MDTS in bytes (0: default)
 	inCapsule   int // target in-capsule data size (0: default)
+	// tcp serves the subsystem over NVMe/TCP on loopback (target/tcp)
+	// instead of the soft RDMA fabric; profile is then unused.
+	tcp bool
+	// digests asks for NVMe/TCP header and data digests.
+	digests bool
 }
 
 func newEnv(t testing.TB, cfg envConfig) *env {
@@ -70,27 +78,71 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.ln, err = rdma.Listen(rdma.Config{
-		Provider: e.tgtP, Target: e.tgt, Addr: "192.0.2.1:4420", PortID: 1,
-		MaxDataTransfer: cfg.maxTransfer, InCapsuleDataSize: cfg.inCapsule, Logger: quiet,
-	})
-	if err != nil {
-		t.Fatal(err)
+	if cfg.tcp {
+		e.digests = cfg.digests
+		e.tcpLn, err = tcp.Listen(tcp.Config{
+			Target: e.tgt, Addr: "127.0.0.1:0", PortID: 1,
+			MaxDataTransfer: cfg.maxTransfer, InCapsuleDataSize: cfg.inCapsule, Logger: quiet,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.addr = "tcp://" + e.tcpLn.Addr()
+	} else {
+		e.ln, err = rdma.Listen(rdma.Config{
+			Provider: e.tgtP, Target: e.tgt, Addr: "192.0.2.1:4420", PortID: 1,
+			MaxDataTransfer: cfg.maxTransfer, InCapsuleDataSize: cfg.inCapsule, Logger: quiet,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.addr = e.ln.Addr()
 	}
-	e.addr = e.ln.Addr()
 	t.Cleanup(func() {
-		_ = e.ln.Close()
+		e.closeListener()
 		_ = e.tgt.Close()
 		_ = e.backend.Close()
 	})
 	return e
 }
 
+// closeListener closes the env's listener (drain, then disconnect).
+func (e *env) closeListener() error {
+	if e.tcpLn != nil {
+		return e.tcpLn.Close()
+	}
+	return e.ln.Close()
+}
+
+// transportCase is one binding the contract cases run over: the RDMA
+// binding on the soft provider (both profiles) and NVMe/TCP on loopback.
+type transportCase struct {
+	name    string
+	profile soft.Profile
+	tcp     bool
+}
+
+var transports = []transportCase{
+	{"rdma-default", soft.ProfileDefault, false},
+	{"rdma-pvrdma", soft.ProfilePVRDMA, false},
+	{"tcp", soft.ProfileDefault, true},
+}
+
+// forTransports runs f over every transport (the transport contract
+// suite at the initiator / session level).
+func forTransports(t *testing.T, f func(t *testing.T, tc transportCase)) {
+	for _, tc := range transports {
+		t.Run(tc.name, func(t *testing.T) { f(t, tc) })
+	}
+}
+
 func (e *env) opts() initiator.Options {
 	return initiator.Options{
-		Provider: e.hostP,
-		HostNQN:  hostNQN,
-		Logger:   slog.New(slog.DiscardHandler),
+		Provider:     e.hostP,
+		HostNQN:      hostNQN,
+		Logger:       slog.New(slog.DiscardHandler),
+		HeaderDigest: e.digests,
+		DataDigest:   e.digests,
 	}
 }
 
@@ -121,8 +173,8 @@ func forProfiles(t *testing.T, f func(t *testing.T, p soft.Profile)) {
 }
 
 func TestE2EConnectIdentify(t *testing.T) {
-	forProfiles(t, func(t *testing.T, p soft.Profile) {
-		e := newEnv(t, envConfig{profile: p, blockSize: 4096, blocks: 1024})
+	forTransports(t, func(t *testing.T, tc transportCase) {
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, blockSize: 4096, blocks: 1024})
 		o := e.opts()
 		o.IOQueues = 3
 		o.QueueDepth = 64
@@ -131,7 +183,8 @@ func TestE2EConnectIdentify(t *testing.T) {
 		if c.CNTLID() == 0 || c.CNTLID() == nvme.DynamicCNTLID || id.CNTLID != c.CNTLID() {
 			t.Fatalf("CNTLID %d, identify %d", c.CNTLID(), id.CNTLID)
 		}
-		if id.SubNQN != subNQN || id.CNTRLTYPE != nvme.CntrlTypeIO || id.SGLS&nvme.SGLSKeyed == 0 {
+		// Keyed SGL data blocks over RDMA only (the transport's caps).
+		if id.SubNQN != subNQN || id.CNTRLTYPE != nvme.CntrlTypeIO || (id.SGLS&nvme.SGLSKeyed != 0) == tc.tcp {
 			t.Fatalf("identify: subnqn %q type %d sgls %#x", id.SubNQN, id.CNTRLTYPE, id.SGLS)
 		}
 		if c.NumQueues() != 3 {
@@ -269,8 +322,8 @@ func itoa(v uint64) string {
 }
 
 func TestE2EAsyncPatternWholeNamespace(t *testing.T) {
-	forProfiles(t, func(t *testing.T, p soft.Profile) {
-		e := newEnv(t, envConfig{profile: p, blockSize: 512, blocks: 8192}) // 4 MiB
+	forTransports(t, func(t *testing.T, tc transportCase) {
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, blockSize: 512, blocks: 8192}) // 4 MiB
 		o := e.opts()
 		o.IOQueues = 4
 		o.QueueDepth = 32
@@ -320,9 +373,9 @@ func TestE2EAsyncPatternWholeNamespace(t *testing.T) {
 }
 
 func TestE2EReadWriteAtSpanningMDTS(t *testing.T) {
-	forProfiles(t, func(t *testing.T, p soft.Profile) {
+	forTransports(t, func(t *testing.T, tc transportCase) {
 		// 16 KiB MDTS: a 100-block (50 KiB) transfer is 4 commands.
-		e := newEnv(t, envConfig{profile: p, blockSize: 512, blocks: 2048, maxTransfer: 16 << 10})
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, blockSize: 512, blocks: 2048, maxTransfer: 16 << 10})
 		o := e.opts()
 		o.IOQueues = 2
 		o.QueueDepth = 4
@@ -389,8 +442,8 @@ func TestE2EReadWriteAtSpanningMDTS(t *testing.T) {
 }
 
 func TestE2EFlushZeroesDeallocate(t *testing.T) {
-	forProfiles(t, func(t *testing.T, p soft.Profile) {
-		e := newEnv(t, envConfig{profile: p, blockSize: 4096, blocks: 256})
+	forTransports(t, func(t *testing.T, tc transportCase) {
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, blockSize: 4096, blocks: 256})
 		c := e.connect(t, e.opts())
 		ns := c.Namespaces()[0]
 		ones := bytes.Repeat([]byte{0xFF}, int(ns.Size()))
@@ -424,8 +477,8 @@ func TestE2EFlushZeroesDeallocate(t *testing.T) {
 }
 
 func TestE2EHostNotAllowed(t *testing.T) {
-	forProfiles(t, func(t *testing.T, p soft.Profile) {
-		e := newEnv(t, envConfig{profile: p})
+	forTransports(t, func(t *testing.T, tc transportCase) {
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp})
 		o := e.opts()
 		o.HostNQN = strangerN
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -446,8 +499,8 @@ func TestE2EHostNotAllowed(t *testing.T) {
 }
 
 func TestE2EDiscover(t *testing.T) {
-	forProfiles(t, func(t *testing.T, p soft.Profile) {
-		e := newEnv(t, envConfig{profile: p})
+	forTransports(t, func(t *testing.T, tc transportCase) {
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp})
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		entries, err := initiator.Discover(ctx, e.addr, e.opts())
@@ -458,7 +511,7 @@ func TestE2EDiscover(t *testing.T) {
 		for _, en := range entries {
 			if en.SubNQN == subNQN {
 				found = true
-				if en.TrType != nvme.TrTypeRDMA || en.SubType != nvme.SubTypeNVM {
+				if want := map[bool]uint8{false: nvme.TrTypeRDMA, true: nvme.TrTypeTCP}[tc.tcp]; en.TrType != want || en.SubType != nvme.SubTypeNVM {
 					t.Fatalf("entry %+v", en)
 				}
 			}
@@ -482,8 +535,8 @@ func TestE2EConnectUnreachable(t *testing.T) {
 }
 
 func TestE2EControllerLost(t *testing.T) {
-	forProfiles(t, func(t *testing.T, p soft.Profile) {
-		e := newEnv(t, envConfig{profile: p, blockSize: 512, blocks: 4096})
+	forTransports(t, func(t *testing.T, tc transportCase) {
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, blockSize: 512, blocks: 4096})
 		o := e.opts()
 		o.IOQueues = 2
 		c := e.connect(t, o)
@@ -557,7 +610,7 @@ func TestE2EControllerLost(t *testing.T) {
 			t.Fatalf("driver ended early: %v", err)
 		}
 		closed := make(chan error, 1)
-		go func() { closed <- e.ln.Close() }() // drains, then disconnects
+		go func() { closed <- e.closeListener() }() // drains, then disconnects
 		select {
 		case <-c.Done():
 		case <-ctx.Done():
