@@ -120,12 +120,14 @@ type transportCase struct {
 	name    string
 	profile soft.Profile
 	tcp     bool
+	digests bool // NVMe/TCP header and data digests
 }
 
 var transports = []transportCase{
-	{"rdma-default", soft.ProfileDefault, false},
-	{"rdma-pvrdma", soft.ProfilePVRDMA, false},
-	{"tcp", soft.ProfileDefault, true},
+	{"rdma-default", soft.ProfileDefault, false, false},
+	{"rdma-pvrdma", soft.ProfilePVRDMA, false, false},
+	{"tcp", soft.ProfileDefault, true, false},
+	{"tcp-digests", soft.ProfileDefault, true, true},
 }
 
 // forTransports runs f over every transport (the transport contract
@@ -174,7 +176,7 @@ func forProfiles(t *testing.T, f func(t *testing.T, p soft.Profile)) {
 
 func TestE2EConnectIdentify(t *testing.T) {
 	forTransports(t, func(t *testing.T, tc transportCase) {
-		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, blockSize: 4096, blocks: 1024})
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, digests: tc.digests, blockSize: 4096, blocks: 1024})
 		o := e.opts()
 		o.IOQueues = 3
 		o.QueueDepth = 64
@@ -323,7 +325,7 @@ func itoa(v uint64) string {
 
 func TestE2EAsyncPatternWholeNamespace(t *testing.T) {
 	forTransports(t, func(t *testing.T, tc transportCase) {
-		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, blockSize: 512, blocks: 8192}) // 4 MiB
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, digests: tc.digests, blockSize: 512, blocks: 8192}) // 4 MiB
 		o := e.opts()
 		o.IOQueues = 4
 		o.QueueDepth = 32
@@ -375,7 +377,7 @@ func TestE2EAsyncPatternWholeNamespace(t *testing.T) {
 func TestE2EReadWriteAtSpanningMDTS(t *testing.T) {
 	forTransports(t, func(t *testing.T, tc transportCase) {
 		// 16 KiB MDTS: a 100-block (50 KiB) transfer is 4 commands.
-		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, blockSize: 512, blocks: 2048, maxTransfer: 16 << 10})
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, digests: tc.digests, blockSize: 512, blocks: 2048, maxTransfer: 16 << 10})
 		o := e.opts()
 		o.IOQueues = 2
 		o.QueueDepth = 4
@@ -443,7 +445,7 @@ func TestE2EReadWriteAtSpanningMDTS(t *testing.T) {
 
 func TestE2EFlushZeroesDeallocate(t *testing.T) {
 	forTransports(t, func(t *testing.T, tc transportCase) {
-		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, blockSize: 4096, blocks: 256})
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, digests: tc.digests, blockSize: 4096, blocks: 256})
 		c := e.connect(t, e.opts())
 		ns := c.Namespaces()[0]
 		ones := bytes.Repeat([]byte{0xFF}, int(ns.Size()))
@@ -478,7 +480,7 @@ func TestE2EFlushZeroesDeallocate(t *testing.T) {
 
 func TestE2EHostNotAllowed(t *testing.T) {
 	forTransports(t, func(t *testing.T, tc transportCase) {
-		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp})
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, digests: tc.digests})
 		o := e.opts()
 		o.HostNQN = strangerN
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -500,7 +502,7 @@ func TestE2EHostNotAllowed(t *testing.T) {
 
 func TestE2EDiscover(t *testing.T) {
 	forTransports(t, func(t *testing.T, tc transportCase) {
-		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp})
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, digests: tc.digests})
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		entries, err := initiator.Discover(ctx, e.addr, e.opts())
@@ -536,7 +538,7 @@ func TestE2EConnectUnreachable(t *testing.T) {
 
 func TestE2EControllerLost(t *testing.T) {
 	forTransports(t, func(t *testing.T, tc transportCase) {
-		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, blockSize: 512, blocks: 4096})
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, digests: tc.digests, blockSize: 512, blocks: 4096})
 		o := e.opts()
 		o.IOQueues = 2
 		c := e.connect(t, o)

@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rdmablk/rdmablk/blockdev/mem"
+	"github.com/rdmablk/rdmablk/initiator"
+	"github.com/rdmablk/rdmablk/target"
+	"github.com/rdmablk/rdmablk/target/rdma"
+	"github.com/rdmablk/rdmablk/target/tcp"
+	"github.com/rdmablk/rdmablk/verbs/soft"
+)
+
+// pathListener is one listener of a multi-transport target: a soft RDMA
+// listener on the fabric or an NVMe/TCP listener on loopback.
+type pathListener struct {
+	tcp  bool
+	addr string // as a session path: "tcp://127.0.0.1:port" or the fabric address
+	port uint16
+	l    interface{ Close() error }
+}
+
+func listenPath(t *testing.T, tgt *target.Target, fab *soft.Fabric, isTCP bool, addr string, port uint16) *pathListener {
+	t.Helper()
+	p := &pathListener{tcp: isTCP, port: port}
+	if isTCP {
+		if addr == "" {
+			addr = "127.0.0.1:0"
+		}
+		l, err := tcp.Listen(tcp.Config{Target: tgt, Addr: addr, PortID: port, Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.l, p.addr = l, "tcp://"+l.Addr()
+	} else {
+		l, err := rdma.Listen(rdma.Config{Provider: soft.New(soft.Options{Fabric: fab}), Target: tgt, Addr: addr, PortID: port, Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.l, p.addr = l, l.Addr()
+	}
+	t.Cleanup(func() { _ = p.l.Close() })
+	return p
+}
+
+// TestAsyncMultipathAcrossTransports: a session whose paths are one RDMA
+// and one NVMe/TCP listener of the same target (and two NVMe/TCP ones)
+// keeps a verified asynchronous load running while the first path goes
+// away — its commands replayed on the other transport — and fails back
+// when it returns.
+func TestAsyncMultipathAcrossTransports(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a, b bool // path A, B over TCP
+	}{
+		{"rdma-then-tcp", false, true},
+		{"tcp-then-rdma", true, false},
+		{"tcp-then-tcp", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fab := soft.NewFabric()
+			tgt, _ := fabricTarget(t, fab, mem.New(16384, 512))
+			fabAddr := func(isTCP bool, a string) string {
+				if isTCP {
+					return "" // a free loopback port
+				}
+				return a
+			}
+			pa := listenPath(t, tgt, fab, tc.a, fabAddr(tc.a, "mx-a:4420"), 1)
+			pb := listenPath(t, tgt, fab, tc.b, fabAddr(tc.b, "mx-b:4420"), 2)
+			s := openSession(t, soft.New(soft.Options{Fabric: fab}), []string{pa.addr, pb.addr}, 2, 16)
+			waitConnects(t, s, 0, 0, time.Minute)
+			waitConnects(t, s, 1, 0, time.Minute)
+			load := startAsyncLoad(t, s, 16, 64)
+			load.waitVerified(t, 30, time.Minute)
+			if err := pa.l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			load.waitVerified(t, 30, time.Minute)
+			if p := s.Paths(); !p[1].Preferred || p[0].State == initiator.PathLive {
+				t.Fatalf("after path A went away: %+v", p)
+			}
+			connects := s.Paths()[0].Connects
+			host := "mx-a:4420"
+			if tc.a {
+				host = pa.addr[len("tcp://"):]
+			}
+			listenPath(t, tgt, fab, tc.a, host, 1)
+			waitConnects(t, s, 0, connects, time.Minute)
+			load.waitVerified(t, 30, time.Minute)
+			if p := s.Paths(); !p[0].Preferred {
+				t.Fatalf("I/O did not fail back to path A: %+v", p)
+			}
+			load.finish(t)
+		})
+	}
+}
