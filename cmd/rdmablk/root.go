@@ -37,13 +37,13 @@ type globals struct {
 	// hdrDigest and dataDigest are --hdr-digest / --data-digest
 	// (NVMe/TCP CRC32C digests, nvme-cli's flags).
 	hdrDigest, dataDigest bool
-	provider  string
-	profile   string
-	timeout   time.Duration
-	queues    int
-	depth     int
-	json      bool
-	netns     string
+	provider              string
+	profile               string
+	timeout               time.Duration
+	queues                int
+	depth                 int
+	json                  bool
+	netns                 string
 	// dhchap* are the DH-HMAC-CHAP flags (nvme-cli's names).
 	dhchapSecret, dhchapCtrlSecret         string
 	dhchapSecretFile, dhchapCtrlSecretFile string

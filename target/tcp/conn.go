@@ -63,7 +63,7 @@ type conn struct {
 	// queue): they complete only when the queue is destroyed, so a drain
 	// does not wait for them (as the RDMA binding).
 	heldAER atomic.Int32
-	h2c      int           // reader: slots waiting for H2CData
+	h2c     int // reader: slots waiting for H2CData
 
 	// quiet is closed once the reader stopped and its commands in flight
 	// are answered (or it gave up on them); Listener.Close waits for every
