@@ -21,7 +21,7 @@ type pathListener struct {
 	l    interface{ Close() error }
 }
 
-func listenPath(t *testing.T, tgt *target.Target, fab *soft.Fabric, isTCP bool, addr string, port uint16) *pathListener {
+func listenPath(t testing.TB, tgt *target.Target, fab *soft.Fabric, isTCP bool, addr string, port uint16) *pathListener {
 	t.Helper()
 	p := &pathListener{tcp: isTCP, port: port}
 	if isTCP {
