@@ -29,10 +29,12 @@ func (w *tcpWire) readLoop() {
 // then close; connDone closes with err. Reader goroutine only.
 func (w *tcpWire) fail(err error) {
 	var pe *tcppdu.Error
-	if errors.As(err, &pe) && w.conn != nil {
+	if errors.As(err, &pe) {
 		var b [tcppdu.TermReqHLen + tcppdu.MaxTermReqData]byte
 		n := tcppdu.PutTermReq(b[:], tcppdu.TypeH2CTermReq, pe, w.hdr[:w.hdrLen])
-		_ = w.conn.SetWriteDeadline(time.Now().Add(tcpTermWait))
+		if w.conn != nil {
+			_ = w.conn.SetWriteDeadline(time.Now().Add(tcpTermWait))
+		}
 		w.writeMu.Lock()
 		_, _ = w.wr.Write(b[:n])
 		w.writeMu.Unlock()
@@ -106,7 +108,7 @@ func (w *tcpWire) readPDU() error {
 	case tcppdu.TypeR2T:
 		return w.answerR2T(f)
 	default: // C2HTermReq
-		end := f.DataOff + f.DataLen
+		end := max(f.HeaderLen, f.DataOff+f.DataLen)
 		if end > len(hb) {
 			return protoErr("C2HTermReq of %d bytes", end)
 		}
