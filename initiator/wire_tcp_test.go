@@ -234,7 +234,11 @@ func TestTCPReaderBadInput(t *testing.T) {
 		{"R2T unknown CID", pduR2T(0x21, 1, 0, 512, dg), dg, 0},
 		{"bad HLEN", corrupt(pduResp(cids[2], dg), 2), dg, tcppdu.FESInvalidHeaderField},
 		{"short PLEN", func() []byte { b := pduResp(cids[2], dg); b[4] = 8; return b }(), dg, tcppdu.FESInvalidHeaderField},
-		{"huge PLEN", func() []byte { b := pduC2H(cids[0], 0, d[:512], 0, dg); binary.LittleEndian.PutUint32(b[4:], 1<<31); return b }(), dg, tcppdu.FESDataLimitExceeded},
+		{"huge PLEN", func() []byte {
+			b := pduC2H(cids[0], 0, d[:512], 0, dg)
+			binary.LittleEndian.PutUint32(b[4:], 1<<31)
+			return b
+		}(), dg, tcppdu.FESDataLimitExceeded},
 		{"host PDU type", func() []byte { b := pduResp(cids[2], dg); b[0] = tcppdu.TypeCapsuleCmd; return b }(), dg, tcppdu.FESInvalidHeaderField},
 		{"ICResp again", func() []byte { b := make([]byte, 128); tcppdu.ICResp{MAXH2CDATA: 8192}.Marshal(b); return b }(), dg, tcppdu.FESPDUSequenceError},
 		{"header digest error", corrupt(pduResp(cids[2], tcppdu.Digests{Header: true}), 25), tcppdu.Digests{Header: true}, tcppdu.FESHeaderDigestError},
