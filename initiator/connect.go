@@ -10,8 +10,9 @@ import (
 	"github.com/rdmablk/rdmablk/nvme/tcppdu"
 )
 
-// Connect connects to subsystem subNQN at addr ("host:port", the RDMA CM
-// address of the target's port): admin queue, controller enable, Identify,
+// Connect connects to subsystem subNQN at addr ("host:port": the RDMA CM
+// address of the target's port, or its NVMe/TCP address; a "tcp://" or
+// "rdma://" prefix overrides Options.Transport): admin queue, controller enable, Identify,
 // Number of Queues, asynchronous events, the I/O queues, and the active
 // namespaces. It honours ctx and Options.ConnectTimeout. Errors carry the
 // cause: a *ConnectRejectedError for an RDMA CM reject, a *StatusError
@@ -44,8 +45,10 @@ func Connect(ctx context.Context, addr, subNQN string, opts Options) (*Controlle
 	return c, nil
 }
 
-// Discover connects to the discovery controller at addr, reads the whole
-// discovery log page and disconnects.
+// Discover connects to the discovery controller at addr (over
+// Options.Transport or the address's "tcp://" / "rdma://" prefix; NVMe/TCP
+// discovery controllers listen on DefaultTCPDiscoveryPort), reads the
+// whole discovery log page and disconnects.
 func Discover(ctx context.Context, addr string, opts Options) ([]nvme.DiscoveryLogEntry, error) {
 	tr, addr, err := checkTransport(addr, &opts)
 	if err != nil {
