@@ -179,6 +179,9 @@ func icExchange(conn net.Conn, dg tcppdu.Digests) (tcppdu.ICResp, error) {
 		return tcppdu.ICResp{}, fmt.Errorf("send ICReq: %w", err)
 	}
 	if _, err := io.ReadFull(conn, b[:tcppdu.CommonHeaderSize]); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+			return tcppdu.ICResp{}, fmt.Errorf("%w: the listener closed the connection instead of answering the ICReq (not an NVMe/TCP port? an RDMA listener wants -t rdma): %w", ErrProtocol, err)
+		}
 		return tcppdu.ICResp{}, fmt.Errorf("read ICResp: %w", err)
 	}
 	h, _ := tcppdu.ParseCommonHeader(b[:])
