@@ -2,11 +2,15 @@ package initiator
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"io"
+	"net"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/nvme/tcppdu"
@@ -307,4 +311,58 @@ func FuzzTCPReader(f *testing.F) {
 			t.Fatalf("%d completions for 3 commands", len(r.completed))
 		}
 	})
+}
+
+// TestTCPConnectionSetupRefusals: a controller that enables other digests
+// than asked, answers the ICReq with something else, or closes without an
+// ICResp is refused with an error naming it, within the connect timeout.
+func TestTCPConnectionSetupRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		reply func(c net.Conn)
+		want  string
+		is    error
+	}{
+		{"digests not granted", func(c net.Conn) {
+			b := make([]byte, 128)
+			tcppdu.ICResp{MAXH2CDATA: 8192}.Marshal(b)
+			c.Write(b)
+		}, "digests asked header+data, controller enabled none", ErrNotSupported},
+		{"not an ICResp", func(c net.Conn) {
+			c.Write(pduResp(1, tcppdu.Digests{}))
+		}, "CapsuleResp of 24 bytes where an ICResp was expected", ErrProtocol},
+		{"bad MAXH2CDATA", func(c net.Conn) {
+			b := make([]byte, 128)
+			tcppdu.ICResp{MAXH2CDATA: 100, DGST: 3}.Marshal(b)
+			c.Write(b)
+		}, "MAXH2CDATA 100", ErrProtocol},
+		{"closed", func(c net.Conn) {}, "instead of answering the ICReq", ErrProtocol},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			go func() {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				b := make([]byte, 128)
+				if _, err := io.ReadFull(c, b); err != nil {
+					return
+				}
+				tc.reply(c)
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, err = Connect(ctx, "tcp://"+ln.Addr().String(), "nqn.2026-11.io.rdmablk:x",
+				Options{HeaderDigest: true, DataDigest: true})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, tc.is) {
+				t.Fatalf("Connect: %v, want %q (%v)", err, tc.want, tc.is)
+			}
+		})
+	}
 }
