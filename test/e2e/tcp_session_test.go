@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/rdmablk/rdmablk/blockdev/mem"
 	"github.com/rdmablk/rdmablk/initiator"
+	"github.com/rdmablk/rdmablk/nvme/auth"
 	"github.com/rdmablk/rdmablk/target"
 	"github.com/rdmablk/rdmablk/target/rdma"
 	"github.com/rdmablk/rdmablk/target/tcp"
@@ -126,5 +128,56 @@ func TestMemRegionOverTCP(t *testing.T) {
 	}
 	if st := s.Stats(); st.ZeroCopyBytes != 0 || st.CopiedBytes < 64<<10 {
 		t.Fatalf("copied %d, zero copy %d", st.CopiedBytes, st.ZeroCopyBytes)
+	}
+}
+
+// TestDHCHAPOverTCP: in-band authentication (bidirectional, on the admin
+// and the I/O queue: AUTH_Send in the capsule, AUTH_Receive in C2HData)
+// works over NVMe/TCP, and a wrong secret is refused with no I/O reaching
+// the backend.
+func TestDHCHAPOverTCP(t *testing.T) {
+	be := &ioCounter{Backend: mem.New(4096, 512)}
+	tgt := target.New(target.Options{Logger: quietLogger()})
+	sub, err := tgt.AddSubsystem(target.SubsystemConfig{
+		NQN: testNQN, Serial: "e2eauth2", RequireAuth: true, AllowAnyHost: true,
+		Namespaces: []target.NamespaceConfig{{NSID: 1, Backend: be}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tgt.Close() })
+	p := listenPath(t, tgt, nil, true, "", 1)
+	host, ctrl := newSecret(t, auth.HashSHA256, 32), newSecret(t, 0, 48)
+	if err := sub.SetHostAuth(authHostNQN, &target.HostAuth{Secret: host, CtrlSecret: &ctrl,
+		Hashes: []auth.HashID{auth.HashSHA512}, DHGroups: []auth.DHGroupID{auth.FFDHE2048}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := authTry(nil, p.addr, &host, &ctrl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := c.Namespace(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Repeat([]byte{0x5A}, 4096)
+	if _, err := ns.WriteAt(want, 8192); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 4096)
+	if _, err := ns.ReadAt(got, 8192); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read back: %v", err)
+	}
+	c.Close()
+	before := be.n.Load()
+	wrong := newSecret(t, auth.HashSHA256, 32)
+	if c, err := authTry(nil, p.addr, &wrong, nil); err == nil || !errors.Is(err, initiator.ErrAuthFailed) {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("wrong secret: %v", err)
+	}
+	if n := be.n.Load(); n != before {
+		t.Fatalf("%d I/Os reached the backend from a refused host", n-before)
 	}
 }
