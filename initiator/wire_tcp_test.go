@@ -366,3 +366,21 @@ func TestTCPConnectionSetupRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestTCPReaderC2HSuccess: C2HData with SUCCESS (and LAST_PDU) after the
+// command's whole data completes it without a CapsuleResp (TCP
+// §3.6.2.8); a later CapsuleResp for it is then a protocol error.
+func TestTCPReaderC2HSuccess(t *testing.T) {
+	dg := tcppdu.Digests{}
+	cids := newTCPRig(t, dg, nil).cids
+	d := pattern8K()
+	stream := append(pduC2H(cids[0], 0, d, tcppdu.FlagLastPDU|tcppdu.FlagSuccess, dg), pduResp(cids[0], dg)...)
+	r := newTCPRig(t, dg, stream)
+	err := r.run()
+	if len(r.completed) != 1 || r.completed[0] != 0 || !bytes.Equal(r.rd, d) {
+		t.Fatalf("completed %v, data ok %v", r.completed, bytes.Equal(r.rd, d))
+	}
+	if !errors.Is(err, errTCPProtocol) {
+		t.Fatalf("response after SUCCESS: %v, want a protocol error", err)
+	}
+}
