@@ -97,11 +97,11 @@ type tcpWire struct {
 	h2ciov [][]byte
 	h2cbuf net.Buffers
 
-	done    chan struct{} // closed when the connection ended
-	errOnce sync.Once
-	err     error // set before done closes
-	exited  chan struct{}
-	closeMu sync.Once
+	done      chan struct{} // closed when the connection ended
+	errOnce   sync.Once
+	err       error // set before done closes
+	exited    chan struct{}
+	closeOnce sync.Once
 }
 
 // tcpSlot is one command slot's transfer state shared with the reader.
@@ -391,7 +391,7 @@ func (w *tcpWire) end(err error) {
 // that no C2HData lands in host memory afterwards. Any goroutine except
 // the reader.
 func (w *tcpWire) disconnect() {
-	w.closeMu.Do(func() {
+	w.closeOnce.Do(func() {
 		if w.conn != nil {
 			_ = w.conn.Close()
 		}

@@ -39,7 +39,7 @@ func (w *tcpWire) fail(err error) {
 		_, _ = w.wr.Write(b[:n])
 		w.writeMu.Unlock()
 	}
-	w.closeMu.Do(func() {
+	w.closeOnce.Do(func() {
 		if w.conn != nil {
 			_ = w.conn.Close()
 		}
