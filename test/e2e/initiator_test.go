@@ -744,84 +744,88 @@ func TestE2ERejectedByTarget(t *testing.T) {
 }
 
 func TestE2ENamespaceChangeRescans(t *testing.T) {
-	e := newEnv(t, envConfig{profile: soft.ProfileDefault})
-	rescans := make(chan error, 4)
-	o := e.opts()
-	o.OnRescan = func(err error) { rescans <- err }
-	c := e.connect(t, o)
-	if n := len(c.Namespaces()); n != 1 {
-		t.Fatalf("%d namespaces", n)
-	}
-	sub, ok := e.tgt.Subsystem(subNQN)
-	if !ok {
-		t.Fatal("no subsystem")
-	}
-	b2 := mem.New(100, 4096)
-	t.Cleanup(func() { _ = b2.Close() })
-	if err := sub.AddNamespace(target.NamespaceConfig{NSID: 5, Backend: b2}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-rescans:
-		if err != nil {
-			t.Fatalf("rescan: %v", err)
+	forTransports(t, func(t *testing.T, tc transportCase) {
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, digests: tc.digests})
+		rescans := make(chan error, 4)
+		o := e.opts()
+		o.OnRescan = func(err error) { rescans <- err }
+		c := e.connect(t, o)
+		if n := len(c.Namespaces()); n != 1 {
+			t.Fatalf("%d namespaces", n)
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("no rescan after a namespace was added")
-	}
-	ns, err := c.Namespace(5)
-	if err != nil {
-		t.Fatalf("new namespace not visible: %v (have %d)", err, len(c.Namespaces()))
-	}
-	if ns.BlockSize() != 4096 || ns.Blocks() != 100 {
-		t.Fatalf("new namespace bs %d blocks %d", ns.BlockSize(), ns.Blocks())
-	}
-	if _, err := ns.WriteAt(bytes.Repeat([]byte{1}, 4096), 4096); err != nil {
-		t.Fatal(err)
-	}
-	// A second event is delivered too (the AER was re-armed and the log
-	// read acknowledged the first one).
-	if err := sub.RemoveNamespace(5); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-rescans:
-		if err != nil {
-			t.Fatalf("rescan: %v", err)
+		sub, ok := e.tgt.Subsystem(subNQN)
+		if !ok {
+			t.Fatal("no subsystem")
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("no rescan after a namespace was removed")
-	}
-	if _, err := c.Namespace(5); !errors.Is(err, initiator.ErrNoNamespace) {
-		t.Fatalf("removed namespace still visible: %v", err)
-	}
+		b2 := mem.New(100, 4096)
+		t.Cleanup(func() { _ = b2.Close() })
+		if err := sub.AddNamespace(target.NamespaceConfig{NSID: 5, Backend: b2}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-rescans:
+			if err != nil {
+				t.Fatalf("rescan: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("no rescan after a namespace was added")
+		}
+		ns, err := c.Namespace(5)
+		if err != nil {
+			t.Fatalf("new namespace not visible: %v (have %d)", err, len(c.Namespaces()))
+		}
+		if ns.BlockSize() != 4096 || ns.Blocks() != 100 {
+			t.Fatalf("new namespace bs %d blocks %d", ns.BlockSize(), ns.Blocks())
+		}
+		if _, err := ns.WriteAt(bytes.Repeat([]byte{1}, 4096), 4096); err != nil {
+			t.Fatal(err)
+		}
+		// A second event is delivered too (the AER was re-armed and the log
+		// read acknowledged the first one).
+		if err := sub.RemoveNamespace(5); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-rescans:
+			if err != nil {
+				t.Fatalf("rescan: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("no rescan after a namespace was removed")
+		}
+		if _, err := c.Namespace(5); !errors.Is(err, initiator.ErrNoNamespace) {
+			t.Fatalf("removed namespace still visible: %v", err)
+		}
+	})
 }
 
 func TestE2EKeepAlive(t *testing.T) {
-	e := newEnv(t, envConfig{profile: soft.ProfileDefault})
-	kept := make(chan error, 16)
-	o := e.opts()
-	o.OnKeepAlive = func(err error) {
-		select {
-		case kept <- err:
-		default:
-		}
-	}
-	o.KeepAlive = 100 * time.Millisecond
-	c := e.connect(t, o)
-	for i := 0; i < 3; i++ {
-		select {
-		case err := <-kept:
-			if err != nil {
-				t.Fatalf("keep alive %d: %v", i, err)
+	forTransports(t, func(t *testing.T, tc transportCase) {
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, digests: tc.digests})
+		kept := make(chan error, 16)
+		o := e.opts()
+		o.OnKeepAlive = func(err error) {
+			select {
+			case kept <- err:
+			default:
 			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("no keep alive sent")
 		}
-	}
-	if err := c.Err(); err != nil {
-		t.Fatalf("controller: %v", err)
-	}
+		o.KeepAlive = 100 * time.Millisecond
+		c := e.connect(t, o)
+		for i := 0; i < 3; i++ {
+			select {
+			case err := <-kept:
+				if err != nil {
+					t.Fatalf("keep alive %d: %v", i, err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("no keep alive sent")
+			}
+		}
+		if err := c.Err(); err != nil {
+			t.Fatalf("controller: %v", err)
+		}
+	})
 }
 
 func BenchmarkReadAt4K(b *testing.B) {
