@@ -138,14 +138,13 @@ func (a *adminQueue) exec(ctx context.Context, fill func(*nvme.SQE), data *Buffe
 	// setter does not.
 	e.SetCID(a.q.cid(i))
 	e.SetPSDT(nvme.PSDTSGL)
-	if data != nil && n > 0 && dir != noData {
-		setKeyed(e, data.addr, n, data.rkey)
-	} else {
-		e.SGL1().SetNull()
+	if data == nil || dir == noData {
+		n = 0
 	}
+	a.q.setData(i, e, data, n, dir == hostToCtrl, false)
 	op := e.Opcode()
 	a.q.slots[i].cmd = cmd
-	a.q.queueSend(i, nil, 0)
+	a.q.queueSend(i)
 	err := a.q.flush()
 	a.mu.Unlock()
 	if err != nil {
@@ -168,7 +167,7 @@ func (a *adminQueue) exec(ctx context.Context, fill func(*nvme.SQE), data *Buffe
 // briefly and then arming the CQ, until the controller is lost or closed;
 // then it fails every outstanding command.
 func (a *adminQueue) run() {
-	cq := a.q.cq
+	w := a.q.w
 	for {
 		a.mu.Lock()
 		n := a.q.poll()
@@ -180,7 +179,7 @@ func (a *adminQueue) run() {
 		if n > 0 {
 			continue
 		}
-		if err := cq.ReqNotify(); err != nil {
+		if err := w.arm(); err != nil {
 			a.c.lose(fmt.Errorf("%w: admin queue: arm CQ: %w", ErrControllerLost, err))
 			break
 		}
@@ -191,7 +190,7 @@ func (a *adminQueue) run() {
 			continue
 		}
 		select {
-		case <-cq.Notify():
+		case <-w.notify():
 		case <-a.c.done:
 		}
 		if a.c.isDead() {

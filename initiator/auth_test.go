@@ -135,16 +135,7 @@ func authRig(t *testing.T, ft *fakeAuthTarget, nq int, opts Options) (*Controlle
 	mk := func(qid uint16, depth int) *qpair {
 		cq := newFakeCQ()
 		fqp := &fakeQP{t: t, mem: mem, cq: cq, bs: 512, auto: true, fabrics: ft.handle, qid: qid}
-		q := &qpair{qid: qid, qp: fqp, cq: cq}
-		if err := q.init(mem, depth); err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < depth; i++ {
-			q.recvs = append(q.recvs, verbs.RecvWR{ID: wrRecv | uint64(i), SGL: q.recvSGE[i : i+1]})
-		}
-		if err := q.postRecvs(); err != nil {
-			t.Fatal(err)
-		}
+		q := newFakeQpair(t, mem, fqp, cq, qid, depth, 0)
 		c.conns.Lock()
 		c.qpairs = append(c.qpairs, q)
 		c.conns.Unlock()

@@ -54,7 +54,9 @@ type bufferPool struct {
 const poolAccess = verbs.AccessLocalWrite | verbs.AccessRemoteRead | verbs.AccessRemoteWrite
 
 // newBufferPool allocates and registers n buffers of bufSize bytes on pd,
-// in memory regions no larger than min(maxMRChunk, maxMRSize).
+// in memory regions no larger than min(maxMRChunk, maxMRSize). With pd
+// nil (NVMe/TCP: data is copied to and from the socket) nothing is
+// registered.
 func newBufferPool(pd verbs.ProtectionDomain, n, bufSize int, maxMRSize uint64) (*bufferPool, error) {
 	if n <= 0 || bufSize <= 0 {
 		return nil, fmt.Errorf("%w: buffer pool of %d x %d bytes", ErrInvalid, n, bufSize)
@@ -73,21 +75,20 @@ func newBufferPool(pd verbs.ProtectionDomain, n, bufSize int, maxMRSize uint64) 
 	}
 	mem := region.Bytes()[: n*bufSize : n*bufSize]
 	regmem.AdviseHuge(mem)
-	reg, err := regmem.Register(pd, mem, chunk, poolAccess)
-	if err != nil {
-		_ = region.Free()
-		return nil, fmt.Errorf("initiator: register %d-byte buffer pool: %w", len(mem), err)
+	var reg *regmem.Registration
+	if pd != nil {
+		reg, err = regmem.Register(pd, mem, chunk, poolAccess)
+		if err != nil {
+			_ = region.Free()
+			return nil, fmt.Errorf("initiator: register %d-byte buffer pool: %w", len(mem), err)
+		}
 	}
 	p := &bufferPool{bufSize: bufSize, region: region, reg: reg, bufs: make([]Buffer, n), free: make([]int32, 0, n)}
 	for i := range p.bufs {
 		off := i * bufSize
-		p.bufs[i] = Buffer{
-			b:    mem[off : off+bufSize : off+bufSize],
-			addr: reg.Addr(off),
-			lkey: reg.LKey(off),
-			rkey: reg.RKey(off),
-			pool: p,
-			idx:  int32(i),
+		p.bufs[i] = Buffer{b: mem[off : off+bufSize : off+bufSize], pool: p, idx: int32(i)}
+		if reg != nil {
+			p.bufs[i].addr, p.bufs[i].lkey, p.bufs[i].rkey = reg.Addr(off), reg.LKey(off), reg.RKey(off)
 		}
 	}
 	for i := n - 1; i >= 0; i-- {

@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"github.com/rdmablk/rdmablk/nvme"
+	"github.com/rdmablk/rdmablk/nvme/tcppdu"
 )
 
-// Connect connects to subsystem subNQN at addr ("host:port", the RDMA CM
-// address of the target's port): admin queue, controller enable, Identify,
+// Connect connects to subsystem subNQN at addr ("host:port": the RDMA CM
+// address of the target's port, or its NVMe/TCP address; a "tcp://" or
+// "rdma://" prefix overrides Options.Transport): admin queue, controller enable, Identify,
 // Number of Queues, asynchronous events, the I/O queues, and the active
 // namespaces. It honours ctx and Options.ConnectTimeout. Errors carry the
 // cause: a *ConnectRejectedError for an RDMA CM reject, a *StatusError
@@ -18,8 +20,9 @@ import (
 // command, an *AuthError when in-band authentication (Options.DHCHAPSecret)
 // failed or was required without a secret.
 func Connect(ctx context.Context, addr, subNQN string, opts Options) (*Controller, error) {
-	if opts.Provider == nil {
-		return nil, fmt.Errorf("%w: Options.Provider is nil", ErrInvalid)
+	tr, addr, err := checkTransport(addr, &opts)
+	if err != nil {
+		return nil, err
 	}
 	if subNQN == "" || len(subNQN) > nvme.MaxNQNLength {
 		return nil, fmt.Errorf("%w: subsystem NQN %q", ErrInvalid, subNQN)
@@ -31,21 +34,25 @@ func Connect(ctx context.Context, addr, subNQN string, opts Options) (*Controlle
 	ctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
 	defer cancel()
 	c := newController(addr, subNQN, opts)
+	c.tr = tr
 	if err := c.bringUp(ctx, false); err != nil {
 		c.abort()
 		return nil, err
 	}
 	c.startMuxes()
-	c.log.Info("nvme-of controller connected", "addr", addr, "subnqn", subNQN, "cntlid", c.cntlid,
+	c.log.Info("nvme-of controller connected", "transport", tr, "addr", addr, "subnqn", subNQN, "cntlid", c.cntlid,
 		"ioqueues", len(c.queues), "maxTransfer", c.maxTransfer, "inCapsule", c.inCapsule)
 	return c, nil
 }
 
-// Discover connects to the discovery controller at addr, reads the whole
-// discovery log page and disconnects.
+// Discover connects to the discovery controller at addr (over
+// Options.Transport or the address's "tcp://" / "rdma://" prefix; NVMe/TCP
+// discovery controllers listen on DefaultTCPDiscoveryPort), reads the
+// whole discovery log page and disconnects.
 func Discover(ctx context.Context, addr string, opts Options) ([]nvme.DiscoveryLogEntry, error) {
-	if opts.Provider == nil {
-		return nil, fmt.Errorf("%w: Options.Provider is nil", ErrInvalid)
+	tr, addr, err := checkTransport(addr, &opts)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkAuthOptions(&opts); err != nil {
 		return nil, err
@@ -55,6 +62,7 @@ func Discover(ctx context.Context, addr string, opts Options) ([]nvme.DiscoveryL
 	ctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
 	defer cancel()
 	c := newController(addr, nvme.DiscoveryNQN, opts)
+	c.tr = tr
 	if err := c.bringUp(ctx, true); err != nil {
 		c.abort()
 		return nil, err
@@ -67,6 +75,26 @@ func Discover(ctx context.Context, addr string, opts Options) ([]nvme.DiscoveryL
 		return nil, err
 	}
 	return entries, nil
+}
+
+// checkTransport resolves the transport of addr (its "tcp://" or
+// "rdma://" prefix, else opts.Transport) and checks what it needs.
+func checkTransport(addr string, opts *Options) (Transport, string, error) {
+	tr, addr, err := splitAddr(addr, opts.Transport)
+	if err != nil {
+		return "", "", err
+	}
+	switch tr {
+	case TransportRDMA:
+		if opts.Provider == nil {
+			return "", "", fmt.Errorf("%w: Options.Provider is nil", ErrInvalid)
+		}
+	case TransportTCP:
+		if opts.NetNS != "" {
+			return "", "", fmt.Errorf("%w: Options.NetNS over NVMe/TCP", ErrNotSupported)
+		}
+	}
+	return tr, addr, nil
 }
 
 // abort releases a controller whose bring-up failed.
@@ -82,17 +110,11 @@ func (c *Controller) abort() {
 // queue of a discovery controller.
 func (c *Controller) bringUp(ctx context.Context, discovery bool) error {
 	o := &c.opts
-	aq, pd, err := dialQueue(ctx, queueSetup{
-		provider: o.Provider, addr: c.addr, qid: 0, depth: AdminQueueDepth, sendSGE: 1,
-		cntlid: nvme.DynamicCNTLID,
-	})
-	c.pd = pd
+	aq, err := c.dial(ctx, 0, AdminQueueDepth, 0, false)
 	if err != nil {
 		return err
 	}
-	attr := aq.id.Device().Attr()
-	c.maxMR = attr.MaxMRSize
-	admin, err := newAdminQueue(c, aq, pd, attr.MaxMRSize)
+	admin, err := newAdminQueue(c, aq, c.pd, c.maxMR)
 	if err != nil {
 		_ = aq.destroy()
 		return err
@@ -144,7 +166,7 @@ func (c *Controller) bringUp(ctx context.Context, discovery bool) error {
 	if c.ident, err = nvme.ParseIdentifyController(raw); err != nil {
 		return fmt.Errorf("%w: identify controller: %w", ErrProtocol, err)
 	}
-	if c.ident.SGLS&nvme.SGLSKeyed == 0 {
+	if c.tr == TransportRDMA && c.ident.SGLS&nvme.SGLSKeyed == 0 {
 		return fmt.Errorf("%w: controller does not support keyed SGL data blocks (SGLS %#x)", ErrNotSupported, c.ident.SGLS)
 	}
 	c.maxTransfer = c.computeMaxTransfer()
@@ -161,10 +183,44 @@ func (c *Controller) bringUp(ctx context.Context, discovery bool) error {
 	if err := c.setupEvents(ctx); err != nil {
 		return err
 	}
-	if err := c.setupIOQueues(ctx, attr.MaxMRSize, attr.MaxSGE); err != nil {
+	if err := c.setupIOQueues(ctx); err != nil {
 		return err
 	}
 	return c.scanNamespaces(ctx)
+}
+
+// dial connects queue qid over the controller's transport. The admin
+// queue (qid 0) of an RDMA controller allocates the controller's PD and
+// records the device limits (c.pd, c.maxMR, c.maxSGE); inCapsule asks an
+// RDMA QP for the second send SGE that in-capsule data needs.
+func (c *Controller) dial(ctx context.Context, qid uint16, depth, vector int, inCapsule bool) (*qpair, error) {
+	o := &c.opts
+	if c.tr == TransportTCP {
+		s := tcpSetup{addr: c.addr, qid: qid, depth: depth,
+			digests: tcppdu.Digests{Header: o.HeaderDigest, Data: o.DataDigest}, inCapsule: c.inCapsule, maxData: c.maxTransfer}
+		if qid == 0 {
+			// Before Identify: admin data is at most adminBufSize.
+			s.inCapsule, s.maxData = tcpAdminInCapsule, adminBufSize
+		}
+		return dialTCP(ctx, s)
+	}
+	s := queueSetup{provider: o.Provider, addr: c.addr, qid: qid, depth: depth, sendSGE: 1,
+		vector: vector, cntlid: c.cntlid, pd: c.pd}
+	if qid == 0 {
+		s.cntlid = nvme.DynamicCNTLID
+	}
+	if inCapsule {
+		s.sendSGE, s.inCapsule = 2, c.inCapsule
+	}
+	q, pd, err := dialQueue(ctx, s)
+	if qid == 0 {
+		c.pd = pd
+		if err == nil {
+			attr := q.w.(*rdmaWire).id.Device().Attr()
+			c.maxMR, c.maxSGE = attr.MaxMRSize, attr.MaxSGE
+		}
+	}
+	return q, err
 }
 
 // connectAdmin sends the fabrics Connect of the admin queue (dynamic
@@ -252,7 +308,7 @@ func (c *Controller) setupEvents(ctx context.Context) error {
 }
 
 // setupIOQueues negotiates the number of I/O queues and connects them.
-func (c *Controller) setupIOQueues(ctx context.Context, maxMR uint64, maxSGE int) error {
+func (c *Controller) setupIOQueues(ctx context.Context) error {
 	o := &c.opts
 	want := min(o.IOQueues, 0xFFFF)
 	res, err := c.admin.setFeatures(ctx, nvme.FeatNumQueues, nvme.NumQueuesValue(uint16(want), uint16(want)))
@@ -268,24 +324,28 @@ func (c *Controller) setupIOQueues(ctx context.Context, maxMR uint64, maxSGE int
 	if c.ident.MAXCMD > 0 {
 		depth = min(depth, int(c.ident.MAXCMD))
 	}
-	sendSGE := 1
 	inCapsule := 0
-	if c.ident.SGLS&nvme.SGLSOffset != 0 && c.ident.IOCCSZ > 4 && c.ident.ICDOFF == 0 && maxSGE >= 2 {
-		inCapsule = min(int(c.ident.IOCCSZ)*16-nvme.SQESize, c.maxTransfer)
-		sendSGE = 2
+	switch c.tr {
+	case TransportTCP:
+		// NVMe/TCP controllers take in-capsule data (TCP §3.3): as
+		// much as IOCCSZ says, at ICDOFF 0.
+		if c.ident.IOCCSZ > 4 && c.ident.ICDOFF == 0 {
+			inCapsule = min(int(c.ident.IOCCSZ)*16-nvme.SQESize, c.maxTransfer)
+		}
+	default:
+		if c.ident.SGLS&nvme.SGLSOffset != 0 && c.ident.IOCCSZ > 4 && c.ident.ICDOFF == 0 && c.maxSGE >= 2 {
+			inCapsule = min(int(c.ident.IOCCSZ)*16-nvme.SQESize, c.maxTransfer)
+		}
 	}
 	c.inCapsule = inCapsule
 	cd := nvme.ConnectData{HostID: o.HostID, CNTLID: c.cntlid, SubNQN: c.subNQN, HostNQN: o.HostNQN}
 	for i := 0; i < n; i++ {
 		qid := uint16(i + 1)
-		qp, _, err := dialQueue(ctx, queueSetup{
-			provider: o.Provider, addr: c.addr, qid: qid, depth: depth, sendSGE: sendSGE,
-			vector: i, cntlid: c.cntlid, pd: c.pd,
-		})
+		qp, err := c.dial(ctx, qid, depth, i, inCapsule > 0)
 		if err != nil {
 			return err
 		}
-		ioq, err := newIOQueue(c, i, qp, c.maxTransfer, inCapsule, maxMR)
+		ioq, err := newIOQueue(c, i, qp, c.maxTransfer, inCapsule, c.maxMR)
 		if err != nil {
 			_ = qp.destroy()
 			return err

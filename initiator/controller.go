@@ -27,6 +27,7 @@ const (
 // protection domain. Its methods are safe for concurrent use.
 type Controller struct {
 	opts   Options
+	tr     Transport // the transport of every queue
 	addr   string
 	subNQN string
 	log    *slog.Logger
@@ -64,8 +65,10 @@ type Controller struct {
 	// per queue; T_ID is its low 16 bits).
 	authTID atomic.Uint32
 
-	// maxMR is the device's MaxMRSize (set in Connect).
-	maxMR uint64
+	// maxMR and maxSGE are the device's MaxMRSize and MaxSGE (set in
+	// Connect; RDMA only).
+	maxMR  uint64
+	maxSGE int
 	// ext is the table of session MemRegions registered on pd (zero
 	// copy), replaced (never modified) under Session.regMu; read by queue
 	// goroutines with one atomic load.
@@ -170,13 +173,13 @@ func (c *Controller) track(q *qpair) {
 	c.conns.Lock()
 	c.qpairs = append(c.qpairs, q)
 	c.conns.Unlock()
-	id := q.id
+	w := q.w
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
 		select {
-		case <-id.Done():
-			c.lose(fmt.Errorf("%w: queue %d: connection ended: %w", ErrControllerLost, q.qid, id.Err()))
+		case <-w.connDone():
+			c.lose(fmt.Errorf("%w: queue %d: connection ended: %w", ErrControllerLost, q.qid, w.connErr()))
 		case <-c.done:
 		}
 	}()

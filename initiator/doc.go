@@ -1,6 +1,7 @@
-// Package initiator is the NVMe-over-Fabrics RDMA host: it discovers
-// subsystems, connects a controller (one admin queue and N I/O queues, each
-// its own RC queue pair), identifies it and its namespaces, keeps it alive,
+// Package initiator is the NVMe-over-Fabrics host, over RDMA and over
+// NVMe/TCP: it discovers subsystems, connects a controller (one admin
+// queue and N I/O queues, each its own RC queue pair or TCP connection),
+// identifies it and its namespaces, keeps it alive,
 // and moves data with an asynchronous Request API (Submit) shared by any
 // number of goroutines, the blocking io.ReaderAt / io.WriterAt API that
 // wraps it, and a raw zero-copy per-queue submit/poll API. A Session adds
@@ -16,6 +17,34 @@
 // fallback. Every device limit (MaxQPWR, MaxSGE, MaxCQE, MaxMRSize,
 // MaxQPRdAtom) is respected, so the same code runs on the soft "pvrdma"
 // profile.
+//
+// # Transports
+//
+// Options.Transport (or a "tcp://" / "rdma://" prefix on an address or a
+// session path) picks the transport per controller. Everything above a
+// queue's slot table (qpair.go) — IOQueue, the admin queue, queueMux,
+// Controller, Session, replay, multipath — is transport-neutral: it talks
+// to its queue's wire (wire.go), one of
+//
+//   - rdmaWire (wire_rdma.go): an RC QP and CQ; data named by keyed SGLs
+//     and moved by the target's RDMA READ / WRITE; what this comment says
+//     about registration, keyed SGLs and SENDs is this transport;
+//   - tcpWire (wire_tcp.go, wire_tcp_read.go): one TCP connection per
+//     queue (NVMe/TCP 1.0): ICReq / ICResp (HPDA 0, the digests asked
+//     for by Options.HeaderDigest / DataDigest — a controller that
+//     enables other digests is refused — MAXR2T 0), CapsuleCmd PDUs built
+//     in per-slot preallocated headers and written batch-wise with one
+//     vectored write, host-to-controller data in the capsule up to the
+//     controller's IOCCSZ (8 KiB on the admin queue) and otherwise as a
+//     Transport SGL Data Block answered by R2T + H2CData of at most
+//     MAXH2CDATA, controller data in C2HData (SUCCESS honoured). Data is
+//     copied between the socket and the command's buffer (pool buffers
+//     are plain memory: there is no PD, nothing is registered); a
+//     MemRegion is accepted and registers nothing, its requests take the
+//     copy path.
+//
+// A path may use one transport and its alternate the other: replay and
+// ANA multipath do not look at the transport.
 //
 // # The multiplexed I/O path
 //
@@ -98,7 +127,10 @@
 //
 // # Ownership
 //
-//   - A Controller owns one verbs.ProtectionDomain shared by all its queues,
+//   - Over NVMe/TCP a Controller owns per queue a TCP connection, its
+//     reader goroutine, the slot table with its preallocated PDU headers
+//     and, for I/O queues, the same data buffer pool, unregistered.
+//   - Over RDMA a Controller owns one verbs.ProtectionDomain shared by all its queues,
 //     the memory regions of the session's MemRegions on that PD, and per
 //     queue: a ConnID, a CQ (sends and receives), an RC QP, a
 //     registered control region (SQE slots, 16-byte response buffers,
@@ -140,6 +172,16 @@
 //     polls the admin queue, one that sends Keep Alive every KATO/2, and
 //     one per queue that watches the connection for loss. Close stops and
 //     joins all of them.
+//   - Over NVMe/TCP, one reader goroutine per queue (connection): it reads
+//     every PDU, copies C2HData into the command's buffer, answers R2Ts
+//     with H2CData (socket writes are serialised with the owner's flush by
+//     a mutex) and hands responses to the queue's owner through a
+//     lock-free ring (one entry per slot at most; slots are published to
+//     the reader by an atomic store and retired by its CAS). A protocol
+//     error or a closed connection ends it (H2CTermReq with the FES for a
+//     malformed PDU) and loses the controller; disconnect closes the
+//     socket and waits for it, so no data lands in host memory after a
+//     queue was disconnected.
 //   - Per session: one goroutine per path (connect, watch, reconnect) and
 //     the replay goroutine. Close joins them.
 //   - Namespace.Submit, Session.Submit and the blocking methods are safe
@@ -179,7 +221,10 @@
 // rejection surfaces as a *ConnectRejectedError; a failed or impossible
 // authentication as an *AuthError (errors.Is(err, ErrAuthFailed)). A transport failure on any
 // queue (connection lost, work completion error, protocol violation such as
-// a CQE for a command that is not outstanding, keep-alive failure) loses the
+// a CQE for a command that is not outstanding; over NVMe/TCP also a
+// malformed PDU, a header or data digest error, C2HData or an R2T outside
+// the command's data or for a CID that is not outstanding, a C2HTermReq;
+// keep-alive failure) loses the
 // whole controller: every outstanding command fails with ErrControllerLost
 // (a Session replays it) and Done() is closed. Bad input is an error, never
 // a panic.

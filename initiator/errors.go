@@ -158,7 +158,8 @@ func (e *ConnectError) Unwrap() error { return &StatusError{Op: "connect", Statu
 
 // RefusedError is a connection refused below NVMe: no listener on that
 // address and port (TCP RST, RDMA CM reject without NVMe-oF private
-// data). Unwrap yields the verbs error (a *verbs.RejectError).
+// data; over NVMe/TCP a refused TCP connection). Unwrap yields the cause
+// (a *verbs.RejectError, or the dial error wrapping ECONNREFUSED).
 type RefusedError struct {
 	Addr string
 	Err  error

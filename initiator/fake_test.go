@@ -424,16 +424,7 @@ func newFakeRigN(t testing.TB, nq, depth, bs, blocks, maxTransfer, inCapsule int
 	for k := 0; k < nq; k++ {
 		cq := newFakeCQ()
 		fqp := &fakeQP{t: t, mem: mem, cq: cq, bs: bs, disk: disk, auto: true}
-		q := &qpair{qid: uint16(k + 1), qp: fqp, cq: cq}
-		if err := q.init(mem, depth); err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < depth; i++ {
-			q.recvs = append(q.recvs, verbs.RecvWR{ID: wrRecv | uint64(i), SGL: q.recvSGE[i : i+1]})
-		}
-		if err := q.postRecvs(); err != nil {
-			t.Fatal(err)
-		}
+		q := newFakeQpair(t, mem, fqp, cq, uint16(k+1), depth, inCapsule)
 		ioq, err := newIOQueue(c, k, q, maxTransfer, inCapsule, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -463,4 +454,20 @@ func log2(n int) int {
 		k++
 	}
 	return k
+}
+
+// newFakeQpair builds an RDMA qpair (rdmaWire) on the fake verbs with
+// every receive posted, as dialQueue leaves it after the CM connect.
+func newFakeQpair(t testing.TB, mem *fakeMem, fqp *fakeQP, cq *fakeCQ, qid uint16, depth, inCapsule int) *qpair {
+	t.Helper()
+	q := &qpair{qid: qid}
+	w := &rdmaWire{q: q, qp: fqp, cq: cq, inCapsule: inCapsule}
+	q.w = w
+	if err := w.init(mem, depth); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.postAllRecvs(); err != nil {
+		t.Fatal(err)
+	}
+	return q
 }

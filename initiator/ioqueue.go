@@ -156,7 +156,6 @@ func (q *IOQueue) submit(io *IO, timed bool) error {
 	if !ok {
 		return ErrQueueFull
 	}
-	var capsule *Buffer
 	var flags uint32
 	if io.FUA {
 		flags = nvme.RWFUA
@@ -164,26 +163,21 @@ func (q *IOQueue) submit(io *IO, timed bool) error {
 	switch io.Op {
 	case IORead:
 		e.SetRW(nvme.IORead, io.NSID, io.LBA, io.Blocks, 0)
-		setKeyed(e, io.Buf.addr, n, io.Buf.rkey)
+		q.q.setData(i, e, io.Buf, n, false, false)
 	case IOWrite:
 		e.SetRW(nvme.IOWrite, io.NSID, io.LBA, io.Blocks, flags)
-		if n <= q.inCapsule {
-			e.SGL1().SetDataBlock(0, uint32(n), nvme.SGLSubtypeOffset)
-			capsule = io.Buf
-		} else {
-			setKeyed(e, io.Buf.addr, n, io.Buf.rkey)
-		}
+		q.q.setData(i, e, io.Buf, n, true, n <= q.inCapsule)
 	case IOFlush:
 		e.SetFlush(io.NSID)
-		e.SGL1().SetNull()
+		q.q.setData(i, e, nil, 0, false, false)
 	case IOWriteZeroes:
 		e.SetRW(nvme.IOWriteZeroes, io.NSID, io.LBA, io.Blocks, flags)
-		e.SGL1().SetNull()
+		q.q.setData(i, e, nil, 0, false, false)
 	case IODeallocate:
 		area := q.q.dsmArea(i)
 		nvme.PutDSMRange(area, 0, nvme.DSMRange{NLB: io.Blocks, SLBA: io.LBA})
 		e.SetDSM(io.NSID, 1, nvme.DSMAttrDeallocate)
-		setKeyed(e, q.q.ctrlMR.Addr()+uint64(q.q.dsmOff(int(i))), nvme.DSMRangeSize, q.q.ctrlMR.RKey())
+		q.q.setData(i, e, nil, nvme.DSMRangeSize, true, true)
 	}
 	// Setters keep CID and PSDT, but do not rely on it.
 	e.SetCID(q.q.cid(i))
@@ -195,8 +189,8 @@ func (q *IOQueue) submit(io *IO, timed bool) error {
 	if timed {
 		s.start = time.Now()
 	}
-	q.q.queueSend(i, capsule, n)
-	if len(q.q.sends) >= sendBatch {
+	q.q.queueSend(i)
+	if q.q.w.pending() >= sendBatch {
 		// A failure loses the controller; the IO then comes back from
 		// Poll with ErrControllerLost, so Submit still succeeded.
 		_ = q.q.flush()
@@ -320,7 +314,7 @@ func (q *IOQueue) wait(ctx context.Context) error {
 		if q.q.err != nil {
 			continue
 		}
-		if err := q.q.cq.ReqNotify(); err != nil {
+		if err := q.q.w.arm(); err != nil {
 			q.q.fail(fmt.Errorf("%w: queue %d: arm CQ: %w", ErrControllerLost, q.q.qid, err))
 			continue
 		}
@@ -328,7 +322,7 @@ func (q *IOQueue) wait(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case <-q.q.cq.Notify():
+		case <-q.q.w.notify():
 		case <-q.c.done:
 		case <-ctx.Done():
 			return ctx.Err()
@@ -363,6 +357,17 @@ func (q *IOQueue) connect(ctx context.Context, d *nvme.ConnectData) error {
 	return q.c.authenticate(ctx, q.q.qid, ioqAuth{q}, cqe.DW0())
 }
 
+// sqeToCtrl reports whether the command moves data from host to
+// controller: opcode bits 1:0, or FCTYPE's for a fabrics command (NVMe-oF
+// §3.3).
+func sqeToCtrl(e *nvme.SQE) bool {
+	d := nvme.OpcodeDirection(e.Opcode())
+	if e.IsFabrics() {
+		d = nvme.OpcodeDirection(e.FCType())
+	}
+	return d == nvme.DirHostToCtrl
+}
+
 // execSync sends one fabrics command (set up by fill) whose n bytes of
 // data, if any, are in b (host to controller or controller to host, as
 // the command says: the keyed SGL grants both), and polls for its
@@ -375,11 +380,10 @@ func (q *IOQueue) execSync(ctx context.Context, op string, fill func(*nvme.SQE),
 	fill(e)
 	e.SetCID(q.q.cid(i))
 	e.SetPSDT(nvme.PSDTSGL)
-	if b != nil && n > 0 {
-		setKeyed(e, b.addr, n, b.rkey)
-	} else {
-		e.SGL1().SetNull()
-	}
+	// Connect data (host to controller) and authentication messages in
+	// either direction: over RDMA a keyed SGL, over TCP in the capsule or
+	// in C2HData.
+	q.q.setData(i, e, b, n, sqeToCtrl(e), false)
 	var (
 		got bool
 		cqe nvme.CQE
@@ -390,7 +394,7 @@ func (q *IOQueue) execSync(ctx context.Context, op string, fill func(*nvme.SQE),
 		q.q.release(idx)
 	}
 	defer func() { q.q.onComplete = q.complete }()
-	q.q.queueSend(i, nil, 0)
+	q.q.queueSend(i)
 	if err := q.q.flush(); err != nil {
 		return nvme.CQE{}, err
 	}
@@ -404,14 +408,14 @@ func (q *IOQueue) execSync(ctx context.Context, op string, fill func(*nvme.SQE),
 		}
 		// Arm, then poll again before sleeping: a completion that
 		// arrived before the arm raises no event.
-		if err := q.q.cq.ReqNotify(); err != nil {
+		if err := q.q.w.arm(); err != nil {
 			return nvme.CQE{}, fmt.Errorf("initiator: queue %d: arm CQ: %w", q.q.qid, err)
 		}
 		if q.q.poll(); got || q.q.err != nil {
 			continue
 		}
 		select {
-		case <-q.q.cq.Notify():
+		case <-q.q.w.notify():
 		case <-ctx.Done():
 			return nvme.CQE{}, fmt.Errorf("initiator: queue %d: %s: %w", q.q.qid, op, ctx.Err())
 		}

@@ -169,6 +169,11 @@ func (s *Session) copyStats() (copied, zero uint64) {
 // extAdd registers m on c's protection domain. Session.regMu held (it
 // serialises every writer of c.ext).
 func (c *Controller) extAdd(m *MemRegion) error {
+	if c.tr == TransportTCP {
+		// Nothing to register: NVMe/TCP copies data to and from the
+		// socket, so the region's commands take the copy path.
+		return nil
+	}
 	if c.pd == nil {
 		return ErrClosed
 	}

@@ -173,7 +173,7 @@ func (m *queueMux) sleep() {
 			return
 		}
 	}
-	if err := q.q.cq.ReqNotify(); err != nil {
+	if err := q.q.w.arm(); err != nil {
 		q.q.fail(fmt.Errorf("%w: queue %d: arm CQ: %w", ErrControllerLost, q.q.qid, err))
 		return
 	}
@@ -182,7 +182,7 @@ func (m *queueMux) sleep() {
 		return
 	}
 	select {
-	case <-q.q.cq.Notify():
+	case <-q.q.w.notify():
 	case <-m.wake:
 	case <-m.c.done:
 	}

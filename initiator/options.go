@@ -17,8 +17,20 @@ import (
 // Options configure Connect and Discover. The zero value of every field
 // except Provider selects a default.
 type Options struct {
-	// Provider is the verbs implementation (soft, ibverbs). Required.
+	// Transport is the NVMe-oF transport: TransportRDMA (the default,
+	// also for "") or TransportTCP. An address given to Connect, Discover
+	// or a session path may override it with a "tcp://" or "rdma://"
+	// prefix.
+	Transport Transport
+	// Provider is the verbs implementation (soft, ibverbs). Required for
+	// RDMA; unused over TCP.
 	Provider verbs.Provider
+	// HeaderDigest and DataDigest ask the controller for NVMe/TCP
+	// header and data digests (CRC32C; nvme-cli --hdr-digest,
+	// --data-digest). A controller that does not enable what was asked
+	// is refused. Ignored over RDMA.
+	HeaderDigest bool
+	DataDigest   bool
 	// HostNQN identifies the host; default nvme.HostNQNFromUUID(HostID).
 	HostNQN string
 	// HostID is the 128-bit host identifier sent in the Connect data;
@@ -147,7 +159,9 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	o.Provider = netns.Provider(o.Provider, o.NetNS)
+	if o.Provider != nil {
+		o.Provider = netns.Provider(o.Provider, o.NetNS)
+	}
 	return o
 }
 

@@ -22,16 +22,7 @@ func newTestQpair(t *testing.T, depth int) *testQpair {
 	cq := newFakeCQ()
 	fqp := &fakeQP{t: t, mem: mem, cq: cq, bs: 512, disk: make([]byte, 512*64)}
 	tq := &testQpair{fqp: fqp}
-	q := &qpair{qid: 1, qp: fqp, cq: cq}
-	if err := q.init(mem, depth); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < depth; i++ {
-		q.recvs = append(q.recvs, verbs.RecvWR{ID: wrRecv | uint64(i), SGL: q.recvSGE[i : i+1]})
-	}
-	if err := q.postRecvs(); err != nil {
-		t.Fatal(err)
-	}
+	q := newFakeQpair(t, mem, fqp, cq, 1, depth, 0)
 	q.onComplete = func(i uint16) { tq.completed = append(tq.completed, i) }
 	q.onFail = func(err error) { tq.failed = append(tq.failed, err) }
 	tq.q = q
@@ -47,8 +38,8 @@ func (tq *testQpair) submitFlush(t *testing.T) (uint16, uint16) {
 		t.Fatal("no slot")
 	}
 	e.SetFlush(1)
-	e.SGL1().SetNull()
-	tq.q.queueSend(i, nil, 0)
+	tq.q.setData(i, e, nil, 0, false, false)
+	tq.q.queueSend(i)
 	if err := tq.q.flush(); err != nil {
 		t.Fatal(err)
 	}

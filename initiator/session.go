@@ -32,7 +32,9 @@ type SessionOptions struct {
 	SubNQN string
 	// Paths are the target addresses ("host:port") that reach SubNQN:
 	// two listeners of one target, or two targets exporting the same
-	// volume. Order is preference among paths of equal ANA state: I/O
+	// volume. A "tcp://" or "rdma://" prefix sets a path's transport
+	// (else Options.Transport), so a path over RDMA may have an
+	// alternate over NVMe/TCP. Order is preference among paths of equal ANA state: I/O
 	// fails back to an earlier path when it returns. At least one.
 	Paths []string
 	// NSID is the namespace to serve; 0 picks the first active one.
@@ -168,11 +170,14 @@ type Session struct {
 // it, and returns once one path is live, or with the last connect error
 // when none is within opts.ConnectTimeout (or ctx ends).
 func OpenSession(ctx context.Context, opts SessionOptions) (*Session, error) {
-	if opts.Provider == nil {
-		return nil, fmt.Errorf("%w: Options.Provider is nil", ErrInvalid)
-	}
 	if opts.SubNQN == "" || len(opts.Paths) == 0 {
 		return nil, fmt.Errorf("%w: a session needs a subsystem NQN and at least one path", ErrInvalid)
+	}
+	for _, p := range opts.Paths {
+		o := opts.Options
+		if _, _, err := checkTransport(p, &o); err != nil {
+			return nil, err
+		}
 	}
 	opts.Options = opts.Options.withDefaults()
 	if opts.ReconnectDelay <= 0 {

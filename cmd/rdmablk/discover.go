@@ -22,16 +22,16 @@ func newDiscover(g *globals) *cobra.Command {
 			defer cancel()
 			var entries []nvme.DiscoveryLogEntry
 			err := g.withOptions(func(opts initiator.Options) (err error) {
-				entries, err = initiator.Discover(ctx, g.addr(), opts)
+				entries, err = initiator.Discover(ctx, g.discoveryAddr(), opts)
 				return err
 			})
 			if err != nil {
 				return err
 			}
 			if g.json {
-				return writeJSON(w, discoveryJSON(g.addr(), entries))
+				return writeJSON(w, discoveryJSON(g.discoveryAddr(), entries))
 			}
-			fmt.Fprintf(w, "Discovery Log at %s: %d records\n", g.addr(), len(entries))
+			fmt.Fprintf(w, "Discovery Log at %s: %d records\n", g.discoveryAddr(), len(entries))
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "#\tTRTYPE\tADRFAM\tSUBTYPE\tTRADDR\tTRSVCID\tPORTID\tSUBNQN")
 			for i, e := range entries {

@@ -97,7 +97,7 @@ func TestAddrForms(t *testing.T) {
 }
 
 func TestTransportFlag(t *testing.T) {
-	for in, want := range map[string]string{"rdma": "", "RDMA": "", "tcp": "not supported yet", "fc": `"fc": want rdma`} {
+	for in, want := range map[string]string{"rdma": "", "RDMA": "", "tcp": "", "TCP": "", "": `"": want rdma or tcp`, "fc": `"fc": want rdma or tcp`} {
 		err := checkTransport(in)
 		if (want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), want) {
 			t.Errorf("checkTransport(%q) = %v, want %q", in, err, want)
@@ -145,5 +145,20 @@ func TestVersionFlag(t *testing.T) {
 	}
 	if s := out.String(); !strings.HasPrefix(s, "rdmablk version ") || !strings.Contains(s, " commit ") || !strings.Contains(s, " go1.") {
 		t.Fatalf("--version printed %q", s)
+	}
+}
+
+// TestDiscoveryPort: without -s, discovery over -t tcp uses 8009 and
+// I/O 4420 (nvme-cli's defaults); over rdma both use 4420; -s wins.
+func TestDiscoveryPort(t *testing.T) {
+	for _, tc := range []struct{ tr, svc, disc, io string }{
+		{"tcp", "", "127.0.0.1:8009", "127.0.0.1:4420"},
+		{"rdma", "", "127.0.0.1:4420", "127.0.0.1:4420"},
+		{"tcp", "5000", "127.0.0.1:5000", "127.0.0.1:5000"},
+	} {
+		g := &globals{traddr: "127.0.0.1", trsvcid: tc.svc, transport: tc.tr}
+		if d, a := g.discoveryAddr(), g.addr(); d != tc.disc || a != tc.io {
+			t.Errorf("-t %s -s %q: discovery %s, I/O %s; want %s, %s", tc.tr, tc.svc, d, a, tc.disc, tc.io)
+		}
 	}
 }

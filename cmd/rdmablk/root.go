@@ -32,15 +32,18 @@ type globals struct {
 	nqn     string
 	hostnqn string
 	hostid  string
-	// transport is -t/--transport: only "rdma" today.
+	// transport is -t/--transport: rdma or tcp (NVMe/TCP).
 	transport string
-	provider  string
-	profile   string
-	timeout   time.Duration
-	queues    int
-	depth     int
-	json      bool
-	netns     string
+	// hdrDigest and dataDigest are --hdr-digest / --data-digest
+	// (NVMe/TCP CRC32C digests, nvme-cli's flags).
+	hdrDigest, dataDigest bool
+	provider              string
+	profile               string
+	timeout               time.Duration
+	queues                int
+	depth                 int
+	json                  bool
+	netns                 string
 	// dhchap* are the DH-HMAC-CHAP flags (nvme-cli's names).
 	dhchapSecret, dhchapCtrlSecret         string
 	dhchapSecretFile, dhchapCtrlSecretFile string
@@ -69,9 +72,11 @@ func newRoot() *cobra.Command {
 	}
 	pf := root.PersistentFlags()
 	pf.StringVarP(&g.traddr, "traddr", "a", "127.0.0.1", "target address (host, or host:port)")
-	pf.StringVarP(&g.trsvcid, "trsvcid", "s", "4420", "target port (ignored when --traddr has one)")
+	pf.StringVarP(&g.trsvcid, "trsvcid", "s", "", "target port (ignored when --traddr has one; default 4420, and 8009 for discovery over -t tcp, as nvme-cli)")
 	pf.StringVarP(&g.nqn, "nqn", "n", "", "subsystem NQN (default: the first one the discovery log lists)")
-	pf.StringVarP(&g.transport, "transport", "t", "rdma", "NVMe-oF transport: rdma (tcp is not supported yet)")
+	pf.StringVarP(&g.transport, "transport", "t", "rdma", "NVMe-oF transport: rdma or tcp (NVMe/TCP)")
+	pf.BoolVarP(&g.hdrDigest, "hdr-digest", "g", false, "NVMe/TCP: ask for header digests (CRC32C)")
+	pf.BoolVarP(&g.dataDigest, "data-digest", "G", false, "NVMe/TCP: ask for data digests (CRC32C)")
 	pf.StringVar(&g.hostnqn, "hostnqn", "", "host NQN (default: "+etcHostNQN+", else one generated once and stored)")
 	pf.StringVar(&g.hostid, "hostid", "", "host ID, a UUID (default: "+etcHostID+", else one generated once and stored)")
 	pf.StringVar(&g.provider, "provider", "auto", "verbs provider: auto, soft or ibverbs")
@@ -94,19 +99,34 @@ func newRoot() *cobra.Command {
 
 // checkTransport accepts the transports this CLI speaks.
 func checkTransport(t string) error {
-	switch strings.ToLower(t) {
-	case "rdma":
-		return nil
-	case "tcp":
-		return errors.New("-t/--transport tcp: the NVMe/TCP transport is not supported yet; use rdma (the soft provider also runs over plain TCP networks)")
+	if _, err := initiator.ParseTransport(t); err != nil || t == "" {
+		return fmt.Errorf("-t/--transport %q: want rdma or tcp", t)
 	}
-	return fmt.Errorf("-t/--transport %q: want rdma (tcp is not supported yet)", t)
+	return nil
+}
+
+// tr is the -t transport (checked by the root command).
+func (g *globals) tr() initiator.Transport {
+	t, _ := initiator.ParseTransport(g.transport)
+	return t
 }
 
 // addr joins traddr and trsvcid unless traddr already has a port. A
 // bracketed IPv6 address without a port ("[::1]") and a bare one ("::1")
-// both get trsvcid.
-func (g *globals) addr() string {
+// both get trsvcid (default 4420).
+func (g *globals) addr() string { return g.addrWith(initiator.DefaultPort) }
+
+// discoveryAddr is the discovery controller's address: as addr, but
+// without -s over NVMe/TCP the discovery port 8009 (nvme-cli's default
+// for discover -t tcp).
+func (g *globals) discoveryAddr() string {
+	if g.tr() == initiator.TransportTCP {
+		return g.addrWith(initiator.DefaultTCPDiscoveryPort)
+	}
+	return g.addr()
+}
+
+func (g *globals) addrWith(defPort string) string {
 	if _, _, err := net.SplitHostPort(g.traddr); err == nil {
 		return g.traddr
 	}
@@ -114,7 +134,11 @@ func (g *globals) addr() string {
 	if len(host) > 1 && host[0] == '[' && host[len(host)-1] == ']' {
 		host = host[1 : len(host)-1]
 	}
-	return net.JoinHostPort(host, g.trsvcid)
+	port := g.trsvcid
+	if port == "" {
+		port = defPort
+	}
+	return net.JoinHostPort(host, port)
 }
 
 func (g *globals) options() (initiator.Options, error) {
@@ -123,6 +147,9 @@ func (g *globals) options() (initiator.Options, error) {
 	}
 	if err := g.dhchap(); err != nil {
 		return initiator.Options{}, err
+	}
+	if g.tr() == initiator.TransportTCP {
+		return g.optionsFor(nil), nil // no verbs provider over NVMe/TCP
 	}
 	p, _, err := providers.Open(g.provider, g.profile, nil)
 	if err != nil {
@@ -133,7 +160,10 @@ func (g *globals) options() (initiator.Options, error) {
 
 func (g *globals) optionsFor(p verbs.Provider) initiator.Options {
 	return initiator.Options{
+		Transport:      g.tr(),
 		Provider:       p,
+		HeaderDigest:   g.hdrDigest,
+		DataDigest:     g.dataDigest,
 		HostNQN:        g.ident.NQN,
 		HostID:         g.ident.ID,
 		IOQueues:       g.queues,
@@ -232,6 +262,9 @@ func (g *globals) withOptions(dial func(initiator.Options) error) error {
 	if err := g.dhchap(); err != nil {
 		return err
 	}
+	if g.tr() == initiator.TransportTCP {
+		return dial(g.optionsFor(nil)) // no verbs provider over NVMe/TCP
+	}
 	if g.provider != "auto" || !compiledIn("ibverbs") {
 		p, reason, err := providers.Open(g.provider, g.profile, nil)
 		if err != nil {
@@ -310,27 +343,28 @@ func (g *globals) resolveTarget(ctx context.Context, opts initiator.Options) (nq
 	if g.nqn != "" {
 		return g.nqn, g.addr(), nil
 	}
-	entries, err := initiator.Discover(ctx, g.addr(), opts)
+	disc := g.discoveryAddr()
+	entries, err := initiator.Discover(ctx, disc, opts)
 	if err != nil {
-		return "", "", fmt.Errorf("discover (to pick a subsystem; or pass --nqn): %w", err)
+		return "", "", fmt.Errorf("discover at %s (to pick a subsystem; or pass --nqn): %w", disc, err)
 	}
-	e, ok := firstNVM(entries)
+	e, ok := firstNVM(entries, g.tr())
 	if !ok {
-		return "", "", fmt.Errorf("the discovery log at %s lists no NVM subsystem reachable over RDMA", g.addr())
+		return "", "", fmt.Errorf("the discovery log at %s lists no NVM subsystem reachable over %s", disc, g.tr())
 	}
-	addr = recordAddr(e, g.addr())
+	addr = recordAddr(e, disc)
 	slog.Debug("subsystem from the discovery log", "subnqn", e.SubNQN, "traddr", e.TrAddr, "trsvcid", e.TrSvcID,
-		"connect", addr, "discovery", g.addr())
-	if addr != g.addr() {
-		fmt.Fprintf(g.stderr, "rdmablk: %s is at %s (discovery log at %s)\n", e.SubNQN, addr, g.addr())
+		"connect", addr, "discovery", disc)
+	if addr != disc {
+		fmt.Fprintf(g.stderr, "rdmablk: %s is at %s (discovery log at %s)\n", e.SubNQN, addr, disc)
 	}
 	return e.SubNQN, addr, nil
 }
 
-// firstNVM returns the first NVM subsystem record over RDMA.
-func firstNVM(entries []nvme.DiscoveryLogEntry) (nvme.DiscoveryLogEntry, bool) {
+// firstNVM returns the first NVM subsystem record over transport tr.
+func firstNVM(entries []nvme.DiscoveryLogEntry, tr initiator.Transport) (nvme.DiscoveryLogEntry, bool) {
 	for _, e := range entries {
-		if e.SubType == nvme.SubTypeNVM && e.TrType == nvme.TrTypeRDMA {
+		if e.SubType == nvme.SubTypeNVM && e.TrType == tr.TrType() {
 			return e, true
 		}
 	}

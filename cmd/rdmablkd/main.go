@@ -1,7 +1,7 @@
 // Command rdmablkd is the rdmablk NVMe-over-Fabrics target daemon: it
 // serves volumes over the NVMe-oF RDMA transport binding.
 //
-//	rdmablkd                     # embedded default: a sparse 1 GiB volume on 127.0.0.1:4420
+//	rdmablkd                     # embedded default: a sparse 1 GiB volume on 127.0.0.1:4420 (RDMA) and 127.0.0.1:8009 (NVMe/TCP)
 //	rdmablkd --config /etc/rdmablk/rdmablkd.yaml
 //	rdmablkd --print-config      # the effective configuration as YAML
 //	rdmablkd --version           # version, commit, Go version, build tags

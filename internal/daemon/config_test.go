@@ -13,8 +13,9 @@ func TestEmbeddedDefaultIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Listeners) != 1 || c.Listeners[0].Addr != "127.0.0.1:4420" {
-		t.Errorf("listeners %+v, want one on 127.0.0.1:4420", c.Listeners)
+	if len(c.Listeners) != 2 || c.Listeners[0].Addr != "127.0.0.1:4420" || c.Listeners[0].isTCP() ||
+		c.Listeners[1].Addr != "127.0.0.1:8009" || !c.Listeners[1].isTCP() {
+		t.Errorf("listeners %+v, want RDMA on 127.0.0.1:4420 and NVMe/TCP on 127.0.0.1:8009", c.Listeners)
 	}
 	if c.Transport.Provider != "auto" || len(c.Volumes) != 1 || len(c.Subsystems) != 1 {
 		t.Errorf("unexpected default: %+v", c)

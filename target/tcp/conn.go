@@ -59,7 +59,11 @@ type conn struct {
 	// and waits for the commands in flight (see drainWait).
 	draining atomic.Bool
 	freed    chan struct{} // the writer freed a slot (capacity 1)
-	h2c      int           // reader: slots waiting for H2CData
+	// heldAER counts Asynchronous Event Requests the core holds (admin
+	// queue): they complete only when the queue is destroyed, so a drain
+	// does not wait for them (as the RDMA binding).
+	heldAER atomic.Int32
+	h2c     int // reader: slots waiting for H2CData
 
 	// quiet is closed once the reader stopped and its commands in flight
 	// are answered (or it gave up on them); Listener.Close waits for every
@@ -195,7 +199,7 @@ func (c *conn) markQuiet() { c.quietOnce.Do(func() { close(c.quiet) }) }
 func (c *conn) drainWait() {
 	t := time.NewTimer(c.l.cfg.DrainTimeout)
 	defer t.Stop()
-	for c.free.len()+c.h2c < len(c.slots) {
+	for c.free.len()+c.h2c+int(c.heldAER.Load()) < len(c.slots) {
 		select {
 		case <-c.freed:
 		case <-c.wdone:
@@ -520,9 +524,17 @@ func (c *conn) execute(s *slot) {
 		// host asked for: never send a previous command's bytes.
 		clear(s.req.Data)
 	}
+	if isAER(c, &s.req.SQE) {
+		c.heldAER.Add(1)
+	}
 	if c.q.Execute(&s.req) {
 		c.enqueue(job{kind: jobResp, idx: s.idx})
 	}
+}
+
+// isAER reports an Asynchronous Event Request on the admin queue.
+func isAER(c *conn, sqe *nvme.SQE) bool {
+	return c.q.QID() == 0 && sqe.Opcode() == nvme.AdminAsyncEvent
 }
 
 // answer completes s with status st without running it (bad SGL, data

@@ -367,3 +367,31 @@ func TestUnconnectedCaps(t *testing.T) {
 		t.Fatalf("Stats %+v", st)
 	}
 }
+
+// TestListenerCloseDoesNotWaitForAER: an Asynchronous Event Request the
+// core holds (it completes only when the controller goes away) does not
+// hold a drain for DrainTimeout, as in the RDMA binding: Close of a
+// listener with a connected host that has an AER outstanding counts no
+// drain timeout.
+func TestListenerCloseDoesNotWaitForAER(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.DrainTimeout = 5 * time.Second })
+	admin := r.adminHost(t, tcppdu.Digests{}, 8192)
+	var aer nvme.SQE
+	aer.SetAsyncEventRequest()
+	admin.cid++
+	aer.SetCID(admin.cid)
+	aer.SetPSDT(nvme.PSDTSGL)
+	setTransportSGL(&aer, 0)
+	admin.sendCapsule(&aer, nil)
+	// The reader executes capsules in order: once the Keep Alive is
+	// answered, the core holds the AER.
+	var ka nvme.SQE
+	ka.SetKeepAlive()
+	admin.must(&ka, nil, 0)
+	if err := r.l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.l.Stats(); st.DrainTimeouts != 0 {
+		t.Fatalf("Close waited DrainTimeout for the held AER: %+v", st)
+	}
+}

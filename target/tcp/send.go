@@ -75,6 +75,9 @@ func (c *conn) writer() {
 			}
 			// The slot is free once its data is out, before its CQE.
 			cqe := r.CQE
+			if isAER(c, &r.SQE) {
+				c.heldAER.Add(-1)
+			}
 			c.free.push(j.idx)
 			select {
 			case c.freed <- struct{}{}:

@@ -9,19 +9,32 @@ import (
 )
 
 // benchSession is a session of 4 queues of depth 32 to an in-process
-// target on a memory backend over the soft fabric.
-func benchSession(b *testing.B) *initiator.Session {
+// target on a memory backend over the soft fabric, or over NVMe/TCP on
+// loopback (overTCP).
+func benchSession(b *testing.B, overTCP bool) *initiator.Session {
 	b.Helper()
 	fab := soft.NewFabric()
-	_, ls := fabricTarget(b, fab, mem.New(1<<15, 512), "bench:4420")
-	return openSession(b, soft.New(soft.Options{Fabric: fab}), []string{ls[0].Addr()}, 4, 32)
+	tgt, ls := fabricTarget(b, fab, mem.New(1<<15, 512), "bench:4420")
+	path := ls[0].Addr()
+	if overTCP {
+		path = listenPath(b, tgt, fab, true, "", 2).addr
+	}
+	return openSession(b, soft.New(soft.Options{Fabric: fab}), []string{path}, 4, 32)
+}
+
+// forBenchTransports runs f over the soft RDMA fabric and NVMe/TCP.
+func forBenchTransports(b *testing.B, f func(b *testing.B, overTCP bool)) {
+	b.Run("rdma", func(b *testing.B) { f(b, false) })
+	b.Run("tcp", func(b *testing.B) { f(b, true) })
 }
 
 // BenchmarkSessionSubmitRead4K: 4 KiB reads through Session.Submit with 64
 // requests in flight over 4 queues; allocations per read are reported (0
 // expected).
-func BenchmarkSessionSubmitRead4K(b *testing.B) {
-	s := benchSession(b)
+func BenchmarkSessionSubmitRead4K(b *testing.B) { forBenchTransports(b, benchSessionSubmitRead4K) }
+
+func benchSessionSubmitRead4K(b *testing.B, overTCP bool) {
+	s := benchSession(b, overTCP)
 	const window = 64
 	done := make(chan *initiator.Request, window)
 	reqs := make([]initiator.Request, window)
@@ -65,8 +78,10 @@ func BenchmarkSessionSubmitRead4K(b *testing.B) {
 
 // BenchmarkSessionReadAt4K: blocking 4 KiB ReadAt from 16×GOMAXPROCS
 // goroutines sharing the session's queues.
-func BenchmarkSessionReadAt4K(b *testing.B) {
-	s := benchSession(b)
+func BenchmarkSessionReadAt4K(b *testing.B) { forBenchTransports(b, benchSessionReadAt4K) }
+
+func benchSessionReadAt4K(b *testing.B, overTCP bool) {
+	s := benchSession(b, overTCP)
 	blocks := s.Size() / 4096
 	b.ReportAllocs()
 	b.SetBytes(4096)

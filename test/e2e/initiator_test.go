@@ -17,6 +17,7 @@ import (
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/target"
 	"github.com/rdmablk/rdmablk/target/rdma"
+	"github.com/rdmablk/rdmablk/target/tcp"
 	"github.com/rdmablk/rdmablk/verbs"
 	"github.com/rdmablk/rdmablk/verbs/soft"
 )
@@ -35,9 +36,11 @@ type env struct {
 	hostP   *soft.Provider
 	tgtP    *soft.Provider
 	tgt     *target.Target
-	ln      *rdma.Listener
-	addr    string
+	ln      *rdma.Listener // nil over NVMe/TCP
+	tcpLn   *tcp.Listener  // nil over RDMA
+	addr    string         // "tcp://host:port" over NVMe/TCP
 	backend *mem.Backend
+	digests bool
 }
 
 type envConfig struct {
@@ -46,6 +49,11 @@ type envConfig struct {
 	blocks      uint64
 	maxTransfer int // target MDTS in bytes (0: default)
 	inCapsule   int // target in-capsule data size (0: default)
+	// tcp serves the subsystem over NVMe/TCP on loopback (target/tcp)
+	// instead of the soft RDMA fabric; profile is then unused.
+	tcp bool
+	// digests asks for NVMe/TCP header and data digests.
+	digests bool
 }
 
 func newEnv(t testing.TB, cfg envConfig) *env {
@@ -70,27 +78,73 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.ln, err = rdma.Listen(rdma.Config{
-		Provider: e.tgtP, Target: e.tgt, Addr: "192.0.2.1:4420", PortID: 1,
-		MaxDataTransfer: cfg.maxTransfer, InCapsuleDataSize: cfg.inCapsule, Logger: quiet,
-	})
-	if err != nil {
-		t.Fatal(err)
+	if cfg.tcp {
+		e.digests = cfg.digests
+		e.tcpLn, err = tcp.Listen(tcp.Config{
+			Target: e.tgt, Addr: "127.0.0.1:0", PortID: 1,
+			MaxDataTransfer: cfg.maxTransfer, InCapsuleDataSize: cfg.inCapsule, Logger: quiet,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.addr = "tcp://" + e.tcpLn.Addr()
+	} else {
+		e.ln, err = rdma.Listen(rdma.Config{
+			Provider: e.tgtP, Target: e.tgt, Addr: "192.0.2.1:4420", PortID: 1,
+			MaxDataTransfer: cfg.maxTransfer, InCapsuleDataSize: cfg.inCapsule, Logger: quiet,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.addr = e.ln.Addr()
 	}
-	e.addr = e.ln.Addr()
 	t.Cleanup(func() {
-		_ = e.ln.Close()
+		e.closeListener()
 		_ = e.tgt.Close()
 		_ = e.backend.Close()
 	})
 	return e
 }
 
+// closeListener closes the env's listener (drain, then disconnect).
+func (e *env) closeListener() error {
+	if e.tcpLn != nil {
+		return e.tcpLn.Close()
+	}
+	return e.ln.Close()
+}
+
+// transportCase is one binding the contract cases run over: the RDMA
+// binding on the soft provider (both profiles) and NVMe/TCP on loopback.
+type transportCase struct {
+	name    string
+	profile soft.Profile
+	tcp     bool
+	digests bool // NVMe/TCP header and data digests
+}
+
+var transports = []transportCase{
+	{"rdma-default", soft.ProfileDefault, false, false},
+	{"rdma-pvrdma", soft.ProfilePVRDMA, false, false},
+	{"tcp", soft.ProfileDefault, true, false},
+	{"tcp-digests", soft.ProfileDefault, true, true},
+}
+
+// forTransports runs f over every transport (the transport contract
+// suite at the initiator / session level).
+func forTransports(t *testing.T, f func(t *testing.T, tc transportCase)) {
+	for _, tc := range transports {
+		t.Run(tc.name, func(t *testing.T) { f(t, tc) })
+	}
+}
+
 func (e *env) opts() initiator.Options {
 	return initiator.Options{
-		Provider: e.hostP,
-		HostNQN:  hostNQN,
-		Logger:   slog.New(slog.DiscardHandler),
+		Provider:     e.hostP,
+		HostNQN:      hostNQN,
+		Logger:       slog.New(slog.DiscardHandler),
+		HeaderDigest: e.digests,
+		DataDigest:   e.digests,
 	}
 }
 
@@ -121,8 +175,8 @@ func forProfiles(t *testing.T, f func(t *testing.T, p soft.Profile)) {
 }
 
 func TestE2EConnectIdentify(t *testing.T) {
-	forProfiles(t, func(t *testing.T, p soft.Profile) {
-		e := newEnv(t, envConfig{profile: p, blockSize: 4096, blocks: 1024})
+	forTransports(t, func(t *testing.T, tc transportCase) {
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, digests: tc.digests, blockSize: 4096, blocks: 1024})
 		o := e.opts()
 		o.IOQueues = 3
 		o.QueueDepth = 64
@@ -131,7 +185,8 @@ func TestE2EConnectIdentify(t *testing.T) {
 		if c.CNTLID() == 0 || c.CNTLID() == nvme.DynamicCNTLID || id.CNTLID != c.CNTLID() {
 			t.Fatalf("CNTLID %d, identify %d", c.CNTLID(), id.CNTLID)
 		}
-		if id.SubNQN != subNQN || id.CNTRLTYPE != nvme.CntrlTypeIO || id.SGLS&nvme.SGLSKeyed == 0 {
+		// Keyed SGL data blocks over RDMA only (the transport's caps).
+		if id.SubNQN != subNQN || id.CNTRLTYPE != nvme.CntrlTypeIO || (id.SGLS&nvme.SGLSKeyed != 0) == tc.tcp {
 			t.Fatalf("identify: subnqn %q type %d sgls %#x", id.SubNQN, id.CNTRLTYPE, id.SGLS)
 		}
 		if c.NumQueues() != 3 {
@@ -269,8 +324,8 @@ func itoa(v uint64) string {
 }
 
 func TestE2EAsyncPatternWholeNamespace(t *testing.T) {
-	forProfiles(t, func(t *testing.T, p soft.Profile) {
-		e := newEnv(t, envConfig{profile: p, blockSize: 512, blocks: 8192}) // 4 MiB
+	forTransports(t, func(t *testing.T, tc transportCase) {
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, digests: tc.digests, blockSize: 512, blocks: 8192}) // 4 MiB
 		o := e.opts()
 		o.IOQueues = 4
 		o.QueueDepth = 32
@@ -320,9 +375,9 @@ func TestE2EAsyncPatternWholeNamespace(t *testing.T) {
 }
 
 func TestE2EReadWriteAtSpanningMDTS(t *testing.T) {
-	forProfiles(t, func(t *testing.T, p soft.Profile) {
+	forTransports(t, func(t *testing.T, tc transportCase) {
 		// 16 KiB MDTS: a 100-block (50 KiB) transfer is 4 commands.
-		e := newEnv(t, envConfig{profile: p, blockSize: 512, blocks: 2048, maxTransfer: 16 << 10})
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, digests: tc.digests, blockSize: 512, blocks: 2048, maxTransfer: 16 << 10})
 		o := e.opts()
 		o.IOQueues = 2
 		o.QueueDepth = 4
@@ -389,8 +444,8 @@ func TestE2EReadWriteAtSpanningMDTS(t *testing.T) {
 }
 
 func TestE2EFlushZeroesDeallocate(t *testing.T) {
-	forProfiles(t, func(t *testing.T, p soft.Profile) {
-		e := newEnv(t, envConfig{profile: p, blockSize: 4096, blocks: 256})
+	forTransports(t, func(t *testing.T, tc transportCase) {
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, digests: tc.digests, blockSize: 4096, blocks: 256})
 		c := e.connect(t, e.opts())
 		ns := c.Namespaces()[0]
 		ones := bytes.Repeat([]byte{0xFF}, int(ns.Size()))
@@ -424,8 +479,8 @@ func TestE2EFlushZeroesDeallocate(t *testing.T) {
 }
 
 func TestE2EHostNotAllowed(t *testing.T) {
-	forProfiles(t, func(t *testing.T, p soft.Profile) {
-		e := newEnv(t, envConfig{profile: p})
+	forTransports(t, func(t *testing.T, tc transportCase) {
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, digests: tc.digests})
 		o := e.opts()
 		o.HostNQN = strangerN
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -446,8 +501,8 @@ func TestE2EHostNotAllowed(t *testing.T) {
 }
 
 func TestE2EDiscover(t *testing.T) {
-	forProfiles(t, func(t *testing.T, p soft.Profile) {
-		e := newEnv(t, envConfig{profile: p})
+	forTransports(t, func(t *testing.T, tc transportCase) {
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, digests: tc.digests})
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		entries, err := initiator.Discover(ctx, e.addr, e.opts())
@@ -458,7 +513,7 @@ func TestE2EDiscover(t *testing.T) {
 		for _, en := range entries {
 			if en.SubNQN == subNQN {
 				found = true
-				if en.TrType != nvme.TrTypeRDMA || en.SubType != nvme.SubTypeNVM {
+				if want := map[bool]uint8{false: nvme.TrTypeRDMA, true: nvme.TrTypeTCP}[tc.tcp]; en.TrType != want || en.SubType != nvme.SubTypeNVM {
 					t.Fatalf("entry %+v", en)
 				}
 			}
@@ -482,8 +537,8 @@ func TestE2EConnectUnreachable(t *testing.T) {
 }
 
 func TestE2EControllerLost(t *testing.T) {
-	forProfiles(t, func(t *testing.T, p soft.Profile) {
-		e := newEnv(t, envConfig{profile: p, blockSize: 512, blocks: 4096})
+	forTransports(t, func(t *testing.T, tc transportCase) {
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, digests: tc.digests, blockSize: 512, blocks: 4096})
 		o := e.opts()
 		o.IOQueues = 2
 		c := e.connect(t, o)
@@ -557,7 +612,7 @@ func TestE2EControllerLost(t *testing.T) {
 			t.Fatalf("driver ended early: %v", err)
 		}
 		closed := make(chan error, 1)
-		go func() { closed <- e.ln.Close() }() // drains, then disconnects
+		go func() { closed <- e.closeListener() }() // drains, then disconnects
 		select {
 		case <-c.Done():
 		case <-ctx.Done():
@@ -589,10 +644,13 @@ func TestE2EControllerLost(t *testing.T) {
 	})
 }
 
+// BenchmarkRead4K: 4 KiB reads at QD16 through the raw IOQueue API over
+// every transport (tcp: target/tcp on loopback in-process); 0 allocations
+// per read expected.
 func BenchmarkRead4K(b *testing.B) {
-	for _, pr := range profiles {
-		b.Run(pr.name, func(b *testing.B) {
-			e := newEnv(b, envConfig{profile: pr.p, blockSize: 4096, blocks: 1024})
+	for _, tc := range transports {
+		b.Run(tc.name, func(b *testing.B) {
+			e := newEnv(b, envConfig{profile: tc.profile, tcp: tc.tcp, digests: tc.digests, blockSize: 4096, blocks: 1024})
 			o := e.opts()
 			o.IOQueues = 1
 			o.QueueDepth = 32
@@ -686,84 +744,88 @@ func TestE2ERejectedByTarget(t *testing.T) {
 }
 
 func TestE2ENamespaceChangeRescans(t *testing.T) {
-	e := newEnv(t, envConfig{profile: soft.ProfileDefault})
-	rescans := make(chan error, 4)
-	o := e.opts()
-	o.OnRescan = func(err error) { rescans <- err }
-	c := e.connect(t, o)
-	if n := len(c.Namespaces()); n != 1 {
-		t.Fatalf("%d namespaces", n)
-	}
-	sub, ok := e.tgt.Subsystem(subNQN)
-	if !ok {
-		t.Fatal("no subsystem")
-	}
-	b2 := mem.New(100, 4096)
-	t.Cleanup(func() { _ = b2.Close() })
-	if err := sub.AddNamespace(target.NamespaceConfig{NSID: 5, Backend: b2}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-rescans:
-		if err != nil {
-			t.Fatalf("rescan: %v", err)
+	forTransports(t, func(t *testing.T, tc transportCase) {
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, digests: tc.digests})
+		rescans := make(chan error, 4)
+		o := e.opts()
+		o.OnRescan = func(err error) { rescans <- err }
+		c := e.connect(t, o)
+		if n := len(c.Namespaces()); n != 1 {
+			t.Fatalf("%d namespaces", n)
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("no rescan after a namespace was added")
-	}
-	ns, err := c.Namespace(5)
-	if err != nil {
-		t.Fatalf("new namespace not visible: %v (have %d)", err, len(c.Namespaces()))
-	}
-	if ns.BlockSize() != 4096 || ns.Blocks() != 100 {
-		t.Fatalf("new namespace bs %d blocks %d", ns.BlockSize(), ns.Blocks())
-	}
-	if _, err := ns.WriteAt(bytes.Repeat([]byte{1}, 4096), 4096); err != nil {
-		t.Fatal(err)
-	}
-	// A second event is delivered too (the AER was re-armed and the log
-	// read acknowledged the first one).
-	if err := sub.RemoveNamespace(5); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-rescans:
-		if err != nil {
-			t.Fatalf("rescan: %v", err)
+		sub, ok := e.tgt.Subsystem(subNQN)
+		if !ok {
+			t.Fatal("no subsystem")
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("no rescan after a namespace was removed")
-	}
-	if _, err := c.Namespace(5); !errors.Is(err, initiator.ErrNoNamespace) {
-		t.Fatalf("removed namespace still visible: %v", err)
-	}
+		b2 := mem.New(100, 4096)
+		t.Cleanup(func() { _ = b2.Close() })
+		if err := sub.AddNamespace(target.NamespaceConfig{NSID: 5, Backend: b2}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-rescans:
+			if err != nil {
+				t.Fatalf("rescan: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("no rescan after a namespace was added")
+		}
+		ns, err := c.Namespace(5)
+		if err != nil {
+			t.Fatalf("new namespace not visible: %v (have %d)", err, len(c.Namespaces()))
+		}
+		if ns.BlockSize() != 4096 || ns.Blocks() != 100 {
+			t.Fatalf("new namespace bs %d blocks %d", ns.BlockSize(), ns.Blocks())
+		}
+		if _, err := ns.WriteAt(bytes.Repeat([]byte{1}, 4096), 4096); err != nil {
+			t.Fatal(err)
+		}
+		// A second event is delivered too (the AER was re-armed and the log
+		// read acknowledged the first one).
+		if err := sub.RemoveNamespace(5); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-rescans:
+			if err != nil {
+				t.Fatalf("rescan: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("no rescan after a namespace was removed")
+		}
+		if _, err := c.Namespace(5); !errors.Is(err, initiator.ErrNoNamespace) {
+			t.Fatalf("removed namespace still visible: %v", err)
+		}
+	})
 }
 
 func TestE2EKeepAlive(t *testing.T) {
-	e := newEnv(t, envConfig{profile: soft.ProfileDefault})
-	kept := make(chan error, 16)
-	o := e.opts()
-	o.OnKeepAlive = func(err error) {
-		select {
-		case kept <- err:
-		default:
-		}
-	}
-	o.KeepAlive = 100 * time.Millisecond
-	c := e.connect(t, o)
-	for i := 0; i < 3; i++ {
-		select {
-		case err := <-kept:
-			if err != nil {
-				t.Fatalf("keep alive %d: %v", i, err)
+	forTransports(t, func(t *testing.T, tc transportCase) {
+		e := newEnv(t, envConfig{profile: tc.profile, tcp: tc.tcp, digests: tc.digests})
+		kept := make(chan error, 16)
+		o := e.opts()
+		o.OnKeepAlive = func(err error) {
+			select {
+			case kept <- err:
+			default:
 			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("no keep alive sent")
 		}
-	}
-	if err := c.Err(); err != nil {
-		t.Fatalf("controller: %v", err)
-	}
+		o.KeepAlive = 100 * time.Millisecond
+		c := e.connect(t, o)
+		for i := 0; i < 3; i++ {
+			select {
+			case err := <-kept:
+				if err != nil {
+					t.Fatalf("keep alive %d: %v", i, err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("no keep alive sent")
+			}
+		}
+		if err := c.Err(); err != nil {
+			t.Fatalf("controller: %v", err)
+		}
+	})
 }
 
 func BenchmarkReadAt4K(b *testing.B) {

@@ -21,15 +21,22 @@ import (
 // queue is in flight, no caller owns a queue, and the rest wait in the
 // submission layer. Once released, every request completes.
 func TestSharedQueuesFillDepth(t *testing.T) {
-	for _, pr := range profiles {
-		t.Run(pr.name, func(t *testing.T) {
+	for _, tc := range transports {
+		if tc.digests {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
 			fab := soft.NewFabric()
 			g := newGated(mem.New(4096, 512))
 			tgt, ls := fabricTarget(t, fab, g, "shared:4420")
 			t.Cleanup(g.release) // before the target closes
+			path := ls[0].Addr()
+			if tc.tcp {
+				path = listenPath(t, tgt, fab, true, "", 2).addr
+			}
 			// No keep alive: no admin command may land between the
 			// target's two counter updates while we compare them.
-			s := openSession(t, soft.New(soft.Options{Profile: pr.p, Fabric: fab}), []string{ls[0].Addr()}, 2, 8,
+			s := openSession(t, soft.New(soft.Options{Profile: tc.profile, Fabric: fab}), []string{path}, 2, 8,
 				func(o *initiator.SessionOptions) { o.KeepAlive = -1 })
 			st := s.Stats()
 			if st.Queues != 2 || st.QueueDepth < 2 {
