@@ -37,7 +37,7 @@ type Daemon struct {
 	backends     []blockdev.Backend
 	member       *agent.Agent   // nil unless cluster.enabled
 	metrics      *metricsServer // nil unless metrics.listen (standalone)
-	transcript *os.File // target.dhchap_transcript, nil when off
+	transcript   *os.File       // target.dhchap_transcript, nil when off
 	// created are the volume files this start created (removed again if
 	// the start fails: they hold nothing yet).
 	created []string
