@@ -55,7 +55,7 @@ func (b *Backend) stopRing() {
 		b.plugs = 0
 		a.plugged--
 		if a.plugged == 0 {
-			_, _ = a.submitLocked()
+			_, _ = a.ring.Submit()
 		}
 	}
 	a.mu.Unlock()
@@ -143,7 +143,7 @@ func (b *Backend) submit(buf []byte, lba uint64, write bool, flags blockdev.Writ
 		// queued: their I/O starts early, which a plug allows. An error
 		// leaves the entry in the SQ; the reaper resubmits it after its
 		// next completion, and the next submission retries.
-		_, _ = a.submitLocked()
+		_, _ = a.ring.Submit()
 	}
 	a.mu.Unlock()
 	return true

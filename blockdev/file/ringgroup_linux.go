@@ -191,14 +191,6 @@ type sharedRing struct {
 	evRead  func(fd uintptr) bool // reads the eventfd; made once (no allocation per wait)
 	evBuf   [8]byte
 	evErr   error
-	evFD    int // the eventfd (kick writes it)
-	// evAsync: the eventfd is signalled for asynchronous completions only
-	// (RegisterEventFDAsync). A completion posted during the submitting
-	// io_uring_enter then wakes nobody: Unplug reaps it inline, every other
-	// submission kicks the eventfd when the CQ holds completions
-	// (submitLocked), and whoever releases reapMu looks at the CQ again
-	// (reapInline, reap), so none is left behind.
-	evAsync bool
 	inline  atomic.Uint64 // completions handled inline by Unplug (tests, stats)
 
 	mu      sync.Mutex // guards the ring's submission side, slots, free, plugged, stopping
@@ -244,9 +236,7 @@ func (a *sharedRing) setupEventFD() {
 	if err != nil {
 		return
 	}
-	if a.ring.RegisterEventFDAsync(fd) == nil {
-		a.evAsync = true
-	} else if a.ring.RegisterEventFD(fd) != nil {
+	if a.ring.RegisterEventFD(fd) != nil {
 		_ = unix.Close(fd)
 		return
 	}
@@ -254,10 +244,8 @@ func (a *sharedRing) setupEventFD() {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		// The ring keeps signalling fd: keep it open, poll it no more.
-		a.evAsync = false
 		return
 	}
-	a.evFD = fd
 	a.evf, a.evrc = f, rc
 	a.evRead = func(fd uintptr) bool {
 		_, err := unix.Read(int(fd), a.evBuf[:])
@@ -287,14 +275,10 @@ func (a *sharedRing) wait() error {
 func (a *sharedRing) reap() {
 	defer close(a.done)
 	for !a.sawStop.Load() {
-		// Completions already posted (see evAsync) are taken without
-		// waiting for a signal that may never come.
-		if !a.evAsync || !a.ring.CQReady() {
-			if err := a.wait(); err != nil {
-				// Not expected (EBADF, EFAULT); keep the I/O path alive.
-				runtime.Gosched()
-				continue
-			}
+		if err := a.wait(); err != nil {
+			// Not expected (EBADF, EFAULT); keep the I/O path alive.
+			runtime.Gosched()
+			continue
 		}
 		a.reapMu.Lock()
 		a.drainLocked()
@@ -302,41 +286,17 @@ func (a *sharedRing) reap() {
 	}
 }
 
-// submitLocked submits what the SQ holds; with an async-only eventfd it
-// wakes the reaper if completions were posted during the call (nobody
-// else would take them). a.mu held; not for Unplug, which reaps inline.
-func (a *sharedRing) submitLocked() (int, error) {
-	n, err := a.ring.Submit()
-	if a.evAsync && a.ring.CQReady() {
-		a.kick()
-	}
-	return n, err
-}
-
-// kick wakes the reaper through its eventfd.
-func (a *sharedRing) kick() {
-	var one = [8]byte{1}
-	_, _ = unix.Write(a.evFD, one[:])
-}
-
 // reapInline handles the completions already posted, on the calling
 // goroutine, unless the reaper is handling some right now (it then takes
 // these too). Called by Unplug after its submission.
 func (a *sharedRing) reapInline() {
-	if a.evrc == nil {
+	if a.evrc == nil || !a.reapMu.TryLock() {
 		return
 	}
-	for a.reapMu.TryLock() {
-		n := a.drainLocked()
-		a.reapMu.Unlock()
-		if n > 0 {
-			a.inline.Add(uint64(n))
-		}
-		// Completions posted by a submitter whose own TryLock failed
-		// while we held reapMu are ours to take (see evAsync).
-		if !a.evAsync || !a.ring.CQReady() {
-			return
-		}
+	n := a.drainLocked()
+	a.reapMu.Unlock()
+	if n > 0 {
+		a.inline.Add(uint64(n))
 	}
 }
 
@@ -374,7 +334,7 @@ func (a *sharedRing) drainLocked() int {
 	}
 	a.mu.Lock()
 	if a.plugged == 0 {
-		_, _ = a.submitLocked() // entries a failed io_uring_enter left behind
+		_, _ = a.ring.Submit() // entries a failed io_uring_enter left behind
 	}
 	a.mu.Unlock()
 	return total
@@ -398,7 +358,7 @@ func (a *sharedRing) stop() {
 	a.stopped = true
 	err := a.ring.Prepare(&uring.SQE{Opcode: uring.OpNop, UserData: stopTag})
 	if err == nil {
-		_, err = a.submitLocked()
+		_, err = a.ring.Submit()
 	}
 	a.mu.Unlock()
 	if err == nil {

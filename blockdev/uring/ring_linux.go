@@ -25,10 +25,9 @@ const (
 
 	enterGetEvents = 1 << 0
 
-	registerBuffers      = 0
-	unregisterBuffers    = 1
-	registerEventFD      = 4
-	registerEventFDAsync = 7
+	registerBuffers   = 0
+	unregisterBuffers = 1
+	registerEventFD   = 4
 )
 
 type sqOffsets struct {
@@ -129,27 +128,6 @@ func (r *Ring) RegisterEventFD(fd int) error {
 		return fmt.Errorf("uring: register eventfd: %w", e)
 	}
 	return nil
-}
-
-// RegisterEventFDAsync is RegisterEventFD for completions posted
-// asynchronously only (IORING_REGISTER_EVENTFD_ASYNC, Linux 5.6+): one
-// that completes during the io_uring_enter that submitted it (a RAM-backed
-// device, a cached page) does not signal fd, so its submitter must reap it
-// or wake the reaper itself (CQReady tells).
-func (r *Ring) RegisterEventFDAsync(fd int) error {
-	fd32 := int32(fd)
-	_, _, e := syscall.Syscall6(sysRegister, uintptr(r.fd), registerEventFDAsync, uintptr(unsafe.Pointer(&fd32)), 1, 0, 0)
-	if e != 0 {
-		return fmt.Errorf("uring: register async eventfd: %w", e)
-	}
-	return nil
-}
-
-// CQReady reports whether the completion queue holds completions not yet
-// reaped. Any goroutine; a hint that may be stale by the time it returns
-// (the reaper side may consume them meanwhile).
-func (r *Ring) CQReady() bool {
-	return atomic.LoadUint32(r.cqTail) != atomic.LoadUint32(r.cqHead)
 }
 
 // RegisterBuffers registers bufs as fixed buffers (index = position) for

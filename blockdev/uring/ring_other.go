@@ -13,8 +13,6 @@ func (*Ring) Wait() error                    { return ErrUnsupported }
 func (*Ring) Reap([]CQE) int                 { return 0 }
 func (*Ring) RegisterBuffers([][]byte) error { return ErrUnsupported }
 func (*Ring) RegisterEventFD(int) error      { return ErrUnsupported }
-func (*Ring) RegisterEventFDAsync(int) error { return ErrUnsupported }
-func (*Ring) CQReady() bool                  { return false }
 func (*Ring) UnregisterBuffers() error       { return ErrUnsupported }
 func (*Ring) Close() error                   { return nil }
 
