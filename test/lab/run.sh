@@ -38,7 +38,7 @@
 #      work tree: for a shared checkout with other people's unfinished changes),
 #      TAGS (build tags, default ibverbs), LABARGS (extra lab.key=value guest parameters for the
 #      nvmeof, initiator, tcp and perf scenarios, e.g. LABARGS=lab.sendinv=off,on: see scenario-nvmeof.sh;
-#      perf: LABARGS=lab.pollspins=-1 sets rdmablkd's transport.poll_spins).
+#      perf: LABARGS=lab.pollspins=-1 sets rdmablkd's transport.poll_spins, lab.mdts=131072 its max_data_transfer).
 # Exit status 0 only when every scenario passed.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -397,6 +397,16 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
       done
       mo=$(medrange "${o[@]}"); mk=$(medrange "${k[@]}")
       echo "| $j | $mo | $mk | $(ratio "${mo%% *}" "${mk%% *}") ($(minmax "${pr[@]}")) | ${oe[*]} / ${ke[*]} |"
+    done
+    echo
+    echo "Our initiator over NVMe/TCP (\`rdmablk -t tcp\`): discover from nvmet-tcp $(val tcp.init.discover); 64 MiB"
+    echo "write/read/cmp against nvmet-tcp: plain $(val tcp.init.kernel.plain.verify), with header and data digests"
+    echo "$(val tcp.init.kernel.digests.verify). \`rdmablk bench\` 4 KiB QD32, one job, ${FT} s (one round):"
+    echo
+    echo "| job | vs nvmet-tcp IOPS (errors) | vs rdmablkd IOPS (errors) |"
+    echo "| --- | --- | --- |"
+    for rw in randread randwrite; do
+      echo "| $rw | $(val tcp.init.kernel.$rw.iops) ($(val tcp.init.kernel.$rw.errors)) | $(val tcp.init.ours.$rw.iops) ($(val tcp.init.ours.$rw.errors)) |"
     done
   fi
   if [[ " $SCENARIOS " == *" auth "* ]]; then

@@ -6,7 +6,9 @@
 # connect again with --hdr-digest --data-digest and repeat randread QD32 + the verify; then
 # $LAB_ROUNDS interleaved rounds (rdmablkd then nvmet in odd rounds, nvmet first in even ones) of
 # randread/randwrite QD32 against each target for the side-by-side ratio. Host and targets share
-# the guest's one vCPU, so only the IOPS ratio is reported, no CPU per I/O. dmesg must stay clean.
+# the guest's one vCPU, so only the IOPS ratio is reported, no CPU per I/O. Then our initiator over
+# NVMe/TCP (rdmablk -t tcp): discover and 64 MiB write/read/cmp against nvmet-tcp (plain and with
+# digests), and rdmablk bench randread/randwrite QD32 against nvmet-tcp and rdmablkd. dmesg must stay clean.
 . /mnt/share/scripts/lib.sh
 D=/mnt/share/bin/rdmablkd; NQN=nqn.2026-11.io.rdmablk:tcp; KNQN=nqn.2026-11.io.kernel:tcp
 FT=${LAB_FIOTIME:-15}; ROUNDS=${LAB_ROUNDS:-3}; L=127.0.0.1
@@ -86,6 +88,32 @@ side() {
 for r in $(seq "$ROUNDS"); do
   step "side by side, round $r"
   if [ $((r % 2)) = 1 ]; then side ours "$r"; side kernel "$r"; else side kernel "$r"; side ours "$r"; fi
+done
+step "our initiator (rdmablk -t tcp) -> kernel nvmet-tcp, and -> rdmablkd over TCP"
+B=/mnt/share/bin/rdmablk
+jnum() { awk -v k="\"$2\":" '$1==k {gsub(",","",$2); print $2; exit}' "$1"; }
+if run "$B" discover -t tcp -a "$L" -s 4421 > "$LAB_OUT/init-tcp-discover.txt"; then
+  cat "$LAB_OUT/init-tcp-discover.txt"
+  grep -q "$KNQN" "$LAB_OUT/init-tcp-discover.txt" && result tcp.init.discover ok || result tcp.init.discover missing
+else result tcp.init.discover failed; fail "rdmablk discover -t tcp (nvmet)"; fi
+head -c 64M /dev/urandom > /tmp/rand.bin
+for v in plain digests; do
+  R=("$B" -t tcp -a "$L" -s 4421 -n "$KNQN")
+  [ $v = digests ] && R+=(--hdr-digest --data-digest)
+  rm -f /tmp/back.bin
+  if run "${R[@]}" write --offset 1M -i /tmp/rand.bin && run "${R[@]}" read --offset 1M --length 64M -o /tmp/back.bin &&
+     cmp /tmp/rand.bin /tmp/back.bin; then result "tcp.init.kernel.$v.verify" ok
+  else result "tcp.init.kernel.$v.verify" FAILED; fail "rdmablk -t tcp write/read/cmp against nvmet-tcp ($v)"; fi
+done
+for t in kernel ours; do
+  n=$KNQN; p=4421; [ $t = ours ] && { n=$NQN; p=4420; }
+  for rw in read write; do
+    f=$LAB_OUT/init-tcp-$t-rand$rw.json
+    run "$B" -t tcp -a "$L" -s "$p" -n "$n" --json bench -q --rw $rw --pattern rand --bs 4k --qd 32 --jobs 1 \
+      --runtime "${FT}s" --size 768M > "$f" 2> "$f.err" || fail "rdmablk bench -t tcp $t rand$rw: $(tail -1 "$f.err")"
+    result "tcp.init.$t.rand$rw.iops" "$(jnum "$f" iops | awk '{printf "%.0f", $1}')"
+    result "tcp.init.$t.rand$rw.errors" "$(jnum "$f" errors)"
+  done
 done
 rm $C/ports/2/subsystems/$KNQN; rmdir $C/ports/2
 echo 0 > $C/subsystems/$KNQN/namespaces/1/enable; rmdir $C/subsystems/$KNQN/namespaces/1 $C/subsystems/$KNQN
