@@ -18,21 +18,30 @@
 //     64-byte SQE of each queue entry (packed), the in-capsule data buffer
 //     of each queue entry (the negotiated in-capsule size, on a 4 KiB
 //     boundary; none on the admin queue), the 16-byte CQE buffers (one per
-//     request slot), one 4 KiB bootstrap data buffer, and on a 2 MiB
-//     boundary room for one data buffer (MaxDataTransfer bytes) per queue
-//     entry, buffers of 64 KiB and more one page apart beyond their size
+//     request slot), one 4 KiB bootstrap data buffer, on a 2 MiB boundary
+//     room for one small data buffer (16 KiB) per queue entry when
+//     MaxDataTransfer is larger, and on the next 2 MiB boundary room for
+//     one large data buffer (MaxDataTransfer bytes) per queue entry,
+//     buffers of 64 KiB and more one page apart beyond their size
 //     (no power-of-two stride, whose cache-set aliasing slowed 4 KiB I/O
 //     at 1 MiB MDTS). A receive is two SGEs, its SQE and its in-capsule buffer, so
 //     in-capsule data starts on a 4 KiB boundary (a file backend writes
 //     it with O_DIRECT) without wasting a page per SQE. SQEs, in-capsule,
 //     CQE and bootstrap buffers are registered at connect as one memory
 //     region. Data buffers are registered only after the host's Fabrics
-//     Connect succeeded, and then by what the queue has in flight: a first
-//     chunk of 1 MiB (one buffer at the default 1 MiB MDTS) at Connect,
-//     then, whenever a command finds no free buffer, a chunk as large as
-//     what is registered (doubling), up to one buffer per queue entry and,
-//     past the first chunk, within Config.MaxDataBufferBytes for the whole
-//     listener. Each chunk is registered as memory regions of at most
+//     Connect succeeded, and then by what the queue has in flight, per
+//     size class (a command of at most 16 KiB takes a small buffer, or a
+//     free large one when the small pool cannot grow; a larger command a
+//     large buffer): a first chunk of 1 MiB of small buffers at Connect
+//     (of large ones when there is no small class), the large pool's first
+//     1 MiB chunk with the first large command, then, whenever a command
+//     finds no free buffer of its class, a chunk as large as that pool
+//     (doubling), up to one buffer per queue entry and, past each pool's
+//     first chunk, within Config.MaxDataBufferBytes for the whole
+//     listener. (One class of MaxDataTransfer-sized buffers made a queue
+//     doing 4 KiB reads at QD64 register 63 MiB in six steps on its poll
+//     group, stalling the group each time: 1 % of reads took 0.5 s in the
+//     lab.) Each chunk is registered as memory regions of at most
 //     1 GiB (the PVRDMA limit), each a whole number of buffers, so no
 //     buffer straddles two regions; chunks of 2 MiB and more get
 //     transparent huge pages advised. Before Connect the bootstrap buffer
@@ -41,7 +50,7 @@
 //     longer than it is answered Data SGL Length Invalid: a connection
 //     that never sends a Connect pins kilobytes, not depth × MDTS.
 //     The core gets the registered-at-connect memory and the first data
-//     chunk as its data region (target.Queue.SetDataRegion: io_uring fixed
+//     chunk (the small buffers' first chunk when there is a small class) as its data region (target.Queue.SetDataRegion: io_uring fixed
 //     buffers), so a backend that pins it for fixed I/O pins no more than
 //     the queue always has; buffers of later chunks are served by plain
 //     io_uring operations. All of it is registered with local write

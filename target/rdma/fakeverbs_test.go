@@ -195,6 +195,11 @@ func newFakeRig(t testing.TB, attr verbs.DeviceAttr, cfg Config, p queueParams) 
 			t.Fatal(err)
 		}
 	}
+	for q.smallSize > 0 && q.smallBufs < p.depth { // in each pool
+		if err := q.growSmall(false); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return &fakeRig{t: t, l: l, q: q, id: id, rcq: dev.cqs[0], scq: dev.cqs[1], qp: id.qp, core: core, fq: cq.(*fakeQueue)}
 }
 
@@ -292,3 +297,9 @@ func rwSQE(op uint8, cid uint16, slba uint64, nlb uint32, addr uint64, key uint3
 	s.SGL1().SetKeyed(addr, nlb*512, key, subtype)
 	return s
 }
+
+// freeData is the number of free data buffers of q, both pools.
+func freeData(q *queue) int { return len(q.freeBufs) + len(q.freeSmall) }
+
+// allData is the number of registered data buffers of q, both pools.
+func allData(q *queue) int { return q.dataBufs + q.smallBufs }

@@ -65,7 +65,7 @@ func TestPollGroupManyQueues(t *testing.T) {
 					bad = "READ credits"
 				case q.active != 0 || q.outstanding != 0 || q.executing != 0:
 					bad = "slots"
-				case len(q.freeBufs) != q.dataBufs:
+				case freeData(q) != allData(q):
 					bad = "data buffers"
 				}
 			}

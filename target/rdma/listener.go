@@ -301,7 +301,11 @@ func (l *Listener) setup(req *verbs.ConnRequest) {
 		// a queue always has once connected): backends that pin memory
 		// for fixed buffers pin no more than that. q.mem stays mapped
 		// until every core request completed (release).
-		r.SetDataRegion(q.mem[:q.dataOff+q.growBase()*q.dataStride])
+		end := q.dataOff + q.growBase()*q.dataStride
+		if q.smallSize > 0 {
+			end = q.smallOff + q.smallGrowBase()*q.smallStride
+		}
+		r.SetDataRegion(q.mem[:end])
 	}
 	l.mu.Lock()
 	if l.closed {

@@ -340,16 +340,27 @@ func (q *queue) fail(r *request, s nvme.Status, dw0 uint32) {
 // command waits for a buffer to come back.
 func (q *queue) needBuffer(r *request) {
 	r.state = StateNeedBuffer
-	if q.bufWait.empty() && q.haveBuffer() {
+	if q.bufWait.empty() && q.haveBuffer(r.length) {
 		q.gotBuffer(r)
 		return
 	}
 	q.bufWait.push(q, r)
 }
 
-// haveBuffer reports a free data buffer, growing the pool if none is free
-// and the queue may register more.
-func (q *queue) haveBuffer() bool {
+// haveBuffer reports a free data buffer for n bytes, growing a pool if
+// none is free and the queue may register more: for a small command a
+// small buffer (grown), else a free large one (not grown for it); for a
+// large command a large one.
+func (q *queue) haveBuffer(n uint32) bool {
+	if q.smallSize > 0 && int(n) <= q.smallSize && q.connected {
+		if len(q.freeSmall) > 0 {
+			return true
+		}
+		if err := q.growSmall(false); err != nil && !errors.Is(err, errNoGrowth) {
+			q.log.Warn("rdma: cannot register more small data buffers; using those registered", "err", err)
+		}
+		return len(q.freeSmall) > 0 || len(q.freeBufs) > 0
+	}
 	if len(q.freeBufs) > 0 {
 		return true
 	}
@@ -364,8 +375,14 @@ func (q *queue) haveBuffer() bool {
 
 // gotBuffer takes a free data buffer for r and moves on.
 func (q *queue) gotBuffer(r *request) {
-	b := q.freeBufs[len(q.freeBufs)-1]
-	q.freeBufs = q.freeBufs[:len(q.freeBufs)-1]
+	var b int32
+	if q.smallSize > 0 && int(r.length) <= q.smallSize && len(q.freeSmall) > 0 {
+		b = q.freeSmall[len(q.freeSmall)-1]
+		q.freeSmall = q.freeSmall[:len(q.freeSmall)-1]
+	} else {
+		b = q.freeBufs[len(q.freeBufs)-1]
+		q.freeBufs = q.freeBufs[:len(q.freeBufs)-1]
+	}
 	r.buf = b
 	r.req.Data = q.dataBuf(b)[:r.length:r.length]
 	r.req.Length = r.length
@@ -546,7 +563,11 @@ func (q *queue) freeBuf(r *request) {
 		r.req.Data = nil
 		return
 	}
-	q.freeBufs = append(q.freeBufs, r.buf)
+	if q.smallSize > 0 && r.buf >= q.smallBase {
+		q.freeSmall = append(q.freeSmall, r.buf)
+	} else {
+		q.freeBufs = append(q.freeBufs, r.buf)
+	}
 	r.buf = -1
 	r.req.Data = nil
 }
@@ -580,7 +601,7 @@ func (q *queue) progress() bool {
 			q.advance(q.readWait.pop(q))
 			moved = true
 		}
-		for !q.bufWait.empty() && !q.dying && q.haveBuffer() {
+		for !q.bufWait.empty() && !q.dying && q.haveBuffer(q.bufWait.peek(q).length) {
 			q.advance(q.bufWait.pop(q))
 			moved = true
 		}

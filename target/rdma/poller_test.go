@@ -68,9 +68,9 @@ func TestHostReadPostsWriteThenSend(t *testing.T) {
 	}
 	g.complete(g.qp.sends[1])
 	g.step()
-	if r.state != StateFree || g.q.active != 0 || g.q.sendCredits != g.q.params.sendQ || len(g.q.freeBufs) != g.q.params.depth {
+	if r.state != StateFree || g.q.active != 0 || g.q.sendCredits != g.q.params.sendQ || freeData(g.q) != allData(g.q) {
 		t.Fatalf("after SEND completion: state %v active %d credits %d/%d bufs %d",
-			r.state, g.q.active, g.q.sendCredits, g.q.params.sendQ, len(g.q.freeBufs))
+			r.state, g.q.active, g.q.sendCredits, g.q.params.sendQ, freeData(g.q))
 	}
 }
 
@@ -107,8 +107,8 @@ func TestHostWriteReadsThenExecutes(t *testing.T) {
 		t.Fatalf("posted %+v, want SEND_WITH_INV of key 0x42", g.qp.sends)
 	}
 	// The data buffer went back to the pool right after execution.
-	if len(g.q.freeBufs) != g.q.params.depth {
-		t.Fatalf("free buffers %d, want %d", len(g.q.freeBufs), g.q.params.depth)
+	if freeData(g.q) != allData(g.q) {
+		t.Fatalf("free buffers %d, want %d", freeData(g.q), allData(g.q))
 	}
 }
 
@@ -302,12 +302,12 @@ func TestReadErrorKillsQueueAndFreesBufferOnlyAfterCompletion(t *testing.T) {
 	g.step()
 	rd := g.sendsOf(verbs.OpRDMARead)[0]
 	r := &g.q.slots[splitIdx(rd.ID)]
-	if len(g.q.freeBufs) != g.q.params.depth-1 {
+	if freeData(g.q) != allData(g.q)-1 {
 		t.Fatal("buffer not taken")
 	}
 	g.scq.inject(verbs.WorkCompletion{ID: rd.ID, Status: verbs.WCRemAccessErr})
 	g.step()
-	if !g.q.dying || r.state != StateFree || len(g.q.freeBufs) != g.q.params.depth || g.fq.executed.Load() != 0 {
+	if !g.q.dying || r.state != StateFree || freeData(g.q) != allData(g.q) || g.fq.executed.Load() != 0 {
 		t.Fatalf("dying %v state %v bufs %d executed %d", g.q.dying, r.state, len(g.q.freeBufs), g.fq.executed.Load())
 	}
 	if g.q.st.queueErrors.Load() != 1 {

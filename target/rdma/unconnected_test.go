@@ -72,7 +72,7 @@ func TestSilentQueuesCapped(t *testing.T) {
 	st = g.waitStats("connected queues leave the unconnected count", func(s Stats) bool { return s.Unconnected == perHost })
 	// Each connected queue registered its first chunk of data buffers.
 	_, _, _, adminBoot := smallLayout(32, 0)
-	chunk := uint64(growChunkBytes/DefaultMaxDataTransfer) * uint64(DefaultMaxDataTransfer+dataAlign)
+	chunk := uint64(min(32, growChunkBytes/smallDataSize) * smallDataSize) // small buffers, depth 32 (the 4 KiB read took one)
 	if want := perHost*perQueue + perQueue + uint64(adminBoot+bootSize) + 2*chunk; st.RegisteredBytes != want {
 		t.Fatalf("registered %d bytes after two connected queues, want %d", st.RegisteredBytes, want)
 	}
