@@ -71,6 +71,7 @@ func (c *conn) writer() {
 					nb = append(nb, ddgst[:])
 				}
 				_, err = nb.WriteTo(c.nc)
+				c.l.stats.writes.Add(1)
 				out = out[:0]
 			}
 			// The slot is free once its data is out, before its CQE.
@@ -88,6 +89,7 @@ func (c *conn) writer() {
 		}
 		if err == nil && len(out) > 0 && (len(c.sendq) == 0 || len(out) >= writeCoalesce) {
 			_, err = c.nc.Write(out)
+			c.l.stats.writes.Add(1)
 			out = out[:0]
 		}
 		if err != nil {
