@@ -45,11 +45,12 @@ type conn struct {
 	// maxBatch commands, see sockReader), so backend I/O of pipelined
 	// commands reaches an io_uring backend in one submission, their
 	// responses leave in one write, and none waits on the socket.
-	batching  bool
-	batchCmds int // commands taken in this batch
-	hdr       [tcppdu.ICReqHLen + tcppdu.DigestSize + tcppdu.MaxTermReqData]byte
-	hdrN      int // bytes of the current PDU's header in hdr
-	dig       [tcppdu.DigestSize]byte
+	batching   bool
+	batchCmds  int // commands taken in this batch
+	batchBytes int // bytes read from the socket in this batch
+	hdr        [tcppdu.ICReqHLen + tcppdu.DigestSize + tcppdu.MaxTermReqData]byte
+	hdrN       int // bytes of the current PDU's header in hdr
+	dig        [tcppdu.DigestSize]byte
 
 	// slots: depth for the queue's entries plus maxBatch spare ones (see
 	// send.go); depth is what a host may have outstanding.
@@ -221,7 +222,7 @@ func (c *conn) beginBatch() {
 	if !c.batching {
 		c.q.BeginBatch()
 		c.batching = true
-		c.batchCmds = 0
+		c.batchCmds, c.batchBytes = 0, 0
 		c.deferWrites()
 	}
 }

@@ -54,8 +54,13 @@ const (
 	// maxFlushRounds is how many writes a goroutine other than the
 	// writer does before it leaves the rest to the writer goroutine, so
 	// that a backend's completion goroutine (shared by many connections)
-	// or the reader is not kept writing by a stream of completions.
-	maxFlushRounds = 2
+	// or the reader is not kept writing by a stream of completions; 4
+	// writes carry the responses of a full default queue (128).
+	maxFlushRounds = 4
+	// maxBatchBytes bounds what the reader reads in one batch (see
+	// sockReader): a host streaming write data does not hold back the
+	// responses the batch defers for longer than this takes to read.
+	maxBatchBytes = 256 << 10
 )
 
 // jobKind is what a job sends.
@@ -278,7 +283,8 @@ func (c *conn) build() {
 // a failure) stops the send path. Token holder only.
 func (c *conn) endWrite(err error) {
 	w := &c.snd
-	c.l.stats.writes.Add(1)
+	c.l.stats.writes.Add(w.sock.calls)
+	w.sock.calls = 0
 	stop := err != nil
 	for _, j := range w.batch {
 		switch j.kind {

@@ -32,6 +32,9 @@ type sockWriter struct {
 	// Portable path.
 	nb  net.Buffers
 	nbs [][]byte
+
+	// calls counts the write system calls that wrote bytes (Stats.Writes).
+	calls uint64
 }
 
 func (s *sockWriter) init(nc net.Conn, iovs int) {
@@ -60,6 +63,7 @@ func (s *sockWriter) write(bufs [][]byte, wait bool) (bool, error) {
 			return false, nil
 		}
 		_, err := s.nb.WriteTo(s.nc)
+		s.calls++
 		return err == nil, err
 	}
 	if bufs != nil {
@@ -106,6 +110,7 @@ func (s *sockWriter) writev(fd uintptr) bool {
 			s.err = errZeroWrite
 			return true
 		default:
+			s.calls++
 			s.advance(n)
 		}
 	}
@@ -130,9 +135,10 @@ func (s *sockWriter) advance(n int) {
 // sockReader is the source of the reader's bufio.Reader. While the reader
 // is in a batch, a read first takes what the socket already holds,
 // without blocking, so that a batch goes on while the host keeps sending
-// (up to maxBatch commands); only when the socket is empty (or the batch
-// is full) does it end the batch — the core submits the I/O it held back,
-// the responses are written — and then block. Reader goroutine only.
+// (up to maxBatch commands or maxBatchBytes); only when the socket is
+// empty (or the batch is full) does it end the batch — the core submits
+// the I/O it held back, the responses are written — and then block.
+// Reader goroutine only.
 type sockReader struct {
 	c  *conn
 	rc syscall.RawConn // nil: no raw reads; a batch ends before every read
@@ -158,7 +164,7 @@ func (r *sockReader) init(c *conn) {
 func (r *sockReader) Read(p []byte) (int, error) {
 	c := r.c
 	if c.batching {
-		if r.rc != nil && c.batchCmds < maxBatch && len(p) > 0 {
+		if r.rc != nil && c.batchCmds < maxBatch && c.batchBytes < maxBatchBytes && len(p) > 0 {
 			r.p, r.n, r.err = p, 0, nil
 			err := r.rc.Read(r.fn)
 			r.p = nil
@@ -166,6 +172,7 @@ func (r *sockReader) Read(p []byte) (int, error) {
 				return 0, err
 			}
 			if r.n > 0 || r.err != nil {
+				c.batchBytes += r.n
 				return r.n, r.err
 			}
 		}
