@@ -72,7 +72,7 @@ type conn struct {
 	// draining is set by Listener.Close: the reader stops taking PDUs
 	// and waits for the commands in flight (see drainWait).
 	draining atomic.Bool
-	freed    chan struct{} // the writer freed a slot (capacity 1)
+	freed    chan struct{} // the send path freed slots (capacity 1)
 	// heldAER counts Asynchronous Event Requests the core holds (admin
 	// queue): they complete only when the queue is destroyed, so a drain
 	// does not wait for them (as the RDMA binding).

@@ -75,8 +75,8 @@ const (
 type job struct {
 	kind jobKind
 	idx  uint16
-	// R2T: the command and length (copied: the writer does not read the
-	// slot, which the reader owns meanwhile).
+	// R2T: the command and length (copied: the send path does not read
+	// the slot, which the reader owns meanwhile).
 	cid    uint16
 	length uint32
 	// Term: the error (nil: none) and (a copy of) the header in error.
