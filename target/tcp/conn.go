@@ -52,10 +52,12 @@ type conn struct {
 	hdrN       int // bytes of the current PDU's header in hdr
 	dig        [tcppdu.DigestSize]byte
 
-	// slots: depth for the queue's entries plus maxBatch spare ones (see
-	// send.go); depth is what a host may have outstanding.
+	// slots: depth for the queue's entries plus spare ones (maxBatch, or
+	// fewer for a queue near 65,536 entries; see send.go); depth is what a
+	// host may have outstanding, spare the most responses in one write.
 	slots []slot
 	depth int
+	spare int
 	free  freeList // free slot indices (reader takes, send path returns)
 	// inWrite counts the responses in the write under way: their CQEs may
 	// have reached the host although their slots are not free yet.
@@ -96,9 +98,12 @@ var errDraining = errors.New("tcp: listener closing")
 
 func newConn(l *Listener, nc net.Conn) *conn {
 	depth := max(l.cfg.MaxQueueDepth, AdminQueueDepth)
-	n := depth + maxBatch
+	// Slot indices are 16-bit TTAGs: at most 65,536 slots, so a queue of
+	// 65,535 entries gets one spare slot and writes of one response.
+	spare := min(maxBatch, 1<<16-depth)
+	n := depth + spare
 	c := &conn{l: l, nc: nc, peer: nc.RemoteAddr().String(),
-		slots: make([]slot, n), depth: depth, free: freeList{s: make([]uint16, 0, n)},
+		slots: make([]slot, n), depth: depth, spare: spare, free: freeList{s: make([]uint16, 0, n)},
 		kick: make(chan struct{}, 1), done: make(chan struct{}), wdone: make(chan struct{}), wstop: make(chan struct{}),
 		freed: make(chan struct{}, 1), quiet: make(chan struct{})}
 	for i := range c.slots {
@@ -112,7 +117,7 @@ func newConn(l *Listener, nc net.Conn) *conn {
 	c.br = bufio.NewReaderSize(&c.src, readBufSize)
 	w := &c.snd
 	w.pend = make([]job, 0, n+2)
-	w.batch = make([]job, 0, maxBatch)
+	w.batch = make([]job, 0, spare)
 	w.out = make([]byte, 0, maxBatch*jobBytes)
 	w.bufs = make([][]byte, 0, 2*maxBatch+1)
 	w.sock.init(nc, 2*maxBatch+1)

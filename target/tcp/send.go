@@ -45,7 +45,8 @@ import (
 
 const (
 	// maxBatch is the most jobs one write carries, and the spare slots of
-	// a connection (see above).
+	// a connection (see above; fewer for a queue of more than 65,504
+	// entries: slot indices are 16-bit TTAGs).
 	maxBatch = 32
 	// jobBytes bounds the small PDU bytes of one job: a C2HData header
 	// padded to the host's PDA (≤ 128), a data digest, a CapsuleResp with
@@ -178,7 +179,7 @@ func (c *conn) flush(wait bool) {
 			return
 		}
 		k := 0
-		for k < len(w.pend) && k < maxBatch {
+		for k < len(w.pend) && k < c.spare {
 			k++
 			if w.pend[k-1].kind == jobTerm {
 				break
