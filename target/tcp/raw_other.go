@@ -8,6 +8,14 @@ import "syscall"
 // goroutine and every read blocks.
 const rawOK = false
 
-func rawWritev(fd uintptr, iov []syscall.Iovec) (int, syscall.Errno) { return 0, syscall.ENOSYS }
+// iovec stands in for struct iovec (never passed to a system call here).
+type iovec struct {
+	Base *byte
+	Len  uint64
+}
+
+func (v *iovec) SetLen(n int) { v.Len = uint64(n) }
+
+func rawWritev(fd uintptr, iov []iovec) (int, syscall.Errno) { return 0, syscall.ENOSYS }
 
 func rawRead(fd uintptr, p []byte) (int, error) { return 0, syscall.ENOSYS }

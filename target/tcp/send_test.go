@@ -205,3 +205,14 @@ func TestFullDepthStream(t *testing.T) {
 		}
 	}
 }
+
+// TestPortableSendPath: without raw socket access (other platforms)
+// every write goes to the writer goroutine and every read may block; the
+// batching, full-socket and full-depth cases still hold.
+func TestPortableSendPath(t *testing.T) {
+	noRaw = true
+	t.Cleanup(func() { noRaw = false })
+	t.Run("full socket", TestReaderReadsWhileSocketFull)
+	t.Run("full depth", TestFullDepthStream)
+	t.Run("queue depth", TestQueueDepth)
+}

@@ -23,7 +23,7 @@ type sockWriter struct {
 
 	// Raw path: the write under way, the first iovec not fully written,
 	// and the outcome of the last attempt (writev, run by rc.Write).
-	iov  []syscall.Iovec
+	iov  []iovec
 	i    int
 	wait bool
 	err  error
@@ -37,12 +37,16 @@ type sockWriter struct {
 	calls uint64
 }
 
+// noRaw (tests) makes new connections use the portable paths, as on a
+// platform without raw socket access. Set it before Listen.
+var noRaw bool
+
 func (s *sockWriter) init(nc net.Conn, iovs int) {
 	s.nc = nc
-	if sc, ok := nc.(syscall.Conn); ok && rawOK {
+	if sc, ok := nc.(syscall.Conn); ok && rawOK && !noRaw {
 		if rc, err := sc.SyscallConn(); err == nil {
 			s.rc = rc
-			s.iov = make([]syscall.Iovec, 0, iovs)
+			s.iov = make([]iovec, 0, iovs)
 			s.fn = s.writev
 			return
 		}
@@ -70,7 +74,7 @@ func (s *sockWriter) write(bufs [][]byte, wait bool) (bool, error) {
 		s.iov, s.i = s.iov[:0], 0
 		for _, b := range bufs {
 			if len(b) > 0 {
-				var v syscall.Iovec
+				var v iovec
 				v.Base = unsafe.SliceData(b)
 				v.SetLen(len(b))
 				s.iov = append(s.iov, v)
@@ -152,7 +156,7 @@ type sockReader struct {
 
 func (r *sockReader) init(c *conn) {
 	r.c = c
-	if sc, ok := c.nc.(syscall.Conn); ok && rawOK {
+	if sc, ok := c.nc.(syscall.Conn); ok && rawOK && !noRaw {
 		if rc, err := sc.SyscallConn(); err == nil {
 			r.rc = rc
 			r.fn = r.read
