@@ -99,7 +99,8 @@ func BenchmarkRead4KDigests(b *testing.B) {
 // fio iodepth=qd: the capsules of the commands that completed go out
 // together once the host has read every PDU it holds. Writes carry their
 // data in the capsule. It reports the socket writes of the target per
-// command (writes/op): what the response path costs in system calls.
+// command (writes/op): what the response path costs in system calls, and
+// how often a write was left to the writer goroutine (handoffs/op).
 func benchQD(b *testing.B, write bool, qd int) {
 	r := newRig(b, nil)
 	admin := r.adminHost(b, tcppdu.Digests{}, 8192)
@@ -128,7 +129,7 @@ func benchQD(b *testing.B, write bool, qd int) {
 			out = append(out, data...)
 		}
 	}
-	writes0 := r.l.stats.writes.Load()
+	writes0, hand0 := r.l.stats.writes.Load(), r.l.stats.writerHandoffs.Load()
 	b.ReportAllocs()
 	b.SetBytes(n)
 	b.ResetTimer()
@@ -173,6 +174,7 @@ func benchQD(b *testing.B, write bool, qd int) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(r.l.stats.writes.Load()-writes0)/float64(b.N), "writes/op")
+	b.ReportMetric(float64(r.l.stats.writerHandoffs.Load()-hand0)/float64(b.N), "handoffs/op")
 }
 
 func BenchmarkRead4KQD32(b *testing.B)  { benchQD(b, false, 32) }
