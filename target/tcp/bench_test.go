@@ -93,3 +93,89 @@ func BenchmarkWrite4K(b *testing.B) { benchIO(b, true, 4096, tcppdu.Digests{}) }
 func BenchmarkRead4KDigests(b *testing.B) {
 	benchIO(b, false, 4096, tcppdu.Digests{Header: true, Data: true})
 }
+
+// benchQD keeps qd 4 KiB commands in flight on one I/O queue (mem
+// backend: the core completes them inline), as the kernel host does for
+// fio iodepth=qd: the capsules of the commands that completed go out
+// together once the host has read every PDU it holds. Writes carry their
+// data in the capsule. It reports the socket writes of the target per
+// command (writes/op): what the response path costs in system calls, and
+// how often a write was left to the writer goroutine (handoffs/op).
+func benchQD(b *testing.B, write bool, qd int) {
+	r := newRig(b, nil)
+	admin := r.adminHost(b, tcppdu.Digests{}, 8192)
+	h := r.ioHost(b, admin, tcppdu.Digests{}, 8192)
+	const n = 4096
+	data := make([]byte, n)
+	out := make([]byte, 0, qd*(tcppdu.CapsuleCmdHLen+n))
+	hdr := make([]byte, 256)
+	var sqe nvme.SQE
+	put := func(i int) {
+		lba := uint64(i*(n/testBlock)) % (testBlocks - n/testBlock)
+		icd := 0
+		if write {
+			sqe.SetRW(nvme.IOWrite, 1, lba, n/testBlock, 0)
+			sqe.SGL1().SetDataBlock(0, n, nvme.SGLSubtypeOffset)
+			icd = n
+		} else {
+			sqe.SetRW(nvme.IORead, 1, lba, n/testBlock, 0)
+			setTransportSGL(&sqe, n)
+		}
+		sqe.SetPSDT(nvme.PSDTSGL)
+		sqe.SetCID(uint16(i % qd))
+		k := tcppdu.PutCapsuleCmd(out[len(out):cap(out)], &sqe, icd, tcppdu.Digests{}, 0)
+		out = out[:len(out)+k]
+		if write {
+			out = append(out, data...)
+		}
+	}
+	writes0, hand0 := r.l.stats.writes.Load(), r.l.stats.writerHandoffs.Load()
+	b.ReportAllocs()
+	b.SetBytes(n)
+	b.ResetTimer()
+	sent := 0
+	for ; sent < min(qd, b.N); sent++ {
+		put(sent)
+	}
+	for done := 0; done < b.N; {
+		if len(out) > 0 && h.br.Buffered() == 0 {
+			if _, err := h.nc.Write(out); err != nil {
+				b.Fatal(err)
+			}
+			out = out[:0]
+		}
+		if _, err := io.ReadFull(h.br, hdr[:8]); err != nil {
+			b.Fatal(err)
+		}
+		ch, _ := tcppdu.ParseCommonHeader(hdr)
+		f, err := ch.Frame(tcppdu.Limits{MaxData: n})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(h.br, hdr[8:f.HeaderLen]); err != nil {
+			b.Fatal(err)
+		}
+		if f.DataLen > 0 {
+			if _, err := io.ReadFull(h.br, data[:f.DataLen]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if ch.Type != tcppdu.TypeCapsuleResp {
+			continue
+		}
+		if cqe, _ := tcppdu.ParseCapsuleResp(hdr); cqe.Status() != nvme.StatusSuccess {
+			b.Fatal(cqe.Status())
+		}
+		done++
+		if sent < b.N {
+			put(sent)
+			sent++
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(r.l.stats.writes.Load()-writes0)/float64(b.N), "writes/op")
+	b.ReportMetric(float64(r.l.stats.writerHandoffs.Load()-hand0)/float64(b.N), "handoffs/op")
+}
+
+func BenchmarkRead4KQD32(b *testing.B)  { benchQD(b, false, 32) }
+func BenchmarkWrite4KQD32(b *testing.B) { benchQD(b, true, 32) }

@@ -25,6 +25,7 @@ const readBufSize = 32 << 10
 type conn struct {
 	l    *Listener
 	nc   net.Conn
+	src  sockReader // br's source
 	br   *bufio.Reader
 	peer string
 	host string // peer's address without port (unconnected caps)
@@ -40,25 +41,40 @@ type conn struct {
 	q         *target.Queue
 	connected bool // the queue's Fabrics Connect succeeded
 	// batching: between Queue.BeginBatch and EndBatch. The reader opens a
-	// batch for the PDUs it already holds in its read buffer and ends it
-	// before any read that may block, so backend I/O of pipelined
-	// commands reaches an io_uring backend in one submission and none
-	// waits on the socket.
-	batching bool
-	hdr      [tcppdu.ICReqHLen + tcppdu.DigestSize + tcppdu.MaxTermReqData]byte
-	hdrN     int // bytes of the current PDU's header in hdr
-	dig      [tcppdu.DigestSize]byte
+	// batch at a PDU and ends it before a read that would block (or after
+	// maxBatch commands, see sockReader), so backend I/O of pipelined
+	// commands reaches an io_uring backend in one submission, their
+	// responses leave in one write, and none waits on the socket.
+	batching   bool
+	batchCmds  int // commands taken in this batch
+	batchBytes int // bytes read from the socket in this batch
+	hdr        [tcppdu.ICReqHLen + tcppdu.DigestSize + tcppdu.MaxTermReqData]byte
+	hdrN       int // bytes of the current PDU's header in hdr
+	dig        [tcppdu.DigestSize]byte
 
+	// slots: depth for the queue's entries plus spare ones (maxBatch, or
+	// fewer for a queue near 65,536 entries; see send.go); depth is what a
+	// host may have outstanding, spare the most responses in one write.
 	slots []slot
-	free  freeList // free slot indices (reader takes, writer returns)
-	sendq chan job // to the writer; capacity: one job per slot + term
-	done  chan struct{}
-	wdone chan struct{} // closed when the writer has exited
+	depth int
+	spare int
+	free  freeList // free slot indices (reader takes, send path returns)
+	// inWrite counts the responses in the write under way: their CQEs may
+	// have reached the host although their slots are not free yet.
+	inWrite atomic.Int32
+	snd     sendState
+	kick    chan struct{} // passes the write token to the writer (capacity 1)
+	done    chan struct{}
+	wdone   chan struct{} // closed when the writer has exited
+	// wstop is closed when the send path stopped: TermReq written or a
+	// write failed.
+	wstop     chan struct{}
+	wstopOnce sync.Once
 
 	// draining is set by Listener.Close: the reader stops taking PDUs
 	// and waits for the commands in flight (see drainWait).
 	draining atomic.Bool
-	freed    chan struct{} // the writer freed a slot (capacity 1)
+	freed    chan struct{} // the send path freed slots (capacity 1)
 	// heldAER counts Asynchronous Event Requests the core holds (admin
 	// queue): they complete only when the queue is destroyed, so a drain
 	// does not wait for them (as the RDMA binding).
@@ -80,32 +96,16 @@ type conn struct {
 // errDraining ends the reader when the listener closes.
 var errDraining = errors.New("tcp: listener closing")
 
-// jobKind is what the writer does for a job.
-type jobKind uint8
-
-const (
-	jobResp jobKind = iota // C2HData (reads) and CapsuleResp of slot idx
-	jobR2T                 // R2T for slot idx
-	jobTerm                // C2HTermReq, then stop
-)
-
-type job struct {
-	kind jobKind
-	idx  uint16
-	// R2T: the command and length (copied: the writer does not read the
-	// slot, which the reader owns meanwhile).
-	cid    uint16
-	length uint32
-	// Term: the error and (a copy of) the header in error.
-	term    *tcppdu.Error
-	termHdr []byte
-}
-
 func newConn(l *Listener, nc net.Conn) *conn {
-	n := max(l.cfg.MaxQueueDepth, AdminQueueDepth)
-	c := &conn{l: l, nc: nc, br: bufio.NewReaderSize(nc, readBufSize), peer: nc.RemoteAddr().String(),
-		slots: make([]slot, n), free: freeList{s: make([]uint16, 0, n)}, sendq: make(chan job, n+2),
-		done: make(chan struct{}), wdone: make(chan struct{}), freed: make(chan struct{}, 1), quiet: make(chan struct{})}
+	depth := max(l.cfg.MaxQueueDepth, AdminQueueDepth)
+	// Slot indices are 16-bit TTAGs: at most 65,536 slots, so a queue of
+	// 65,535 entries gets one spare slot and writes of one response.
+	spare := min(maxBatch, 1<<16-depth)
+	n := depth + spare
+	c := &conn{l: l, nc: nc, peer: nc.RemoteAddr().String(),
+		slots: make([]slot, n), depth: depth, spare: spare, free: freeList{s: make([]uint16, 0, n)},
+		kick: make(chan struct{}, 1), done: make(chan struct{}), wdone: make(chan struct{}), wstop: make(chan struct{}),
+		freed: make(chan struct{}, 1), quiet: make(chan struct{})}
 	for i := range c.slots {
 		c.slots[i].idx = uint16(i)
 		c.slots[i].req.Tag = uint32(i)
@@ -113,13 +113,22 @@ func newConn(l *Listener, nc net.Conn) *conn {
 	for i := n - 1; i >= 0; i-- {
 		c.free.push(uint16(i))
 	}
+	c.src.init(c)
+	c.br = bufio.NewReaderSize(&c.src, readBufSize)
+	w := &c.snd
+	w.pend = make([]job, 0, n+2)
+	w.batch = make([]job, 0, spare)
+	w.out = make([]byte, 0, maxBatch*jobBytes)
+	w.bufs = make([][]byte, 0, 2*maxBatch+1)
+	w.sock.init(nc, 2*maxBatch+1)
 	return c
 }
 
 // Complete implements target.QueueConn: the core hands back a command
-// Execute left pending. Any goroutine; never blocks.
+// Execute left pending. Any goroutine; it may write the response (and
+// others pending) to the socket, but never blocks on it (send.go).
 func (c *conn) Complete(r *target.Request) {
-	c.enqueue(job{kind: jobResp, idx: uint16(r.Tag)})
+	c.post(job{kind: jobResp, idx: uint16(r.Tag)})
 }
 
 // Close implements target.QueueConn: tear the connection down (keep-alive
@@ -129,18 +138,6 @@ func (c *conn) Close() { c.closeConn() }
 
 func (c *conn) closeConn() {
 	c.closeOnce.Do(func() { _ = c.nc.Close() })
-}
-
-// enqueue hands a job to the writer. The queue has room for every job
-// that can be outstanding (one per slot, plus a TermReq), so it never
-// blocks; overflowing it would be a bug, and closes the connection.
-func (c *conn) enqueue(j job) {
-	select {
-	case c.sendq <- j:
-	default:
-		c.l.log.Error("tcp: send queue overflow; closing connection", "peer", c.peer)
-		c.closeConn()
-	}
 }
 
 // serve is the reader goroutine: ICReq, then PDUs until the connection
@@ -162,7 +159,7 @@ func (c *conn) serve() {
 	switch {
 	case c.draining.Load() && !errors.As(err, &perr):
 		c.drainWait()
-		c.stopWriter(nil) // the last CQEs may still be in its buffer
+		c.stopWriter(nil) // the last responses may still be pending
 	case errors.As(err, &perr):
 		c.l.log.Warn("tcp: protocol error; terminating connection", "peer", c.peer, "err", err)
 		c.l.stats.terminated.Add(1)
@@ -202,7 +199,7 @@ func (c *conn) drainWait() {
 	for c.free.len()+c.h2c+int(c.heldAER.Load()) < len(c.slots) {
 		select {
 		case <-c.freed:
-		case <-c.wdone:
+		case <-c.wstop:
 			return
 		case <-t.C:
 			c.l.stats.drainTimeouts.Add(1)
@@ -213,44 +210,37 @@ func (c *conn) drainWait() {
 	}
 }
 
-// terminate sends a C2HTermReq for e (after whatever the writer has
-// queued) and waits, bounded, until it is written.
+// terminate sends a C2HTermReq for e (after whatever is pending) and
+// waits, bounded, until it is written.
 func (c *conn) terminate(e *tcppdu.Error) { c.stopWriter(e) }
 
-// stopWriter has the writer write everything queued, then the C2HTermReq
-// for e (none when nil), and stop; it waits for that, bounded by
-// termWriteTimeout.
-func (c *conn) stopWriter(e *tcppdu.Error) {
-	_ = c.nc.SetWriteDeadline(time.Now().Add(termWriteTimeout))
-	j := job{kind: jobTerm, term: e}
-	if e != nil {
-		j.termHdr = append([]byte(nil), c.hdr[:min(c.hdrN, tcppdu.MaxTermReqData)]...)
-	}
-	c.enqueue(j)
-	<-c.wdone
-}
-
-// readFull reads len(b) bytes. A read that may block ends the batch
-// first.
+// readFull reads len(b) bytes. A read that would block ends the batch
+// first (sockReader).
 func (c *conn) readFull(b []byte) error {
-	if c.batching && c.br.Buffered() < len(b) {
-		c.endBatch()
-	}
 	_, err := io.ReadFull(c.br, b)
 	return err
 }
 
+// beginBatch opens a batch: the core may hold back backend I/O, and
+// responses wait for the batch's end, to leave in one write.
 func (c *conn) beginBatch() {
 	if !c.batching {
 		c.q.BeginBatch()
 		c.batching = true
+		c.batchCmds, c.batchBytes = 0, 0
+		c.deferWrites()
 	}
 }
 
+// endBatch ends the batch: held-back I/O goes to the backend (whose
+// inline completions join the pending responses), then what is pending
+// is written, unless a write is under way (send.go). It does not block
+// on the socket.
 func (c *conn) endBatch() {
 	if c.batching {
 		c.batching = false
 		c.q.EndBatch()
+		c.undeferWrites()
 	}
 }
 
@@ -378,9 +368,6 @@ func (c *conn) loop() error {
 // skipPad reads the padding between the header (and its digest) and PDO.
 func (c *conn) skipPad(f tcppdu.Frame) error {
 	if n := f.DataOff - f.HeaderLen; n > 0 {
-		if c.batching && c.br.Buffered() < n {
-			c.endBatch()
-		}
 		_, err := c.br.Discard(n)
 		return err
 	}
@@ -408,14 +395,21 @@ func (c *conn) readData(f tcppdu.Frame, b []byte) (bool, error) {
 // capsule handles a CapsuleCmd whose header is in c.hdr.
 func (c *conn) capsule(f tcppdu.Frame) error {
 	sqe, _ := tcppdu.ParseCapsuleCmd(c.hdr[:])
-	if !c.connected && len(c.slots)-c.free.len() >= preConnectSlots {
+	// The host's outstanding commands: busy slots but those whose CQE may
+	// already be out (send.go). inWrite is read before free.len (the send
+	// path frees a write's slots before it clears inWrite), so the count
+	// may fall short of the truth but never exceeds it.
+	inWrite := int(c.inWrite.Load())
+	out := len(c.slots) - c.free.len() - inWrite
+	if !c.connected && out >= preConnectSlots {
 		return fmt.Errorf("tcp: host %s sent more than %d commands before its Fabrics Connect completed", c.peer, preConnectSlots)
 	}
+	c.batchCmds++
 	idx, ok := c.free.pop()
-	if !ok {
+	if !ok || out >= c.depth {
 		// More commands outstanding than the queue has entries: the host
 		// ignored SQ flow control.
-		return fmt.Errorf("tcp: host %s exceeded the queue depth (%d commands outstanding)", c.peer, len(c.slots))
+		return fmt.Errorf("tcp: host %s exceeded the queue depth (%d commands outstanding)", c.peer, out+1)
 	}
 	s := &c.slots[idx]
 	s.reset()
@@ -444,7 +438,7 @@ func (c *conn) capsule(f tcppdu.Frame) error {
 		s.state = slotH2C
 		c.h2c++
 		s.want = s.req.Length
-		c.enqueue(job{kind: jobR2T, idx: idx, cid: sqe.CID(), length: s.want})
+		c.post(job{kind: jobR2T, idx: idx, cid: sqe.CID(), length: s.want})
 		return nil
 	}
 	c.execute(s)
@@ -515,8 +509,8 @@ func (c *conn) hostTerm(f tcppdu.Frame) error {
 	return io.EOF
 }
 
-// execute runs s on the core; a command completed inline goes to the
-// writer now, others when the core calls Complete.
+// execute runs s on the core; a command completed inline is posted now,
+// others when the core calls Complete.
 func (c *conn) execute(s *slot) {
 	s.state = slotCore
 	if s.req.Dir == nvme.DirCtrlToHost && c.q.QID() == 0 {
@@ -528,7 +522,7 @@ func (c *conn) execute(s *slot) {
 		c.heldAER.Add(1)
 	}
 	if c.q.Execute(&s.req) {
-		c.enqueue(job{kind: jobResp, idx: s.idx})
+		c.post(job{kind: jobResp, idx: s.idx})
 	}
 }
 
@@ -547,5 +541,5 @@ func (c *conn) answer(s *slot, st nvme.Status) {
 	s.req.CQE.SetSQID(c.q.QID())
 	s.req.CQE.SetSQHD(c.q.Consume())
 	s.req.CQE.SetStatus(st)
-	c.enqueue(job{kind: jobResp, idx: s.idx})
+	c.post(job{kind: jobResp, idx: s.idx})
 }

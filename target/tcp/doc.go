@@ -12,34 +12,58 @@
 // A Listener owns its net.Listener and every connection it accepted.
 // A connection owns its socket, its core queue (target.Queue, created
 // after the ICReq) and a fixed set of request slots: max(MaxQueueDepth,
-// 32) of them, allocated at accept without data buffers. A slot moves
-// reader → core → writer → free list; whoever holds it is its only user.
-// Transfer tags (R2T TTAG) are slot indices.
+// 32) for the queue's entries plus 32 spare ones (below), allocated at
+// accept without data buffers. A slot moves reader → core → send path →
+// free list; whoever holds it is its only user. Transfer tags (R2T TTAG)
+// are slot indices.
 //
 // # Goroutines
 //
-// Two per connection (a first version: no poll groups yet):
+// Per connection a reader and a writer goroutine (no poll groups yet);
+// responses are written by whichever goroutine produces them, the writer
+// only takes over writes that would block (send.go):
 //
 //   - the reader reads every PDU, validates it (a protocol error stops it:
 //     it queues a C2HTermReq with the FES of TCP §3.6.2.5, waits, bounded,
 //     until it is written, and closes the connection), calls
-//     Queue.Execute and Queue.Destroy (it is the queue's owning goroutine)
-//     and asks the writer for R2Ts. PDUs it already holds in its read
-//     buffer run as one batch for the core (Queue.BeginBatch/EndBatch),
-//     so pipelined commands reach an io_uring backend in one submission;
-//     the batch ends before any read that may block;
-//   - the writer is the only goroutine that writes the socket after
-//     ICResp: R2Ts, C2HData + CapsuleResp, the final C2HTermReq — one
-//     job at a time, in the order queued. Completions therefore leave in
-//     the order the core finished them, per connection. It returns a
-//     slot to the free list after the slot's data went out and before
-//     its CapsuleResp does, so a host that sends a new command as soon as
-//     it sees a CQE always finds a slot.
+//     Queue.Execute and Queue.Destroy (it is the queue's owning goroutine).
+//     It works in batches (Queue.BeginBatch/EndBatch): PDUs it already
+//     holds, and those the socket already holds (read without blocking),
+//     up to 32 commands or 256 KiB, run as one batch for the core, so
+//     pipelined commands reach an io_uring backend in one submission. The
+//     batch ends before a read that would block: the core submits the
+//     held-back I/O (a RAM-backed device completes it inside that call),
+//     then the reader writes every response and R2T the batch produced,
+//     inline completions included, in one writev;
+//   - a goroutine that completes a command outside the reader
+//     (QueueConn.Complete: the backend's io_uring completion goroutine, a
+//     worker of the core's pool, AER) posts its response and, when no
+//     write is under way and the reader is not in a batch, writes it and
+//     whatever else is pending itself; otherwise the goroutine writing (or
+//     the reader, when its batch ends) takes it into its next write. No
+//     wake-up of another goroutine sits between a completion and its
+//     response;
+//   - all those writes are non-blocking (a raw writev on the socket). A
+//     write the socket does not take in full — the host reads slowly, or
+//     stopped reading while it writes — and the writes past four in a
+//     row are handed with the write token to the writer goroutine, which
+//     blocks on the socket until everything pending is out. So the reader
+//     always goes on reading (TCP flow control cannot deadlock the
+//     connection) and a backend goroutine shared by many connections
+//     never waits for one host. Where raw socket access is missing
+//     (other platforms) every write goes to the writer goroutine.
 //
-// QueueConn.Complete (backend workers, AER, any goroutine) queues the
-// slot for the writer; the queue has room for one job per slot plus the
-// TermReq, so it never blocks. QueueConn.Close (keep-alive expiry,
-// controller teardown) closes the socket; the reader then ends the queue.
+// One goroutine writes at a time (the write token), taking up to 32
+// posted jobs per writev in the order posted: responses leave in the
+// order the core finished them, R2Ts in the order their capsules
+// arrived, the C2HTermReq last (nothing is written after it). A
+// response's slot returns to the free list after the write that carries
+// it; its CQE may reach the host first, and the host may reuse that queue
+// entry at once: hence the spare slots (at most 32 responses are in the
+// write under way), and the reader counts a host's outstanding commands
+// as busy slots minus those responses. QueueConn.Close (keep-alive
+// expiry, controller teardown) closes the socket; the reader then ends
+// the queue.
 //
 // Listener.Close drains: every connection stops reading (a read deadline
 // in the past wakes its reader), waits at most DrainTimeout for the
@@ -62,8 +86,9 @@
 // for O_DIRECT), allocated when a command first needs it and grown to the
 // next power of two up to MaxDataTransfer; it is kept for the slot's later
 // commands. Memory per connection is thus bounded by slots ×
-// MaxDataTransfer (128 × 1 MiB by default) and is only as large as the
-// I/O the host actually did. Before the queue's Fabrics Connect no command
+// MaxDataTransfer ((128 + 32) × 1 MiB by default) and is only as large as
+// the I/O the host actually did (the free list is a stack: the spare
+// slots get buffers only when a host keeps its queue full). Before the queue's Fabrics Connect no command
 // gets more than 8 KiB (a larger transfer is answered Data SGL Length
 // Invalid) and at most 4 may be outstanding (more end the connection), so
 // a connection that never connects pins tens of kilobytes until
@@ -78,7 +103,9 @@
 // offload or io_uring zero-copy receive; not done). PDU headers go through
 // a 32 KiB bufio.Reader; a data read larger than what it holds bypasses
 // it, a smaller one is copied once more from it. C2HData is written with
-// writev from the buffer the backend read into (no user-space copy).
+// writev from the buffer the backend read into (no user-space copy); the
+// small PDUs of a write (C2HData headers, CapsuleResps, R2Ts, digests)
+// are packed into one per-connection buffer between the data runs.
 // Digests are computed over those same buffers.
 //
 // # Errors
@@ -97,5 +124,5 @@
 // Nothing on the network path panics.
 //
 // C2HData SUCCESS is never set: it may be used only while SQ flow control
-// is disabled, which the core does not offer (see writer).
+// is disabled, which the core does not offer (see send.go).
 package tcp

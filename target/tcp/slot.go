@@ -14,14 +14,14 @@ type slotState uint8
 const (
 	slotFree slotState = iota // on the free list
 	slotH2C                   // reader: R2T sent, receiving H2CData
-	slotCore                  // the core executes it
-	slotSend                  // the writer sends its data and response
+	slotCore                  // the core executes it, then the send path writes its response
 )
 
 // slot is one preallocated request: the core's Request, its data buffer
 // and the progress of a host write. The reader owns it from the free
-// list until it hands it to the core or the writer; the writer returns it
-// to the free list (a channel: the hand-offs are happens-before edges).
+// list until it hands it to the core or posts its response; the send
+// path returns it to the free list once the response is written (the
+// hand-offs go through mutexes: happens-before edges).
 type slot struct {
 	req   target.Request
 	idx   uint16
@@ -82,8 +82,8 @@ func commandDirection(s *nvme.SQE) nvme.DataDirection {
 	return nvme.OpcodeDirection(s.Opcode())
 }
 
-// freeList is the stack of free slot indices: the reader pops, the writer
-// pushes. A stack (not a FIFO) keeps reusing the same few slots at low
+// freeList is the stack of free slot indices: the reader pops, the
+// goroutine that wrote a response pushes. A stack (not a FIFO) keeps reusing the same few slots at low
 // queue depth, so their buffers stay warm and few are ever allocated.
 type freeList struct {
 	mu sync.Mutex

@@ -22,10 +22,19 @@ type Stats struct {
 	// DrainTimeouts counts connections Close closed with commands still
 	// in flight after DrainTimeout.
 	DrainTimeouts uint64
+	// Writes counts the socket writes (write or writev system calls) of
+	// PDUs after ICResp: R2Ts, C2HData, CapsuleResps and TermReqs. Fewer
+	// writes per command mean batched responses.
+	Writes uint64
+	// WriterHandoffs counts the times a goroutine that was writing
+	// responses left the rest to the connection's writer goroutine: the
+	// host's socket was full (it did not read fast enough) or a stream of
+	// completions kept it writing (send.go).
+	WriterHandoffs uint64
 }
 
 type counters struct {
-	accepted, connections, refused, terminated, hostTerminated, dataDigestErrors, drainTimeouts atomic.Uint64
+	accepted, connections, refused, terminated, hostTerminated, dataDigestErrors, drainTimeouts, writes, writerHandoffs atomic.Uint64
 }
 
 // Stats returns the counters (each read atomically on its own). Any
@@ -36,7 +45,8 @@ func (l *Listener) Stats() Stats {
 		Accepted: c.accepted.Load(), Connections: c.connections.Load(), Refused: c.refused.Load(),
 		Terminated:     c.terminated.Load(),
 		HostTerminated: c.hostTerminated.Load(), DataDigestErrors: c.dataDigestErrors.Load(),
-		DrainTimeouts: c.drainTimeouts.Load(),
+		DrainTimeouts: c.drainTimeouts.Load(), Writes: c.writes.Load(),
+		WriterHandoffs: c.writerHandoffs.Load(),
 	}
 	l.mu.Lock()
 	st.Unconnected = uint64(l.unconnected)

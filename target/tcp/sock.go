@@ -1,0 +1,205 @@
+package tcp
+
+import (
+	"errors"
+	"io"
+	"net"
+	"syscall"
+	"unsafe"
+)
+
+// sockWriter writes the send path's batches to the socket: one vectored
+// write (writev) per batch, without blocking unless asked to. It belongs
+// to the holder of the send path's write token.
+//
+// Where the platform has a raw writev (rawWritev) and the connection
+// gives access to its descriptor, a write that would block stops there
+// and reports it (the rest stays for the next call); elsewhere a write
+// that must not block is not attempted at all and reported as would
+// block, so every write goes to the writer goroutine.
+type sockWriter struct {
+	nc net.Conn
+	rc syscall.RawConn // nil: no raw writes
+
+	// Raw path: the write under way, the first iovec not fully written,
+	// and the outcome of the last attempt (writev, run by rc.Write).
+	iov  []iovec
+	i    int
+	wait bool
+	err  error
+	fn   func(fd uintptr) bool // s.writev, bound once (no allocation per write)
+
+	// Portable path.
+	nb  net.Buffers
+	nbs [][]byte
+
+	// calls counts the write system calls that wrote bytes (Stats.Writes).
+	calls uint64
+}
+
+// noRaw (tests) makes new connections use the portable paths, as on a
+// platform without raw socket access. Set it before Listen.
+var noRaw bool
+
+func (s *sockWriter) init(nc net.Conn, iovs int) {
+	s.nc = nc
+	if sc, ok := nc.(syscall.Conn); ok && rawOK && !noRaw {
+		if rc, err := sc.SyscallConn(); err == nil {
+			s.rc = rc
+			s.iov = make([]iovec, 0, iovs)
+			s.fn = s.writev
+			return
+		}
+	}
+	s.nbs = make([][]byte, 0, iovs)
+}
+
+// write starts writing bufs (nil: goes on with the write under way) and
+// reports whether all of it is out. With wait it blocks until it is (or
+// the write deadline passes); without, it returns false once the socket
+// is full.
+func (s *sockWriter) write(bufs [][]byte, wait bool) (bool, error) {
+	if s.rc == nil {
+		if bufs != nil {
+			s.nb = append(s.nbs[:0], bufs...)
+		}
+		if !wait {
+			return false, nil
+		}
+		_, err := s.nb.WriteTo(s.nc)
+		s.calls++
+		return err == nil, err
+	}
+	if bufs != nil {
+		s.iov, s.i = s.iov[:0], 0
+		for _, b := range bufs {
+			if len(b) > 0 {
+				var v iovec
+				v.Base = unsafe.SliceData(b)
+				v.SetLen(len(b))
+				s.iov = append(s.iov, v)
+			}
+		}
+	}
+	s.wait, s.err = wait, nil
+	if err := s.rc.Write(s.fn); err != nil {
+		return false, err
+	}
+	if s.err != nil {
+		return false, s.err
+	}
+	return s.i == len(s.iov), nil
+}
+
+// errZeroWrite: writev wrote nothing without an error.
+var errZeroWrite = errors.New("tcp: writev wrote 0 bytes")
+
+// writev is called by rc.Write with the socket's descriptor (non-blocking)
+// until it returns true; false makes rc.Write wait until the socket is
+// writable (or the deadline passes) and call it again.
+func (s *sockWriter) writev(fd uintptr) bool {
+	for s.i < len(s.iov) {
+		n, errno := rawWritev(fd, s.iov[s.i:])
+		switch {
+		case errno == syscall.EINTR:
+		case errno == syscall.EAGAIN:
+			return !s.wait
+		case errno == syscall.EPIPE || errno == syscall.ECONNRESET:
+			s.err = io.ErrClosedPipe
+			return true
+		case errno != 0:
+			s.err = errno
+			return true
+		case n == 0:
+			s.err = errZeroWrite
+			return true
+		default:
+			s.calls++
+			s.advance(n)
+		}
+	}
+	return true
+}
+
+// advance consumes n written bytes from the iovecs.
+func (s *sockWriter) advance(n int) {
+	for n > 0 && s.i < len(s.iov) {
+		v := &s.iov[s.i]
+		if l := int(v.Len); n >= l {
+			n -= l
+			s.i++
+			continue
+		}
+		v.Base = (*byte)(unsafe.Add(unsafe.Pointer(v.Base), n))
+		v.SetLen(int(v.Len) - n)
+		n = 0
+	}
+}
+
+// sockReader is the source of the reader's bufio.Reader. While the reader
+// is in a batch, a read first takes what the socket already holds,
+// without blocking, so that a batch goes on while the host keeps sending
+// (up to maxBatch commands or maxBatchBytes); only when the socket is
+// empty (or the batch is full) does it end the batch — the core submits
+// the I/O it held back, the responses are written — and then block.
+// Reader goroutine only.
+type sockReader struct {
+	c  *conn
+	rc syscall.RawConn // nil: no raw reads; a batch ends before every read
+
+	// The read under way (rc.Read runs s.read).
+	p   []byte
+	n   int
+	err error
+	fn  func(fd uintptr) bool // r.read, bound once
+}
+
+func (r *sockReader) init(c *conn) {
+	r.c = c
+	if sc, ok := c.nc.(syscall.Conn); ok && rawOK && !noRaw {
+		if rc, err := sc.SyscallConn(); err == nil {
+			r.rc = rc
+			r.fn = r.read
+		}
+	}
+}
+
+// Read implements io.Reader for the bufio.Reader.
+func (r *sockReader) Read(p []byte) (int, error) {
+	c := r.c
+	if c.batching {
+		if r.rc != nil && c.batchCmds < maxBatch && c.batchBytes < maxBatchBytes && len(p) > 0 {
+			r.p, r.n, r.err = p, 0, nil
+			err := r.rc.Read(r.fn)
+			r.p = nil
+			if err != nil {
+				return 0, err
+			}
+			if r.n > 0 || r.err != nil {
+				c.batchBytes += r.n
+				return r.n, r.err
+			}
+		}
+		c.endBatch()
+	}
+	return c.nc.Read(p)
+}
+
+// read is one non-blocking read, run by rc.Read; it never asks to wait.
+func (r *sockReader) read(fd uintptr) bool {
+	for {
+		n, err := rawRead(fd, r.p)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+		case err != nil:
+			r.err = err
+		case n == 0:
+			r.err = io.EOF
+		default:
+			r.n = n
+		}
+		return true
+	}
+}
