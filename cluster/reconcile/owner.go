@@ -175,7 +175,7 @@ func (r *Reconciler) openLeg(ctx context.Context, v catalog.Volume, node string,
 		HostNQN: catalog.OwnerHostNQN(r.o.NodeID, epoch), Volume: v.Name, Size: v.Size, BlockSize: v.BlockSize}
 	d := 2 * time.Second
 	if wait {
-		d = legOpenWait
+		d = r.legWait
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()

@@ -133,7 +133,8 @@ type Reconciler struct {
 	pending map[string]proposal   // volume → state last proposed
 	discFP  string
 
-	kick chan struct{} // Kick: run a pass soon
+	kick    chan struct{} // Kick: run a pass soon
+	legWait time.Duration // legOpenWait (tests shorten it)
 }
 
 // New returns a Reconciler; nothing happens until Run or Sync.
@@ -158,7 +159,7 @@ func New(o Options) *Reconciler {
 	return &Reconciler{
 		o: o, log: o.Logger.With("component", "reconcile"),
 		vols: map[string]*openVol{}, subs: map[string]bool{}, ns: map[nsKey]string{}, pending: map[string]proposal{},
-		rsubs: map[string]replicaSub{}, kick: make(chan struct{}, 1),
+		rsubs: map[string]replicaSub{}, kick: make(chan struct{}, 1), legWait: legOpenWait,
 	}
 }
 
