@@ -77,6 +77,8 @@ type Config struct {
 	// (reconcile.Options.OpenLeg, RebuildBytesPerSecond).
 	OpenLeg               reconcile.LegOpener
 	RebuildBytesPerSecond int64
+	// OpenVolume opens backing files (nil: blockdev/file defaults; tests).
+	OpenVolume reconcile.OpenFunc
 	// Logger receives the member's log; the agent adds the "node" key
 	// (so Logger must not carry one).
 	Logger *slog.Logger
@@ -183,7 +185,7 @@ func Start(cfg Config) (a *Agent, err error) {
 		NodeID: cfg.NodeID, VolumeDir: volDir,
 		Target: cfg.Target, Catalog: a.Node, Proposer: a.API, Metrics: a.Metrics,
 		Logger: a.log, Resync: cfg.Resync,
-		OpenLeg: cfg.OpenLeg, RebuildBytesPerSecond: cfg.RebuildBytesPerSecond,
+		OpenLeg: cfg.OpenLeg, RebuildBytesPerSecond: cfg.RebuildBytesPerSecond, Open: cfg.OpenVolume,
 	})
 	if cfg.Discovery != nil {
 		cfg.Discovery.SetCatalog(a.Node)
