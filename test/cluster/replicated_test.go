@@ -140,10 +140,7 @@ func TestReplicatedVolumeFailover(t *testing.T) {
 	// Blocking file I/O: this host's io_uring completions stall (main's
 	// TestEndToEnd hangs the same way); the replication path is the
 	// subject here, not the file backend's fast path.
-	volumeOpen = func(path string, size int64, bs int) (blockdev.Backend, error) {
-		return file.Open(path, file.Options{Size: size, BlockSize: bs, RingEntries: -1})
-	}
-	t.Cleanup(func() { volumeOpen = nil })
+	blockingFiles(t)
 	ms := startCluster(t, 3)
 	owner, next := ms[0], ms[1]
 	const nqn = "nqn.2026-11.io.rdmablk:replicated"
@@ -196,5 +193,101 @@ func TestReplicatedVolumeFailover(t *testing.T) {
 	}
 	if v, err = c.Volume(ctx(t), "rep"); err != nil || len(v.InSyncNodes()) != 3 {
 		t.Fatalf("copies after the failover: %+v %v", v, err)
+	}
+}
+
+// blockingFiles makes the members open volume files without io_uring
+// (see TestReplicatedVolumeFailover) for the rest of the test.
+func blockingFiles(t *testing.T) {
+	volumeOpen = func(path string, size int64, bs int) (blockdev.Backend, error) {
+		return file.Open(path, file.Options{Size: size, BlockSize: bs, RingEntries: -1})
+	}
+	t.Cleanup(func() { volumeOpen = nil })
+}
+
+// TestReplicatedVolumeSurvivesOwnerLoss (issue 16, towards Must show 1,
+// in process): the owner of a 3-copy volume stops; the leader's failover
+// watch (run by every member) moves the volume to an in-sync copy, whose
+// node serves the data acknowledged before the loss and mirrors new
+// writes to the third copy. The lost node returns: its copy is
+// reconnected, rebuilt and recorded in sync, and then holds the writes
+// it missed.
+func TestReplicatedVolumeSurvivesOwnerLoss(t *testing.T) {
+	blockingFiles(t)
+	ms := startCluster(t, 3)
+	lead := leaderOf(t, ms)
+	oi := 0
+	for i, m := range ms {
+		if m != lead {
+			oi = i
+			break
+		}
+	}
+	owner := ms[oi]
+	var others []string
+	for _, m := range ms {
+		if m != owner {
+			others = append(others, m.id)
+		}
+	}
+	const nqn = "nqn.2026-11.io.rdmablk:survivor"
+	c := lead.c
+	if _, err := c.CreateVolume(ctx(t), api.CreateVolumeRequest{Name: "surv", Size: 8 << 20, Node: owner.id, Replicas: 3, ReplicaNodes: others}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateSubsystem(ctx(t), api.CreateSubsystemRequest{NQN: nqn, Node: owner.id, AllowAnyHost: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AddNamespace(ctx(t), nqn, 1, "surv"); err != nil {
+		t.Fatal(err)
+	}
+	ctrl, ns := connectExport(t, owner, nqn)
+	p := bytes.Repeat([]byte("before the loss!"), 16384/16)
+	if _, err := ns.WriteAt(p, 2<<20); err != nil {
+		t.Fatal(err)
+	}
+	ctrl.Close()
+
+	dir, raftAddr := owner.dir, owner.raftAddr
+	stopped := time.Now()
+	owner.stop(t)
+	var v catalog.Volume
+	eventually(t, 60*time.Second, "the volume failed over to a surviving copy", func() bool {
+		lead.a.Node.View(func(st *catalog.State) { v = st.Volumes["surv"].Clone() })
+		return v.Node != owner.id && v.Epoch == 2
+	})
+	var next *member
+	for _, m := range ms {
+		if m.id == v.Node {
+			next = m
+		}
+	}
+	ctrl2, ns2 := connectExport(t, next, nqn)
+	t.Logf("owner %s stopped; %s serves the volume %v later", owner.id, next.id, time.Since(stopped).Round(10*time.Millisecond))
+	got := make([]byte, len(p))
+	if _, err := ns2.ReadAt(got, 2<<20); err != nil || !bytes.Equal(got, p) {
+		t.Fatalf("acknowledged data through the new owner: %v (equal %v)", err, bytes.Equal(got, p))
+	}
+	q := bytes.Repeat([]byte("while one is out"), 65536/16)
+	if _, err := ns2.WriteAt(q, 4<<20); err != nil {
+		t.Fatal(err)
+	}
+	ctrl2.Close()
+	for _, m := range ms {
+		if m != owner && !copyHas(t, m, "surv", q, 4<<20) {
+			t.Fatalf("write missing on %s's copy", m.id)
+		}
+	}
+
+	// The lost node returns: its copy rebuilds and rejoins in sync.
+	back := startMember(t, owner.id, dir, raftAddr, false, []string{lead.a.APIAddr()})
+	ms[oi] = back
+	eventually(t, 60*time.Second, "the returned copy in sync again", func() bool {
+		lead.a.Node.View(func(st *catalog.State) { v = st.Volumes["surv"].Clone() })
+		r, _ := v.Replica(owner.id)
+		return r.State == catalog.ReplicaInSync
+	})
+	if !copyHas(t, back, "surv", q, 4<<20) || !copyHas(t, back, "surv", p, 2<<20) {
+		t.Fatal("the rebuilt copy differs")
 	}
 }
