@@ -223,12 +223,14 @@ func (r *Reconciler) desired() desired {
 	d := desired{vols: map[string]catalog.Volume{}, subs: map[string]catalog.Subsystem{}, nodes: map[string]catalog.Node{}}
 	r.o.Catalog.View(func(st *catalog.State) {
 		for _, v := range st.Volumes {
-			if r.roleOf(v) == "" {
-				continue
-			}
-			if v.State == catalog.VolumeDeleting {
-				d.tombstones = append(d.tombstones, v.Clone())
-			} else {
+			switch {
+			case v.State == catalog.VolumeDeleting:
+				// Every node with a copy purges it; as copies go, the
+				// last one may be on a node other than v.Node.
+				if v.HasReplicaOn(r.o.NodeID) {
+					d.tombstones = append(d.tombstones, v.Clone())
+				}
+			case r.roleOf(v) != "":
 				d.vols[v.Name] = v.Clone()
 			}
 		}

@@ -413,3 +413,32 @@ func TestSingleCopyVolumeHasNoMirror(t *testing.T) {
 		t.Fatal("a node without a copy opened the volume")
 	}
 }
+
+// TestReplicatedVolumeDeletedEverywhere: a deleted replicated volume's
+// tombstone is purged copy by copy (PurgeVolume with NodeID), the last
+// copy's node (not the owner) forgetting the name.
+func TestReplicatedVolumeDeletedEverywhere(t *testing.T) {
+	c := newCluster(t, "n1", "n2")
+	v, err := catalog.NewVolume(catalog.VolumeSpec{Name: "rv", Size: 1 << 20, Node: "n1", Replicas: 2, ReplicaNodes: []string{"n2"}}, hexID("urv"), hexID("grv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.l.apply(t, catalog.Command{Op: catalog.OpCreateVolume, Volume: &v})
+	if err := c.sync("n2", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	c.l.apply(t, catalog.Command{Op: catalog.OpDeleteVolume, Name: "rv"})
+	if err := c.sync("n1", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	left, ok := c.l.st.Volumes["rv"]
+	if !ok || left.HasReplicaOn("n1") || !left.HasReplicaOn("n2") {
+		t.Fatalf("after the owner purged its copy: %+v %v", left, ok)
+	}
+	if err := c.sync("n2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.l.st.Volumes["rv"]; ok {
+		t.Fatal("the last copy's node did not purge the volume")
+	}
+}
