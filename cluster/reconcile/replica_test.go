@@ -125,6 +125,11 @@ func newCluster(t *testing.T, ids ...string) *cluster {
 					b = mem.New(uint64(size)/uint64(bs), bs)
 					c.files[k] = b
 				}
+				if want := uint64(size) / uint64(bs); b.Blocks() < want { // a file grows on open
+					if err := b.Resize(want); err != nil {
+						return nil, err
+					}
+				}
 				return keptMem{b}, nil
 			},
 			OpenLeg: func(ctx context.Context, lt LegTarget) (blockdev.Backend, error) {
@@ -440,5 +445,38 @@ func TestReplicatedVolumeDeletedEverywhere(t *testing.T) {
 	}
 	if _, ok := c.l.st.Volumes["rv"]; ok {
 		t.Fatal("the last copy's node did not purge the volume")
+	}
+}
+
+// TestReplicatedVolumeGrows: a resize grows every copy (the replica in
+// place under its namespace, the owner by rebuilding its stack at the new
+// size) and the owner mirrors writes beyond the old end to the replica.
+func TestReplicatedVolumeGrows(t *testing.T) {
+	c := newCluster(t, "n1", "n2")
+	c.createReplicated(t, "n1", "n2")
+	if err := c.sync("n2", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	c.l.apply(t, catalog.Command{Op: catalog.OpResizeVolume, Name: "rv", Size: 8 << 20})
+	if err := c.sync("n2", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	h := c.handle(t, "n1")
+	if got := int64(h.Blocks()) * int64(h.BlockSize()); got != 8<<20 {
+		t.Fatalf("owner serves %d bytes", got)
+	}
+	if got := c.ana(t, "n1"); got != nvme.ANAStateOptimized {
+		t.Fatalf("owner ANA %d after the resize", got)
+	}
+	lba := uint64(6<<20) / uint64(h.BlockSize())
+	p := pattern(11, 4096)
+	if err := h.WriteAt([][]byte{p}, lba, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(readBytes(t, c.file("n2"), lba, len(p)), p) {
+		t.Fatal("write beyond the old end missing on the replica")
+	}
+	if r, _ := c.l.volume("rv").Replica("n2"); r.State != catalog.ReplicaInSync {
+		t.Fatalf("replica %s after the resize", r.State)
 	}
 }
