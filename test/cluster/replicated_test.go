@@ -291,3 +291,74 @@ func TestReplicatedVolumeSurvivesOwnerLoss(t *testing.T) {
 		t.Fatal("the rebuilt copy differs")
 	}
 }
+
+// TestPartitionedOwnerStopsAcknowledging (issue 16, Must show 2, in
+// process): the owner of a 3-copy volume loses raft (its data listener
+// and API stay up) and the volume is failed over through another node.
+// A host still connected to the old owner keeps writing distinct blocks:
+// the old owner soon refuses them (the new owner's and the third node's
+// copies no longer admit it, and its fault records carry a stale epoch),
+// and every write it did acknowledge is on the new owner's copy.
+func TestPartitionedOwnerStopsAcknowledging(t *testing.T) {
+	blockingFiles(t)
+	ms := startCluster(t, 3)
+	lead := leaderOf(t, ms)
+	var old, witness *member
+	for _, m := range ms {
+		switch {
+		case m == lead:
+		case old == nil:
+			old = m
+		default:
+			witness = m
+		}
+	}
+	const nqn = "nqn.2026-11.io.rdmablk:partition"
+	c := lead.c
+	if _, err := c.CreateVolume(ctx(t), api.CreateVolumeRequest{Name: "part", Size: 8 << 20, Node: old.id, Replicas: 3,
+		ReplicaNodes: []string{lead.id, witness.id}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateSubsystem(ctx(t), api.CreateSubsystemRequest{NQN: nqn, Node: old.id, AllowAnyHost: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AddNamespace(ctx(t), nqn, 1, "part"); err != nil {
+		t.Fatal(err)
+	}
+	ctrl, ns := connectExport(t, old, nqn)
+	defer ctrl.Close()
+
+	old.layer.setCut(true)
+	if v, err := witness.c.Failover(ctx(t), "part", lead.id); err != nil || v.Node != lead.id || v.Epoch != 2 {
+		t.Fatalf("failover away from the partitioned owner: %+v %v", v, err)
+	}
+	const bs = 4096
+	var acked [][]byte
+	var failed error
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; failed == nil; i++ {
+		if time.Now().After(deadline) || (i+1)*bs > 8<<20 {
+			t.Fatalf("the partitioned owner still acknowledges writes after %d", i)
+		}
+		b := bytes.Repeat([]byte{byte(i), byte(i >> 8), 0xa5, 0x5a}, bs/4)
+		wctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		done := make(chan error, 1)
+		go func() { _, err := ns.WriteAt(b, int64(i)*bs); done <- err }()
+		select {
+		case failed = <-done:
+		case <-wctx.Done():
+			failed = wctx.Err()
+		}
+		cancel()
+		if failed == nil {
+			acked = append(acked, b)
+		}
+	}
+	t.Logf("partitioned owner acknowledged %d writes after the failover, then: %v", len(acked), failed)
+	for i, b := range acked {
+		if !copyHas(t, lead, "part", b, int64(i)*bs) {
+			t.Fatalf("write %d, acknowledged by the partitioned owner, is missing on the new owner's copy", i)
+		}
+	}
+	old.layer.setCut(false)
+}
