@@ -480,3 +480,38 @@ func TestReplicatedVolumeGrows(t *testing.T) {
 		t.Fatalf("replica %s after the resize", r.State)
 	}
 }
+
+// TestReplicaFencesDeposedOwner: a replica node that stays a replica
+// through a failover (n3) drops the old owner's access in its first pass
+// (before it does anything else), so a write of the deposed owner that
+// needs n3's copy is refused (ErrFenced), even while n2, the new owner,
+// has not yet acted.
+func TestReplicaFencesDeposedOwner(t *testing.T) {
+	c := newCluster(t, "n1", "n2", "n3")
+	c.createReplicated(t, "n1", "n2", "n3")
+	if err := c.sync("n2", "n3", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	old := c.handle(t, "n1")
+	if err := old.WriteAt([][]byte{pattern(1, 4096)}, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	c.l.apply(t, catalog.Command{Op: catalog.OpFailover, Name: "rv", NodeID: "n2", Epoch: 1})
+	if err := c.sync("n3"); err != nil {
+		t.Fatal(err)
+	}
+	rs, ok := c.nodes["n3"].tgt.Subsystem(catalog.ReplicaNQN("rv"))
+	if !ok || !slices.Equal(rs.Hosts(), []string{catalog.OwnerHostNQN("n2", 2)}) {
+		t.Fatal("n3 does not admit exactly the new owner at epoch 2")
+	}
+	before := readBytes(t, c.file("n3"), 9, 4096)
+	if err := old.WriteAt([][]byte{pattern(2, 4096)}, 9, 0); !errors.Is(err, mirror.ErrFenced) {
+		t.Fatalf("deposed owner's write: %v, want ErrFenced", err)
+	}
+	if !bytes.Equal(readBytes(t, c.file("n3"), 9, 4096), before) {
+		t.Fatal("the deposed owner's write reached n3's copy")
+	}
+	if r, _ := c.l.volume("rv").Replica("n3"); r.State != catalog.ReplicaInSync {
+		t.Fatalf("n3's copy is %s: the deposed owner faulted it", r.State)
+	}
+}
