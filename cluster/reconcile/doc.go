@@ -74,6 +74,10 @@
 // it faulted (its epoch is stale), acknowledges nothing
 // (TestDeposedOwnerAcknowledgesNothing).
 //
+// Discovery lists a subsystem at the listeners of every node that serves
+// it (State.SubsystemNodes) but this one, whose own the target lists, so
+// a host finds every path of a replicated volume.
+//
 // The reconciler reaches the target through the small Target interface
 // (satisfied by *target.Target) and the leader through Proposer.
 //
