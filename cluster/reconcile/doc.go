@@ -54,8 +54,9 @@
 //     mirror's Membership.Fault proposes OpSetReplicaState faulted with
 //     the owner's epoch and returns the commit's result; ErrStaleEpoch
 //     fences the volume here at once (its export turns inaccessible
-//     without waiting for the catalogue). Faulted copies are reconnected
-//     and moved to syncing (with backoff), syncing ones rebuilt (rate
+//     without waiting for the catalogue). Faulted copies are moved to
+//     syncing (with backoff; an unreachable copy, or one whose rebuild
+//     failed, is first reconnected afresh and then copied whole), syncing ones rebuilt (rate
 //     Options.RebuildBytesPerSecond), progress proposed with
 //     OpReportRebuild at most every catalog.RebuildReportInterval, and a
 //     rebuilt copy proposed in sync; the mirror is told once committed.

@@ -32,6 +32,9 @@ type ownerVol struct {
 type ownedLeg struct {
 	// dead: the mirror holds a deadLeg for it (the copy was unreachable).
 	dead bool
+	// reopen: a rebuild over this connection failed; the next attempt
+	// connects afresh (the copy's node may have restarted, elsewhere).
+	reopen bool
 	// rebuilding is set while a rebuild goroutine runs; cancel stops it.
 	rebuilding atomic.Bool
 	cancel     context.CancelFunc
@@ -260,6 +263,7 @@ func (r *Reconciler) ensureLegs(ctx context.Context, ov *ownerVol, v catalog.Vol
 		}
 		if l.retry.Swap(false) {
 			l.failed(now)
+			l.reopen = true
 		}
 		ms := cur[node]
 		switch rep.State {
@@ -270,8 +274,10 @@ func (r *Reconciler) ensureLegs(ctx context.Context, ov *ownerVol, v catalog.Vol
 			if now.Before(l.notBefore) || l.rebuilding.Load() {
 				continue
 			}
-			full := l.dead
-			if l.dead {
+			// A fresh connection loses the dirty-region record (it lives
+			// with the leg): then the whole copy is rebuilt.
+			full := l.dead || l.reopen
+			if l.dead || l.reopen {
 				b, err := r.openLeg(ctx, v, node, ov.epoch, nodes, false)
 				if err != nil {
 					l.failed(now)
@@ -287,7 +293,7 @@ func (r *Reconciler) ensureLegs(ctx context.Context, ov *ownerVol, v catalog.Vol
 					errs = append(errs, fmt.Errorf("volume %s: re-add leg %s: %w", v.Name, node, err))
 					continue
 				}
-				l.dead = false
+				l.dead, l.reopen = false, false
 			}
 			var dirty int64
 			for _, ls := range ov.m.Legs() {

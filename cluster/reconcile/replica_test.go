@@ -37,11 +37,18 @@ type fakeLeg struct {
 	nqn, host string
 	b         blockdev.Backend
 	down      *atomic.Bool
+	// gen is the node's incarnation when the leg connected: a leg from
+	// before a restart (nodeGen moved on) fails like a dead connection.
+	gen     int64
+	nodeGen *atomic.Int64
 }
 
 func (l *fakeLeg) ok() error {
 	if l.down.Load() {
 		return errors.New("fake leg: node down")
+	}
+	if l.nodeGen.Load() != l.gen {
+		return errors.New("fake leg: connection from before the node restarted")
 	}
 	ts, found := l.tgt.Subsystem(l.nqn)
 	if !found || !slices.Contains(ts.Hosts(), l.host) {
@@ -97,6 +104,7 @@ type nodeRig struct {
 	tgt  *target.Target
 	r    *Reconciler
 	down atomic.Bool
+	gen  atomic.Int64 // incarnation (a restart increments it)
 }
 
 const exportNQN = "nqn.2026-11.io.rdmablk:rep"
@@ -137,7 +145,8 @@ func newCluster(t *testing.T, ids ...string) *cluster {
 				c.mu.Lock()
 				b := c.files[lt.Node+"/"+lt.Volume+".img"]
 				c.mu.Unlock()
-				l := &fakeLeg{tgt: peer.tgt, nqn: lt.SubNQN, host: lt.HostNQN, b: b, down: &peer.down}
+				l := &fakeLeg{tgt: peer.tgt, nqn: lt.SubNQN, host: lt.HostNQN, b: b, down: &peer.down,
+					gen: peer.gen.Load(), nodeGen: &peer.gen}
 				if b == nil {
 					return nil, errors.New("no copy there")
 				}
@@ -513,5 +522,39 @@ func TestReplicaFencesDeposedOwner(t *testing.T) {
 	}
 	if r, _ := c.l.volume("rv").Replica("n3"); r.State != catalog.ReplicaInSync {
 		t.Fatalf("n3's copy is %s: the deposed owner faulted it", r.State)
+	}
+}
+
+// TestRestartedReplicaReconnected: a replica node restarts, so the
+// owner's connection to it is dead for good. The copy is faulted on the
+// next write; the first rebuild over the old connection fails, and the
+// owner then connects afresh and rebuilds the whole copy, which ends in
+// sync with every write.
+func TestRestartedReplicaReconnected(t *testing.T) {
+	c := newCluster(t, "n1", "n2")
+	c.createReplicated(t, "n1", "n2")
+	if err := c.sync("n2", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	h := c.handle(t, "n1")
+	c.nodes["n2"].gen.Add(1)
+	p := pattern(13, 8192)
+	if err := h.WriteAt([][]byte{p}, 40, 0); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c.sync("n2", "n1")
+		if r, _ := c.l.volume("rv").Replica("n2"); r.State == catalog.ReplicaInSync {
+			break
+		}
+		if time.Now().After(deadline) {
+			r, _ := c.l.volume("rv").Replica("n2")
+			t.Fatalf("copy on the restarted node still %s", r.State)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the catalogue, not synchronising
+	}
+	if !bytes.Equal(readBytes(t, c.file("n2"), 40, len(p)), p) {
+		t.Fatal("the reconnected copy lacks the write")
 	}
 }
