@@ -69,6 +69,16 @@ type Config struct {
 	Target    *target.Target
 	Discovery *reconcile.Discovery // nil: no cross-node discovery entries
 	Resync    time.Duration
+	// Failover tunes the automatic failover policy
+	// (server.RunFailoverWatch), which every member runs and which acts
+	// only while the member leads; zero values are its defaults.
+	Failover server.WatchOptions
+	// Replication configures the data path of replicated volumes
+	// (reconcile.Options.OpenLeg, RebuildBytesPerSecond).
+	OpenLeg               reconcile.LegOpener
+	RebuildBytesPerSecond int64
+	// OpenVolume opens backing files (nil: blockdev/file defaults; tests).
+	OpenVolume reconcile.OpenFunc
 	// Logger receives the member's log; the agent adds the "node" key
 	// (so Logger must not carry one).
 	Logger *slog.Logger
@@ -175,14 +185,16 @@ func Start(cfg Config) (a *Agent, err error) {
 		NodeID: cfg.NodeID, VolumeDir: volDir,
 		Target: cfg.Target, Catalog: a.Node, Proposer: a.API, Metrics: a.Metrics,
 		Logger: a.log, Resync: cfg.Resync,
+		OpenLeg: cfg.OpenLeg, RebuildBytesPerSecond: cfg.RebuildBytesPerSecond, Open: cfg.OpenVolume,
 	})
 	if cfg.Discovery != nil {
 		cfg.Discovery.SetCatalog(a.Node)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
-	a.wg.Add(2)
+	a.wg.Add(3)
 	go func() { defer a.wg.Done(); a.Reconciler.Run(ctx) }()
+	go func() { defer a.wg.Done(); a.API.RunFailoverWatch(ctx, cfg.Failover) }()
 	go func() { defer a.wg.Done(); a.announce(ctx) }()
 	a.log.Info("cluster node started", "api_addr", apiAddr, "raft_addr", a.self.RaftAddr,
 		"bootstrap", cfg.Bootstrap, "join", cfg.Join)
@@ -323,8 +335,8 @@ func sameNode(a, b catalog.Node) bool {
 		slices.Equal(a.Listeners, b.Listeners)
 }
 
-// Stop ends the reconciler and registration loops, the API listener and
-// raft. The target and the volumes stay as they are. Idempotent.
+// Stop ends the reconciler, failover watch and registration loops, the
+// API listener and raft. The target and the volumes stay as they are. Idempotent.
 func (a *Agent) Stop() error {
 	var errs []error
 	a.stopOnce.Do(func() {

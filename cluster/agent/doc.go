@@ -1,7 +1,11 @@
 // Package agent runs one cluster member inside rdmablkd: the raft node
 // (package cluster), the control API and /metrics (cluster/api/server,
 // cluster/metrics), the reconciler and the cluster discovery source
-// (cluster/reconcile), and the join / self-registration loop. The daemon
+// (cluster/reconcile), the automatic failover watch
+// (server.RunFailoverWatch: every member runs it, it acts only while the
+// member leads; stopped by Stop), and the join / self-registration loop.
+// Config.OpenLeg is how this member, as the owner of a replicated
+// volume, reaches the other copies (rdmablkd: internal/replica). The daemon
 // and the multi-node tests build members with it.
 //
 // # Security

@@ -32,6 +32,24 @@ func anaStateOf(s catalog.Subsystem, node string) (uint8, error) {
 	return st, nil
 }
 
+// anaFor is the ANA state this node serves subsystem s with: the
+// catalogue's (anaStateOf), except inaccessible while this node owns one
+// of its replicated volumes at an epoch the cluster has refused (the
+// mirror's fault record met catalog.ErrStaleEpoch): a deposed owner stops
+// serving before its catalogue even learns of the failover.
+func (r *Reconciler) anaFor(s catalog.Subsystem) (uint8, error) {
+	st, err := anaStateOf(s, r.o.NodeID)
+	if err != nil {
+		return 0, err
+	}
+	for _, vol := range s.Namespaces {
+		if ov := r.vols[vol]; ov != nil && ov.own != nil && ov.own.memb.fenced.Load() {
+			return nvme.ANAStateInaccessible, nil
+		}
+	}
+	return st, nil
+}
+
 // ensureANA sets the ANA state of ts's namespaces (all in the default ANA
 // group: the catalogue keeps one state per subsystem and node) on every
 // port of this node's target to the catalogue's state for this node. The
@@ -39,7 +57,7 @@ func anaStateOf(s catalog.Subsystem, node string) (uint8, error) {
 // raises no ANA Change notice; a change reaches every controller
 // connected through the node's ports.
 func (r *Reconciler) ensureANA(s catalog.Subsystem, ts *target.Subsystem) error {
-	st, err := anaStateOf(s, r.o.NodeID)
+	st, err := r.anaFor(s)
 	if err != nil {
 		return err
 	}
@@ -52,7 +70,7 @@ func (r *Reconciler) ensureANA(s catalog.Subsystem, ts *target.Subsystem) error 
 			errs = append(errs, fmt.Errorf("subsystem %s: ANA state on port %d: %w", s.NQN, p.ID, err))
 			continue
 		}
-		r.log.Info("ANA state set", "nqn", s.NQN, "port", p.ID, "state", s.ANA[r.o.NodeID])
+		r.log.Info("ANA state set", "nqn", s.NQN, "port", p.ID, "state", st)
 	}
 	return errors.Join(errs...)
 }

@@ -38,12 +38,21 @@ func (d *Discovery) DiscoveryEntries(host string) []nvme.DiscoveryLogEntry {
 	var es []nvme.DiscoveryLogEntry
 	ref.c.View(func(st *catalog.State) {
 		for _, s := range st.SubsystemList() {
-			if s.Node == d.self || !s.Allowed(host) {
+			if !s.Allowed(host) {
 				continue
 			}
-			for _, l := range st.Nodes[s.Node].Listeners {
-				p := ListenerPort(l)
-				es = append(es, p.DiscoveryEntry(s.NQN))
+			// Every node that serves it (a replicated volume's export is
+			// served by each copy's node, with its own ANA state): the
+			// host's multipath sees every path. This node's own
+			// listeners the target lists itself.
+			for _, n := range st.SubsystemNodes(s.NQN) {
+				if n == d.self {
+					continue
+				}
+				for _, l := range st.Nodes[n].Listeners {
+					p := ListenerPort(l)
+					es = append(es, p.DiscoveryEntry(s.NQN))
+				}
 			}
 		}
 	})
@@ -92,15 +101,17 @@ func DecodeTSAS(s string) ([256]byte, bool) {
 func remoteFingerprint(st *catalog.State, self string) string {
 	h := fnv.New64a()
 	var nqns []string
-	for nqn, s := range st.Subsystems {
-		if s.Node != self {
-			nqns = append(nqns, nqn)
-		}
+	for nqn := range st.Subsystems {
+		nqns = append(nqns, nqn)
 	}
 	sort.Strings(nqns)
 	for _, nqn := range nqns {
 		s := st.Subsystems[nqn]
-		fmt.Fprintf(h, "%s|%s|%v|%v|%v\n", nqn, s.Node, s.AllowAnyHost, s.Hosts, st.Nodes[s.Node].Listeners)
+		for _, n := range st.SubsystemNodes(nqn) {
+			if n != self {
+				fmt.Fprintf(h, "%s|%s|%v|%v|%v\n", nqn, n, s.AllowAnyHost, s.Hosts, st.Nodes[n].Listeners)
+			}
+		}
 	}
 	return fmt.Sprintf("%x", h.Sum64())
 }

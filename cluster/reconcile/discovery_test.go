@@ -71,3 +71,29 @@ func TestTSASEncoding(t *testing.T) {
 	}
 	var _ target.DiscoverySource = NewDiscovery("x")
 }
+
+// TestDiscoveryListsEveryCopyNode: the export of a replicated volume is
+// listed on every node that holds a copy (the owner and the replicas,
+// each reporting its ANA state), except this node's own listeners.
+func TestDiscoveryListsEveryCopyNode(t *testing.T) {
+	st := catalog.New()
+	for i, id := range []string{"n1", "n2", "n3"} {
+		st.Nodes[id] = catalog.Node{ID: id, Listeners: []catalog.Listener{{PortID: 1, TrType: nvme.TrTypeRDMA, AdrFam: nvme.AdrFamIPv4,
+			TrAddr: "192.0.2." + string(rune('1'+i)), TrSvcID: "4420"}}}
+	}
+	const nqn = "nqn.2026-11.io.rdmablk:rep"
+	st.Volumes["rv"] = catalog.Volume{Name: "rv", Node: "n2", Path: "rv.img", Replicas: 2, ReplicaSet: []catalog.Replica{
+		{Node: "n2", Path: "rv.img", State: catalog.ReplicaInSync}, {Node: "n3", Path: "rv.img", State: catalog.ReplicaInSync}}}
+	st.Subsystems[nqn] = catalog.Subsystem{NQN: nqn, Node: "n2", AllowAnyHost: true, Namespaces: map[uint32]string{1: "rv"}}
+	d := NewDiscovery("n1")
+	d.SetCatalog(staticCatalog{st})
+	es := d.DiscoveryEntries(fpHost)
+	if len(es) != 2 || es[0].TrAddr != "192.0.2.2" || es[1].TrAddr != "192.0.2.3" {
+		t.Fatalf("entries %+v, want n2's and n3's listeners", es)
+	}
+	d = NewDiscovery("n3")
+	d.SetCatalog(staticCatalog{st})
+	if es := d.DiscoveryEntries(fpHost); len(es) != 1 || es[0].TrAddr != "192.0.2.2" {
+		t.Fatalf("n3's remote entries %+v, want n2's only", es)
+	}
+}

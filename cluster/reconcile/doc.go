@@ -5,13 +5,18 @@
 //
 // # What a pass does
 //
-//  1. Volumes owned here and not deleted: the backing file is created
+//  0. Fences (replicated volumes, below): replica subsystems admitting a
+//     deposed owner are removed, and stacks built for another role or
+//     ownership epoch are taken down, before anything else.
+//  1. Volumes with a copy here and not deleted: the backing file is created
 //     sparse (or grown) under the volume directory and opened; a volume
 //     whose size grew is re-opened at the new size and swapped in under
 //     its namespace without detaching it, then the namespace raises the
 //     Namespace Attribute Changed event. The owner reports the volume
 //     online (or error, with the reason) to the catalogue.
-//  2. Subsystems served here: created in the target; allow-any, hosts and
+//  2. Subsystems served here (every node in State.SubsystemNodes: the
+//     subsystem's node and every node with a copy of a volume it
+//     exports): created in the target; allow-any, hosts and
 //     namespaces are brought to the catalogue's values, and the
 //     subsystem's ANA state for this node (optimized when the catalogue
 //     has none) is set on every port of the node's target, for the
@@ -20,13 +25,59 @@
 //     notice.
 //  3. What the catalogue no longer has is removed: namespaces, then
 //     subsystems this reconciler created, then backends are closed.
-//  4. Volume tombstones owned here: the backing file is removed, then
-//     PurgeVolume is proposed. This is the only place data is deleted, and
+//  4. Volume tombstones with a copy here: the backing file is removed,
+//     then PurgeVolume is proposed (with NodeID for a replicated volume:
+//     this copy is gone, the name goes with the last). This is the only place data is deleted, and
 //     only for a volume the catalogue says was deleted, and only a file
 //     that is that volume's alone: no live volume names the same path and
 //     it is not the same file (hard link) as an open volume's. Volume
 //     paths are plain file names (catalog.ValidVolumePath); a symlink in
 //     a volume's place is refused, never followed.
+//
+// # Replicated volumes (issue 16)
+//
+// This node's role for a volume is single (the only copy: exactly the
+// path above, no mirror), owner (Volume.Node of a volume with copies
+// elsewhere) or replica (holds a copy, not the owner). Every copy is a
+// file under the volume directory named by its Replica.Path, opened and
+// grown by the same rules.
+//
+//   - Replica: the copy is served in subsystem catalog.ReplicaNQN(volume),
+//     namespace 1, admitting only catalog.OwnerHostNQN(owner, epoch) of
+//     this node's catalogue; the export subsystem is served too, with the
+//     catalogue's ANA state (inaccessible) over the same copy.
+//   - Owner: the export namespace's backend is a blockdev/mirror over the
+//     local copy and one leg per other copy, each opened with
+//     Options.OpenLeg as OwnerHostNQN(self, epoch) (rdmablkd plugs in
+//     internal/replica). A copy the owner cannot reach gets a leg that
+//     fails every I/O, so the first write records it faulted. The
+//     mirror's Membership.Fault proposes OpSetReplicaState faulted with
+//     the owner's epoch and returns the commit's result; ErrStaleEpoch
+//     fences the volume here at once (its export turns inaccessible
+//     without waiting for the catalogue). Faulted copies are moved to
+//     syncing (with backoff; an unreachable copy, or one whose rebuild
+//     failed, is first reconnected afresh and then copied whole), syncing ones rebuilt (rate
+//     Options.RebuildBytesPerSecond), progress proposed with
+//     OpReportRebuild at most every catalog.RebuildReportInterval, and a
+//     rebuilt copy proposed in sync; the mirror is told once committed.
+//   - Failover: the stack is rebuilt for the new role and epoch. A path
+//     that stops serving turns inaccessible before its namespace changes;
+//     one that starts serving builds the mirror (waiting a bounded time
+//     for copies the catalogue counts) before it turns optimized.
+//
+// The data-path fence of a deposed owner: the first step of every pass
+// removes each replica subsystem whose admitted host is not the owner at
+// the current epoch (target.RemoveSubsystem drops that host's
+// controllers and waits for the commands they started on the copy), and
+// only then does the pass build anything. So once a replica node has
+// applied a failover, no write of the old owner reaches its copy; the old
+// owner, needing that copy for an acknowledgement and unable to record
+// it faulted (its epoch is stale), acknowledges nothing
+// (TestDeposedOwnerAcknowledgesNothing).
+//
+// Discovery lists a subsystem at the listeners of every node that serves
+// it (State.SubsystemNodes) but this one, whose own the target lists, so
+// a host finds every path of a replicated volume.
 //
 // The reconciler reaches the target through the small Target interface
 // (satisfied by *target.Target) and the leader through Proposer.
@@ -63,6 +114,11 @@
 // # Goroutines
 //
 // Run drives passes on one goroutine; Sync may be called instead (tests).
-// Passes never run concurrently (a mutex serialises them). Discovery's
+// Passes never run concurrently (a mutex serialises them). A pass may
+// block while a new owner connects to its copies (bounded, 10 s). Each
+// rebuild runs on a goroutine of its own (plus the one running
+// mirror.Rebuild), which proposes progress and the in-sync record and
+// never takes the pass's mutex; Membership.Fault runs on the mirror's
+// goroutines. Both call Kick, which makes Run pass again soon. Discovery's
 // DiscoveryEntries runs on target goroutines and only reads the catalogue.
 package reconcile

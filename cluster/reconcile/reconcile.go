@@ -17,6 +17,7 @@ import (
 	"github.com/rdmablk/rdmablk/blockdev/file"
 	"github.com/rdmablk/rdmablk/cluster/catalog"
 	"github.com/rdmablk/rdmablk/cluster/metrics"
+	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/target"
 )
 
@@ -63,7 +64,26 @@ type Options struct {
 	Resync time.Duration
 	// Open opens backing files (nil = blockdev/file.Open).
 	Open OpenFunc
+	// OpenLeg reaches a remote copy of a replicated volume this node
+	// owns (nil: this node cannot own replicated volumes; they go to
+	// state error here).
+	OpenLeg LegOpener
+	// RebuildBytesPerSecond limits each rebuild's copy rate (0 =
+	// DefaultRebuildBytesPerSecond, negative = unlimited).
+	RebuildBytesPerSecond int64
 }
+
+// DefaultRebuildBytesPerSecond is the rebuild rate limit when
+// Options.RebuildBytesPerSecond is 0: enough to rebuild 100 GiB in under
+// ten minutes, little enough to leave a 10 Gb/s link to host I/O.
+const DefaultRebuildBytesPerSecond = 200 << 20
+
+// Roles of this node for a volume.
+const (
+	roleSingle  = "single"  // the only copy: today's fast path, no mirror
+	roleOwner   = "owner"   // owner of a replicated volume: a mirror
+	roleReplica = "replica" // a copy the owner writes through ReplicaNQN
+)
 
 type openVol struct {
 	vb    *volumeBackend
@@ -71,6 +91,17 @@ type openVol struct {
 	path  string
 	uuid  [16]byte
 	nguid [16]byte
+	// role is this node's role (role*) the volume was opened for, epoch
+	// the ownership epoch; own is the owner's mirror stack (roleOwner).
+	role  string
+	epoch uint64
+	own   *ownerVol
+}
+
+// replicaSub is a replica subsystem (catalog.ReplicaNQN) this node
+// serves: the host it admits (the owner at its epoch) and the volume.
+type replicaSub struct {
+	host, vol string
 }
 
 // proposal is a volume state this node proposed and the catalogue index
@@ -95,10 +126,15 @@ type Reconciler struct {
 
 	mu      sync.Mutex // serialises passes; guards everything below
 	vols    map[string]*openVol
-	subs    map[string]bool     // subsystems this reconciler added
-	ns      map[nsKey]string    // namespaces it attached → volume
-	pending map[string]proposal // volume → state last proposed
+	subs    map[string]bool       // subsystems this reconciler added
+	ns      map[nsKey]string      // namespaces it attached → volume
+	rsubs   map[string]replicaSub // replica subsystems it serves
+	here    map[string]bool       // volumes with a copy here, as the pass read them
+	pending map[string]proposal   // volume → state last proposed
 	discFP  string
+
+	kick    chan struct{} // Kick: run a pass soon
+	legWait time.Duration // legOpenWait (tests shorten it)
 }
 
 // New returns a Reconciler; nothing happens until Run or Sync.
@@ -109,6 +145,12 @@ func New(o Options) *Reconciler {
 	if o.Resync == 0 {
 		o.Resync = 30 * time.Second
 	}
+	switch {
+	case o.RebuildBytesPerSecond == 0:
+		o.RebuildBytesPerSecond = DefaultRebuildBytesPerSecond
+	case o.RebuildBytesPerSecond < 0:
+		o.RebuildBytesPerSecond = 0
+	}
 	if o.Open == nil {
 		o.Open = func(path string, size int64, bs int) (blockdev.Backend, error) {
 			return file.Open(path, file.Options{Size: size, BlockSize: bs})
@@ -117,6 +159,16 @@ func New(o Options) *Reconciler {
 	return &Reconciler{
 		o: o, log: o.Logger.With("component", "reconcile"),
 		vols: map[string]*openVol{}, subs: map[string]bool{}, ns: map[nsKey]string{}, pending: map[string]proposal{},
+		rsubs: map[string]replicaSub{}, kick: make(chan struct{}, 1), legWait: legOpenWait,
+	}
+}
+
+// Kick asks Run for a pass soon (a replica fault refused, a rebuild
+// ended). Any goroutine; never blocks.
+func (r *Reconciler) Kick() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -132,6 +184,7 @@ func (r *Reconciler) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-ch:
+		case <-r.kick:
 		case <-t.C:
 		}
 		if err := r.Sync(ctx); err != nil && ctx.Err() == nil {
@@ -142,30 +195,53 @@ func (r *Reconciler) Run(ctx context.Context) {
 
 // desired is the part of the catalogue that concerns this node.
 type desired struct {
-	vols       map[string]catalog.Volume // owned here, not deleted
-	tombstones []catalog.Volume          // owned here, deleted
+	vols       map[string]catalog.Volume // with a copy here (owned or not), not deleted
+	tombstones []catalog.Volume          // with a copy here, deleted
 	subs       map[string]catalog.Subsystem
+	nodes      map[string]catalog.Node
 	remoteFP   string
 	index      uint64 // catalogue index read
 }
 
+// roleOf is this node's role for v ("" when it holds no copy).
+func (r *Reconciler) roleOf(v catalog.Volume) string {
+	rs := v.ReplicaList()
+	switch {
+	case len(rs) < 2 && v.Node == r.o.NodeID:
+		return roleSingle
+	case len(rs) < 2:
+		return ""
+	case v.Node == r.o.NodeID:
+		return roleOwner
+	case v.HasReplicaOn(r.o.NodeID):
+		return roleReplica
+	}
+	return ""
+}
+
 func (r *Reconciler) desired() desired {
-	d := desired{vols: map[string]catalog.Volume{}, subs: map[string]catalog.Subsystem{}}
+	d := desired{vols: map[string]catalog.Volume{}, subs: map[string]catalog.Subsystem{}, nodes: map[string]catalog.Node{}}
 	r.o.Catalog.View(func(st *catalog.State) {
 		for _, v := range st.Volumes {
-			if v.Node != r.o.NodeID {
-				continue
-			}
-			if v.State == catalog.VolumeDeleting {
-				d.tombstones = append(d.tombstones, v)
-			} else {
-				d.vols[v.Name] = v
+			switch {
+			case v.State == catalog.VolumeDeleting:
+				// Every node with a copy purges it; as copies go, the
+				// last one may be on a node other than v.Node.
+				if v.HasReplicaOn(r.o.NodeID) {
+					d.tombstones = append(d.tombstones, v.Clone())
+				}
+			case r.roleOf(v) != "":
+				d.vols[v.Name] = v.Clone()
 			}
 		}
 		for nqn, s := range st.Subsystems {
-			if s.Node == r.o.NodeID {
+			if slices.Contains(st.SubsystemNodes(nqn), r.o.NodeID) {
 				d.subs[nqn] = s.Clone()
 			}
+		}
+		for id, n := range st.Nodes {
+			n.Listeners = slices.Clone(n.Listeners)
+			d.nodes[id] = n
 		}
 		d.remoteFP = remoteFingerprint(st, r.o.NodeID)
 		d.index = st.Index
@@ -181,18 +257,52 @@ func (r *Reconciler) Sync(ctx context.Context) error {
 	d := r.desired()
 	var errs []error
 	resized := map[string]bool{}
+	r.here = map[string]bool{}
+	for name := range d.vols {
+		r.here[name] = true
+	}
 
-	// 1. Open or grow this node's volumes.
+	// 0. Fences first: replica subsystems admitting a deposed owner, and
+	// stacks built for another role or epoch.
+	errs = append(errs, r.fenceReplicas(d))
+	for name, ov := range r.vols {
+		v, ok := d.vols[name]
+		if !ok {
+			continue // no copy here any more: closed below once detached
+		}
+		role := r.roleOf(v)
+		if ov.role != role || (role == roleOwner && (ov.epoch != v.OwnerEpoch() || ov.size != v.Size)) {
+			errs = append(errs, r.teardown(name, ov))
+		}
+	}
+
+	// 1. Open or grow this node's copies.
 	for _, v := range d.vols {
-		state, msg := catalog.VolumeOnline, ""
-		if err := r.ensureVolume(v, resized); err != nil {
+		role := r.roleOf(v)
+		err := r.ensureVolume(ctx, v, role, d.nodes, resized)
+		if err != nil {
 			errs = append(errs, err)
+		}
+		if role == roleReplica {
+			if err == nil {
+				if err := r.ensureReplicaSubsystem(v); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			continue // the owner reports the volume's state
+		}
+		state, msg := catalog.VolumeOnline, ""
+		if err != nil {
 			state, msg = catalog.VolumeError, err.Error()
 		}
 		if v.State != state || v.Message != msg {
 			p := proposal{want: state + "\x00" + msg, index: d.index}
 			if r.pending[v.Name] != p {
-				if _, err := r.o.Proposer.Propose(ctx, catalog.Command{Op: catalog.OpSetVolumeState, Name: v.Name, State: state, Message: msg}); err != nil {
+				c := catalog.Command{Op: catalog.OpSetVolumeState, Name: v.Name, State: state, Message: msg}
+				if role == roleOwner {
+					c.Epoch = v.OwnerEpoch()
+				}
+				if _, err := r.o.Proposer.Propose(ctx, c); err != nil {
 					errs = append(errs, fmt.Errorf("report volume %s %s: %w", v.Name, state, err))
 				} else {
 					r.pending[v.Name] = p
@@ -237,7 +347,7 @@ func (r *Reconciler) Sync(ctx context.Context) error {
 		if _, ok := d.vols[name]; ok || attached[name] {
 			continue
 		}
-		if err := ov.vb.Close(); err != nil {
+		if err := r.closeVol(ov); err != nil {
 			r.log.Warn("closing volume", "volume", name, "err", err)
 		}
 		delete(r.vols, name)
@@ -258,7 +368,11 @@ func (r *Reconciler) Sync(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("delete volume %s data: %w", v.Name, err))
 			continue
 		}
-		if _, err := r.o.Proposer.Propose(ctx, catalog.Command{Op: catalog.OpPurgeVolume, Name: v.Name}); err != nil {
+		purge := catalog.Command{Op: catalog.OpPurgeVolume, Name: v.Name}
+		if len(v.ReplicaList()) > 1 {
+			purge.NodeID = r.o.NodeID // this copy is gone; the name goes with the last
+		}
+		if _, err := r.o.Proposer.Propose(ctx, purge); err != nil {
 			errs = append(errs, fmt.Errorf("purge volume %s: %w", v.Name, err))
 			continue
 		}
@@ -278,10 +392,11 @@ func (r *Reconciler) Sync(ctx context.Context) error {
 // be a symlink itself (Lstat: a link would let one name reach another's
 // file).
 func (r *Reconciler) path(v catalog.Volume) (string, error) {
-	if !catalog.ValidVolumePath(v.Path) {
-		return "", fmt.Errorf("volume %s: path %q is not a plain file name in the volume directory", v.Name, v.Path)
+	name := localPath(v, r.o.NodeID)
+	if !catalog.ValidVolumePath(name) {
+		return "", fmt.Errorf("volume %s: path %q is not a plain file name in the volume directory", v.Name, name)
 	}
-	p := filepath.Join(r.o.VolumeDir, v.Path)
+	p := filepath.Join(r.o.VolumeDir, name)
 	if fi, err := os.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		return "", fmt.Errorf("volume %s: %s is a symlink; refusing to follow it", v.Name, p)
 	}
@@ -306,7 +421,7 @@ func (r *Reconciler) removeData(v catalog.Volume, d desired) (string, error) {
 	}
 	clean := filepath.Clean(p)
 	for _, o := range d.vols {
-		if filepath.Clean(filepath.Join(r.o.VolumeDir, o.Path)) == clean {
+		if filepath.Clean(filepath.Join(r.o.VolumeDir, localPath(o, r.o.NodeID))) == clean {
 			return "", fmt.Errorf("%s is also volume %s's backing file; not removing it", p, o.Name)
 		}
 	}
@@ -327,10 +442,15 @@ func parseID(h string) [16]byte {
 	return id
 }
 
-// ensureVolume opens v's backing file, or grows it.
-func (r *Reconciler) ensureVolume(v catalog.Volume, resized map[string]bool) error {
+// ensureVolume opens v's backing file (this node's copy) for role, or
+// grows it; as owner of a replicated volume it builds the mirror over it
+// or brings the mirror's legs to the catalogue.
+func (r *Reconciler) ensureVolume(ctx context.Context, v catalog.Volume, role string, nodes map[string]catalog.Node, resized map[string]bool) error {
 	ov := r.vols[v.Name]
 	if ov != nil && ov.size >= v.Size {
+		if ov.own != nil {
+			return r.ensureLegs(ctx, ov.own, v, nodes)
+		}
 		return nil
 	}
 	p, err := r.path(v)
@@ -361,8 +481,18 @@ func (r *Reconciler) ensureVolume(v catalog.Volume, resized map[string]bool) err
 		if r.o.Metrics != nil {
 			m = r.o.Metrics.Volume(v.Name)
 		}
-		r.vols[v.Name] = &openVol{vb: newVolumeBackend(b, m), size: v.Size, path: p, uuid: parseID(v.UUID), nguid: parseID(v.NGUID)}
-		r.log.Info("volume opened", "volume", v.Name, "path", p, "bytes", v.Size)
+		nv := &openVol{size: v.Size, path: p, uuid: parseID(v.UUID), nguid: parseID(v.NGUID), role: role, epoch: v.OwnerEpoch()}
+		if role == roleOwner {
+			own, err := r.buildOwner(ctx, v, b, nodes)
+			if err != nil {
+				return fmt.Errorf("volume %s: %w", v.Name, err)
+			}
+			nv.own = own
+			b = own.m.Backend()
+		}
+		nv.vb = newVolumeBackend(b, m)
+		r.vols[v.Name] = nv
+		r.log.Info("volume opened", "volume", v.Name, "path", p, "bytes", v.Size, "role", role, "epoch", nv.epoch)
 		return nil
 	}
 	if err := ov.vb.swap(b); err != nil {
@@ -430,6 +560,13 @@ func (r *Reconciler) ensureSubsystem(s catalog.Subsystem, resized map[string]boo
 			}
 		}
 	}
+	// A path that is not to serve turns so before its namespaces change
+	// (a deposed owner's), one that is to serve only after.
+	if st, err := r.anaFor(s); err == nil && st != nvme.ANAStateOptimized && st != nvme.ANAStateNonOptimized {
+		if err := r.ensureANA(s, ts); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	// Namespaces: detach what is gone or changed, then attach.
 	for _, nsid := range ts.Namespaces() {
 		k := nsKey{s.NQN, nsid}
@@ -453,6 +590,9 @@ func (r *Reconciler) ensureSubsystem(s catalog.Subsystem, resized map[string]boo
 		}
 		ov := r.vols[vol]
 		if ov == nil {
+			if !r.hasCopy(vol) {
+				continue // served here for another volume's copy; this one has none here
+			}
 			errs = append(errs, fmt.Errorf("subsystem %s nsid %d: volume %s is not open", s.NQN, nsid, vol))
 			continue
 		}
@@ -476,7 +616,7 @@ func (r *Reconciler) Close() error {
 	defer r.mu.Unlock()
 	var errs []error
 	for name, ov := range r.vols {
-		errs = append(errs, ov.vb.Close())
+		errs = append(errs, r.closeVol(ov))
 		delete(r.vols, name)
 	}
 	return errors.Join(errs...)

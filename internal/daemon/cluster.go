@@ -56,6 +56,19 @@ func startCluster(cfg *Config, tgt *target.Target, disc *reconcile.Discovery, lo
 		LeaderLeaseTimeout: cc.Raft.LeaderLeaseTimeout, ApplyTimeout: cc.Raft.ApplyTimeout,
 		SnapshotThreshold: cc.Raft.SnapshotThreshold, RaftLogLevel: cc.Raft.LogLevel,
 		Target: tgt, Discovery: disc, Resync: cc.Resync, Logger: log,
+		Failover:              server.WatchOptions{Interval: cc.Failover.Interval, Grace: cc.Failover.Grace},
+		RebuildBytesPerSecond: cc.Replication.RebuildBytesPerSecond,
+		// TODO(lead, at the merge of internal/replica): the owner's legs.
+		// Without it this node cannot own a replicated volume (its
+		// reconciler reports such volumes in error). Plug in:
+		//
+		//	OpenLeg: replicaLegOpener(cfg.Cluster, log),
+		//
+		// where replicaLegOpener returns func(ctx, t reconcile.LegTarget)
+		// calling replica.Open(ctx, replica.LegConfig{Paths: <t.Addrs as
+		// listener addresses>, SubNQN: t.SubNQN, HostNQN: t.HostNQN,
+		// NSID: t.NSID, Options: <initiator.Options with the daemon's
+		// verbs provider>, IOTimeout: ...}).
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)

@@ -147,17 +147,34 @@ type ClusterConfig struct {
 	Enabled bool   `mapstructure:"enabled"`
 	NodeID  string `mapstructure:"node_id"`
 	// DataDir holds raft state and volume files ("" = <data_dir>/cluster).
-	DataDir       string        `mapstructure:"data_dir"`
-	RaftBind      string        `mapstructure:"raft_bind"`
-	RaftAdvertise string        `mapstructure:"raft_advertise"`
-	APIBind       string        `mapstructure:"api_bind"`
-	APIAdvertise  string        `mapstructure:"api_advertise"`
-	Bootstrap     bool          `mapstructure:"bootstrap"`
-	Join          []string      `mapstructure:"join"`
-	TLS           ClusterTLS    `mapstructure:"tls"`
-	Auth          ClusterAuth   `mapstructure:"auth"`
-	Raft          ClusterRaft   `mapstructure:"raft"`
-	Resync        time.Duration `mapstructure:"resync"`
+	DataDir       string             `mapstructure:"data_dir"`
+	RaftBind      string             `mapstructure:"raft_bind"`
+	RaftAdvertise string             `mapstructure:"raft_advertise"`
+	APIBind       string             `mapstructure:"api_bind"`
+	APIAdvertise  string             `mapstructure:"api_advertise"`
+	Bootstrap     bool               `mapstructure:"bootstrap"`
+	Join          []string           `mapstructure:"join"`
+	TLS           ClusterTLS         `mapstructure:"tls"`
+	Auth          ClusterAuth        `mapstructure:"auth"`
+	Raft          ClusterRaft        `mapstructure:"raft"`
+	Resync        time.Duration      `mapstructure:"resync"`
+	Replication   ClusterReplication `mapstructure:"replication"`
+	Failover      ClusterFailover    `mapstructure:"failover"`
+}
+
+// ClusterReplication tunes replicated volumes (issue 16).
+type ClusterReplication struct {
+	// RebuildBytesPerSecond limits each replica rebuild's copy rate
+	// (0 = 200 MiB/s, negative = unlimited).
+	RebuildBytesPerSecond int64 `mapstructure:"rebuild_bytes_per_second"`
+}
+
+// ClusterFailover tunes the leader's automatic failover of volumes whose
+// owner is unreachable (zero = defaults: probe every 1 s, fail over after
+// 3 s).
+type ClusterFailover struct {
+	Interval time.Duration `mapstructure:"interval"`
+	Grace    time.Duration `mapstructure:"grace"`
 }
 
 // ClusterTLS configures HTTPS on the control API.

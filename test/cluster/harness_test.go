@@ -124,6 +124,10 @@ type member struct {
 	c        *api.Client
 }
 
+// volumeOpen, when set, is the members' backing-file opener (a test that
+// sets it resets it when done; tests here do not run in parallel).
+var volumeOpen reconcile.OpenFunc
+
 // testNodeToken is the in-process clusters' node token (the nodes'
 // identity towards each other when they have no node certificate).
 const testNodeToken = "test-cluster-node-token"
@@ -194,6 +198,7 @@ func startMemberTLS(t testing.TB, id, dir, raftAddr string, bootstrap bool, join
 		SnapshotThreshold: 64, TrailingLogs: 32, SnapshotInterval: 200 * time.Millisecond,
 		Target: m.tgt, Discovery: disc, Logger: quietLogger(), Resync: 2 * time.Second,
 		ServerTLS: srvTLS, ClientTLS: cliTLS, NodeToken: token,
+		OpenLeg: testLegOpener, OpenVolume: volumeOpen,
 	})
 	if err != nil {
 		t.Fatal(err)
