@@ -34,11 +34,19 @@ var addrSeq atomic.Int32
 type replicaNode struct {
 	tgt  *target.Target
 	l    *rdma.Listener
-	addr string
-	once sync.Once
+	addr    string
+	once    sync.Once
+	release func()
 }
 
 func newReplica(t testing.TB, fabric *soft.Fabric, be blockdev.Backend) *replicaNode {
+	return newReplicaRelease(t, fabric, be, nil)
+}
+
+// newReplicaRelease is newReplica with release run first when the node
+// stops (a gated backend must let its held commands go before the target
+// can drain them).
+func newReplicaRelease(t testing.TB, fabric *soft.Fabric, be blockdev.Backend, release func()) *replicaNode {
 	t.Helper()
 	tgt := target.New(target.Options{Logger: quiet()})
 	if _, err := tgt.AddSubsystem(target.SubsystemConfig{
@@ -55,7 +63,7 @@ func newReplica(t testing.TB, fabric *soft.Fabric, be blockdev.Backend) *replica
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &replicaNode{tgt: tgt, l: l, addr: l.Addr()}
+	n := &replicaNode{tgt: tgt, l: l, addr: l.Addr(), release: release}
 	t.Cleanup(n.stop)
 	return n
 }
@@ -64,6 +72,9 @@ func newReplica(t testing.TB, fabric *soft.Fabric, be blockdev.Backend) *replica
 // node is gone.
 func (n *replicaNode) stop() {
 	n.once.Do(func() {
+		if n.release != nil {
+			n.release()
+		}
 		_ = n.l.Close()
 		_ = n.tgt.Close()
 	})
@@ -105,7 +116,11 @@ type gated struct {
 	blockdev.Backend
 	held chan struct{} // one send per WriteAt that blocks
 	open chan struct{}
+	once sync.Once
 }
+
+// release lets every held and later WriteAt through (idempotent).
+func (g *gated) release() { g.once.Do(func() { close(g.open) }) }
 
 func newGated(be blockdev.Backend) *gated {
 	return &gated{Backend: be, held: make(chan struct{}, 64), open: make(chan struct{})}

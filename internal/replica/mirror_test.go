@@ -34,7 +34,11 @@ type mirrorRig struct {
 func newMirrorRig(t *testing.T, local, remote blockdev.Backend, mod func(*LegConfig)) *mirrorRig {
 	t.Helper()
 	fabric := soft.NewFabric()
-	n := newReplica(t, fabric, remote)
+	var release func()
+	if g, ok := remote.(*gated); ok {
+		release = g.release
+	}
+	n := newReplicaRelease(t, fabric, remote, release)
 	cfg := legConfig(fabric, n)
 	if mod != nil {
 		mod(&cfg)
