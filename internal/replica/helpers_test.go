@@ -32,8 +32,8 @@ var addrSeq atomic.Int32
 // 1 of ReplicaNQN(testVolume) to OwnerHostNQN("node1", 3) only, with an
 // RDMA listener on the soft provider over fabric.
 type replicaNode struct {
-	tgt  *target.Target
-	l    *rdma.Listener
+	tgt     *target.Target
+	l       *rdma.Listener
 	addr    string
 	once    sync.Once
 	release func()

@@ -250,4 +250,3 @@ func TestMirrorZeroCopy(t *testing.T) {
 		t.Fatalf("zero copy after UnregisterFixed (%d bytes)", after.ZeroCopyBytes-before.ZeroCopyBytes)
 	}
 }
-

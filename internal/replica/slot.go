@@ -13,11 +13,11 @@ import (
 
 // Slot states.
 const (
-	slotIdle      uint32 = iota // in the free list, or held by a submitter or drain
-	slotBusy                    // its write-class request is in the session
-	slotBusyRead                // its read request is in the session
-	slotAbandoning              // the watchdog is completing its caller
-	slotAbandoned               // the watchdog completed it; the request is still in the session
+	slotIdle       uint32 = iota // in the free list, or held by a submitter or drain
+	slotBusy                     // its write-class request is in the session
+	slotBusyRead                 // its read request is in the session
+	slotAbandoning               // the watchdog is completing its caller
+	slotAbandoned                // the watchdog completed it; the request is still in the session
 )
 
 // slot is one preallocated I/O: the session request and who waits for it.
