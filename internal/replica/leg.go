@@ -188,6 +188,10 @@ func (l *Leg) Stats() initiator.SessionStats { return l.s.Stats() }
 // Paths describes the session's paths to the replica, for status displays.
 func (l *Leg) Paths() []initiator.PathInfo { return l.s.Paths() }
 
+// Changed returns a channel closed at the session's next path change
+// (a path lost, reconnected, or its ANA state changed). Any goroutine.
+func (l *Leg) Changed() <-chan struct{} { return l.s.Changed() }
+
 // Err returns the error the leg is down with (wrapping ErrTimeout), or
 // nil while it is up.
 func (l *Leg) Err() error {

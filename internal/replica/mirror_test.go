@@ -27,6 +27,7 @@ type mirrorRig struct {
 	local  blockdev.Backend
 	remote blockdev.Backend // the replica target's backend
 	node   *replicaNode
+	fabric *soft.Fabric
 	leg    *Leg
 	mem    *membership
 }
@@ -53,7 +54,7 @@ func newMirrorRig(t *testing.T, local, remote blockdev.Backend, mod func(*LegCon
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close() }) // closes leg too (its own cleanup then sees ErrClosed)
-	return &mirrorRig{m: m, b: m.Backend(), local: local, remote: remote, node: n, leg: leg, mem: ms}
+	return &mirrorRig{m: m, b: m.Backend(), local: local, remote: remote, node: n, fabric: fabric, leg: leg, mem: ms}
 }
 
 func fill(n int, seed byte) []byte {
