@@ -114,9 +114,22 @@ func (c chanDone) IODone(err error) { c <- err }
 // target runs it on its workers.
 type gated struct {
 	blockdev.Backend
-	held chan struct{} // one send per WriteAt that blocks
-	open chan struct{}
-	once sync.Once
+	held  chan struct{} // one send per WriteAt that blocks
+	open  chan struct{}
+	once  sync.Once
+	reads bool // gate ReadAt too
+}
+
+// ReadAt blocks like WriteAt when reads is set.
+func (g *gated) ReadAt(bufs [][]byte, lba uint64) error {
+	if g.reads {
+		select {
+		case g.held <- struct{}{}:
+		default:
+		}
+		<-g.open
+	}
+	return g.Backend.ReadAt(bufs, lba)
 }
 
 // release lets every held and later WriteAt through (idempotent).

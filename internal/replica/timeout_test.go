@@ -3,6 +3,8 @@ package replica
 import (
 	"bytes"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,5 +96,91 @@ func TestIOTimeoutThroughMirror(t *testing.T) {
 	}
 	if got := readBack(t, r.local, 64, len(p)); !bytes.Equal(got, p) {
 		t.Fatal("acknowledged write missing on the local leg")
+	}
+}
+
+// onceDone is a Completion that counts its calls and records the first
+// error; a second call is a test failure.
+type onceDone struct {
+	t     *testing.T
+	calls atomic.Int32
+	err   error
+	all   *sync.WaitGroup
+}
+
+func (d *onceDone) IODone(err error) {
+	if d.calls.Add(1) != 1 {
+		d.t.Errorf("IODone called twice (second with %v)", err)
+		return
+	}
+	d.err = err
+	d.all.Done()
+}
+
+// TestIOTimeoutManyInFlight: with every slot's write stuck at the replica
+// and blocking reads stuck too, a timeout completes each accepted async
+// write exactly once with ErrTimeout, fails the blocking reads (after the
+// session is torn down: their buffers may be filled until then), refuses
+// submissions beyond Depth, and Close and UnregisterFixed return.
+func TestIOTimeoutManyInFlight(t *testing.T) {
+	fabric := soft.NewFabric()
+	g := newGated(mem.New(1024, 4096))
+	g.reads = true
+	n := newReplicaRelease(t, fabric, g, g.release)
+	cfg := legConfig(fabric, n)
+	cfg.IOTimeout = 300 * time.Millisecond
+	cfg.Depth = 16
+	l := openLeg(t, cfg)
+	region := make([]byte, 64<<10)
+	reg, err := l.RegisterFixed(region)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := make(chan error, 2)
+	for i := range 2 {
+		go func() { reads <- l.ReadAt([][]byte{make([]byte, 4096)}, uint64(100+i)) }()
+	}
+	for range 2 {
+		within(t, g.held, hangDeadline, "reads reaching the replica backend")
+	}
+	var all sync.WaitGroup
+	var ds []*onceDone
+	for i := 0; ; i++ {
+		d := &onceDone{t: t, all: &all}
+		all.Add(1)
+		if !l.SubmitWriteFixed(region[(i%16)*4096:(i%16+1)*4096], uint64(i), 0, reg, d) {
+			all.Done()
+			break
+		}
+		ds = append(ds, d)
+	}
+	if len(ds) == 0 || len(ds) > cfg.Depth {
+		t.Fatalf("%d async writes accepted with Depth %d", len(ds), cfg.Depth)
+	}
+	wait := make(chan struct{})
+	go func() { all.Wait(); close(wait) }()
+	within(t, wait, hangDeadline, "async writes to a stuck replica")
+	for i, d := range ds {
+		if !errors.Is(d.err, ErrTimeout) {
+			t.Fatalf("write %d: %v, want ErrTimeout", i, d.err)
+		}
+	}
+	for range 2 {
+		if err := within(t, reads, hangDeadline, "read from a stuck replica"); !errors.Is(err, ErrTimeout) {
+			t.Fatalf("read: %v, want ErrTimeout", err)
+		}
+	}
+	unreg := make(chan struct{})
+	go func() { l.UnregisterFixed(reg); close(unreg) }()
+	within(t, unreg, hangDeadline, "UnregisterFixed after a timeout")
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	if err := within(t, closed, hangDeadline, "Close after a timeout"); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range ds {
+		if c := d.calls.Load(); c != 1 {
+			t.Fatalf("write %d: IODone called %d times", i, c)
+		}
 	}
 }
