@@ -35,7 +35,9 @@ func (l *Leg) RegisterFixed(region []byte) (blockdev.FixedRegion, error) {
 // UnregisterFixed deregisters reg once no I/O of the leg is in flight
 // (including writes the watchdog already failed whose requests the
 // session still holds): it blocks until then, at most about IOTimeout
-// plus a controller shutdown. Unknown handles are ignored.
+// plus a controller shutdown. Unknown handles are ignored. It must not be
+// called from a Completion's IODone (it waits for the goroutine that
+// calls IODone).
 func (l *Leg) UnregisterFixed(reg blockdev.FixedRegion) {
 	l.fixMu.Lock()
 	m := l.regs[reg]
