@@ -64,6 +64,12 @@ var (
 	// ErrNoSpace: the backing store has no room or quota left for the write
 	// (ENOSPC, EDQUOT); the target answers Capacity Exceeded.
 	ErrNoSpace = errors.New("blockdev: no space left on the backing store")
+	// ErrPathUnavailable: this node cannot serve the I/O now, though the
+	// volume may be served elsewhere (a replicated volume whose owner was
+	// fenced or whose local copy failed). The target answers Asymmetric
+	// Access Inaccessible, a path error: a multipath host retries the
+	// command on another path (controller) instead of failing it.
+	ErrPathUnavailable = errors.New("blockdev: path unavailable on this node")
 )
 
 // Resizer is the optional capability to change a backend's capacity in

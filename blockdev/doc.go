@@ -52,6 +52,9 @@
 //	ErrReadOnly   -> Generic, Namespace is Write Protected (0x20)
 //	ErrClosed     -> Generic, Namespace Not Ready (0x82)
 //	ErrNoSpace    -> Generic, Capacity Exceeded (0x81)
+//	ErrPathUnavailable -> Path Related (3h), Asymmetric Access
+//	                 Inaccessible (0x02), no DNR: checked first, so it
+//	                 wins over any other sentinel the error also wraps
 //	anything else -> Generic, Internal Error (0x06)
 //
 // Range checks are done before any data moves and are overflow safe:

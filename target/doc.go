@@ -84,5 +84,9 @@
 // no DNR), which a multipath host fails over and a single-path host
 // retries after reconnecting. Command Aborted due to SQ Deletion is kept
 // for queues the host itself took away. A full backing store (ENOSPC,
-// EDQUOT, blockdev.ErrNoSpace) is Capacity Exceeded with DNR.
+// EDQUOT, blockdev.ErrNoSpace) is Capacity Exceeded with DNR. A backend
+// error wrapping blockdev.ErrPathUnavailable (a replicated volume's
+// mirror that is fenced or whose local copy failed) is Asymmetric Access
+// Inaccessible (SCT 3h, SC 02h, no DNR): a multipath host retries the
+// command on another node's controller.
 package target

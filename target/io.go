@@ -226,6 +226,14 @@ func backendStatus(err error, read bool) nvme.Status {
 	switch {
 	case err == nil:
 		return nvme.StatusSuccess
+	case errors.Is(err, blockdev.ErrPathUnavailable):
+		// Checked first: a mirror's ErrLocalFaulted also wraps the
+		// local leg's error (ErrMedium, ErrClosed...). Asymmetric
+		// Access Inaccessible (NVMe Base 2.0 §4.6.1.2.2, Figure 105
+		// Path Related Status SC 02h), without DNR, is what makes a
+		// multipath host (Linux nvme_failover_req, our Session) retry
+		// the command on another controller and re-read the ANA log.
+		return nvme.StatusANAInaccessible
 	case errors.Is(err, blockdev.ErrOutOfRange):
 		return nvme.StatusLBAOutOfRange.WithDNR()
 	case errors.Is(err, blockdev.ErrUnaligned):

@@ -3,6 +3,8 @@ package mirror
 import (
 	"errors"
 	"fmt"
+
+	"github.com/rdmablk/rdmablk/blockdev"
 )
 
 // Membership records replica faults durably. The mirror's owner
@@ -35,12 +37,14 @@ var (
 	// not be recorded (Membership.Fault returned an error), so the
 	// operation is not acknowledged. The node has probably lost the
 	// volume; the target should report a path error so that the host
-	// retries on the new owner.
-	ErrFenced = errors.New("mirror: replica fault not recorded (fenced)")
+	// retries on the new owner. It wraps blockdev.ErrPathUnavailable
+	// (the target answers Asymmetric Access Inaccessible).
+	ErrFenced error = &pathError{"mirror: replica fault not recorded (fenced)"}
 	// ErrLocalFaulted: the local leg failed a write-class operation; the
 	// mirror serves no more I/O (its reads would miss writes the other
-	// legs have). Errors wrapping it also wrap the leg's error.
-	ErrLocalFaulted = errors.New("mirror: local leg faulted")
+	// legs have). Errors wrapping it also wrap the leg's error, and it
+	// wraps blockdev.ErrPathUnavailable: another node may serve the volume.
+	ErrLocalFaulted error = &pathError{"mirror: local leg faulted"}
 	// ErrUnknownLeg: no leg has that name.
 	ErrUnknownLeg = errors.New("mirror: unknown leg")
 	// ErrLegExists: AddLeg with a name already in use.
@@ -54,6 +58,14 @@ var (
 	// ErrRebuildRunning: Rebuild of a leg that is already rebuilding.
 	ErrRebuildRunning = errors.New("mirror: rebuild already running")
 )
+
+// pathError is a sentinel that wraps blockdev.ErrPathUnavailable, so
+// that the target reports it as a path error (another node may serve the
+// volume) while the mirror keeps its own message.
+type pathError struct{ msg string }
+
+func (e *pathError) Error() string { return e.msg }
+func (e *pathError) Unwrap() error { return blockdev.ErrPathUnavailable }
 
 // episode is one attempt to record a leg's fault. done is closed when
 // Fault has returned; err is its result (readable after done).

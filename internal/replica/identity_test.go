@@ -1,0 +1,84 @@
+package replica
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmablk/rdmablk/blockdev"
+	"github.com/rdmablk/rdmablk/blockdev/mem"
+	"github.com/rdmablk/rdmablk/blockdev/mirror"
+	"github.com/rdmablk/rdmablk/cluster/catalog"
+	"github.com/rdmablk/rdmablk/target/tcp"
+	"github.com/rdmablk/rdmablk/verbs/soft"
+)
+
+// TestStaleEpochRefused: the replica admits only the owner and epoch it
+// knows (OwnerHostNQN); a leg opened with an older epoch's identity fails
+// at Open with an error naming the replica subsystem, at once (the
+// refusal is final) rather than after the connect timeout.
+func TestStaleEpochRefused(t *testing.T) {
+	fabric := soft.NewFabric()
+	n := newReplica(t, fabric, mem.New(64, 4096))
+	cfg := legConfig(fabric, n)
+	cfg.HostNQN = catalog.OwnerHostNQN("node1", 2)
+	cfg.Options.ConnectTimeout = time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := Open(ctx, cfg)
+	if err == nil {
+		l.Close()
+		t.Fatal("a stale owner identity was admitted")
+	}
+	if ctx.Err() != nil || !strings.Contains(err.Error(), testSubNQN) {
+		t.Fatalf("Open: %v (context: %v); want a prompt refusal naming %s", err, ctx.Err(), testSubNQN)
+	}
+}
+
+// TestMirrorOverTCP: a Leg whose path is NVMe/TCP ("tcp://") carries the
+// mirror's writes (the session copies: nothing is registered) and they
+// land on the replica.
+func TestMirrorOverTCP(t *testing.T) {
+	fabric := soft.NewFabric()
+	remote := mem.New(mBlocks, mBS)
+	n := newReplica(t, fabric, remote)
+	tl, err := tcp.Listen(tcp.Config{Target: n.tgt, Addr: "127.0.0.1:0", PortID: 2, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tl.Close() })
+	cfg := legConfig(fabric, n)
+	cfg.Paths = []string{"tcp://" + tl.Addr()}
+	leg := openLeg(t, cfg)
+	local := &fixedMem{Backend: mem.New(mBlocks, mBS)}
+	m, err := mirror.New(mirror.Config{LocalName: "node1", Local: local, Membership: newMembership()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	if err := m.AddLeg(legName, leg, mirror.InSync); err != nil {
+		t.Fatal(err)
+	}
+	fb := m.Backend().(blockdev.FixedBuffers)
+	region := make([]byte, 256<<10)
+	reg, err := fb.RegisterFixed(region)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(region, fill(len(region), 3))
+	done := make(chanDone, 1)
+	if !fb.SubmitWriteFixed(region, 7, blockdev.WriteFUA, reg, done) {
+		t.Fatal("mirror refused the write")
+	}
+	if err := within(t, done, 30*time.Second, "write over TCP"); err != nil {
+		t.Fatal(err)
+	}
+	if got := readBack(t, remote, 7, len(region)); !bytes.Equal(got, region) {
+		t.Fatal("write over TCP missing on the replica")
+	}
+	if st := leg.Stats(); st.ZeroCopyBytes != 0 || st.CopiedBytes == 0 {
+		t.Fatalf("over TCP: zero-copy %d, copied %d bytes; want copies only", st.ZeroCopyBytes, st.CopiedBytes)
+	}
+}

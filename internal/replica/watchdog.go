@@ -1,0 +1,66 @@
+package replica
+
+import (
+	"fmt"
+	"time"
+)
+
+// watchdog ticks every period (IOTimeout/timeoutTicks) and fails the leg
+// when an I/O has been in the session for more than IOTimeout: the I/O
+// path reads no clock, it only stamps each slot with the tick count.
+func (l *Leg) watchdog(period time.Duration) {
+	defer l.wg.Done()
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		now := l.tick.Add(1)
+		for i := range l.slots {
+			b := l.slots[i].born.Load()
+			// Submitted at tick b-1, so at least (now-b) whole
+			// periods ago.
+			if b != 0 && now-b >= timeoutTicks {
+				l.expire()
+				return
+			}
+		}
+	}
+}
+
+// expire takes the leg down after an I/O timed out: every later I/O fails
+// with the leg's error, every write-class I/O in flight completes now
+// with it (their requests stay in the session, holding their slots, until
+// it returns them), and the session is closed, which returns the rest —
+// reads, whose buffers the session may still fill, are completed only
+// then. Runs on the watchdog goroutine.
+func (l *Leg) expire() {
+	e := &IOError{Leg: l.cfg.SubNQN, Op: "I/O",
+		Err: fmt.Errorf("%w: no completion within %v; %w", ErrTimeout, l.timeout, ErrDown)}
+	if !l.down.CompareAndSwap(nil, e) {
+		return
+	}
+	l.log.Warn("replica I/O timed out; leg down", "subnqn", l.cfg.SubNQN, "timeout", l.timeout)
+	for i := range l.slots {
+		l.abandon(&l.slots[i], e)
+	}
+	l.s.Close()
+}
+
+// abandon completes the caller of a busy write-class slot with err before
+// the session returns its request.
+func (l *Leg) abandon(s *slot, err error) {
+	if !s.state.CompareAndSwap(slotBusy, slotAbandoning) { // reads (slotBusyRead) wait for the session
+		return
+	}
+	cb := s.cb
+	s.state.Store(slotAbandoned)
+	if cb != nil {
+		cb.IODone(err)
+		return
+	}
+	s.wake <- wakeMsg{err: err, abandoned: true}
+}
