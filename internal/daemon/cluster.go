@@ -11,11 +11,12 @@ import (
 	"github.com/rdmablk/rdmablk/cluster/api/server"
 	"github.com/rdmablk/rdmablk/cluster/reconcile"
 	"github.com/rdmablk/rdmablk/target"
+	"github.com/rdmablk/rdmablk/verbs"
 )
 
 // startCluster starts the cluster member next to the target (cluster
 // mode). The listeners are already registered as target ports.
-func startCluster(cfg *Config, tgt *target.Target, disc *reconcile.Discovery, log *slog.Logger) (*agent.Agent, error) {
+func startCluster(cfg *Config, tgt *target.Target, disc *reconcile.Discovery, provider verbs.Provider, log *slog.Logger) (*agent.Agent, error) {
 	cc := cfg.Cluster
 	dir := cc.DataDir
 	if dir == "" {
@@ -58,17 +59,7 @@ func startCluster(cfg *Config, tgt *target.Target, disc *reconcile.Discovery, lo
 		Target: tgt, Discovery: disc, Resync: cc.Resync, Logger: log,
 		Failover:              server.WatchOptions{Interval: cc.Failover.Interval, Grace: cc.Failover.Grace},
 		RebuildBytesPerSecond: cc.Replication.RebuildBytesPerSecond,
-		// TODO(lead, at the merge of internal/replica): the owner's legs.
-		// Without it this node cannot own a replicated volume (its
-		// reconciler reports such volumes in error). Plug in:
-		//
-		//	OpenLeg: replicaLegOpener(cfg.Cluster, log),
-		//
-		// where replicaLegOpener returns func(ctx, t reconcile.LegTarget)
-		// calling replica.Open(ctx, replica.LegConfig{Paths: <t.Addrs as
-		// listener addresses>, SubNQN: t.SubNQN, HostNQN: t.HostNQN,
-		// NSID: t.NSID, Options: <initiator.Options with the daemon's
-		// verbs provider>, IOTimeout: ...}).
+		OpenLeg:               replicaLegOpener(provider, log),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)

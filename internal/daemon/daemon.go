@@ -188,7 +188,7 @@ func (d *Daemon) start(cfg *Config) error {
 		log.Info("listening", "transport", "rdma", "addr", l.Addr(), "port_id", i+1)
 	}
 	if cfg.Cluster.Enabled {
-		m, err := startCluster(cfg, d.tgt, disc, log)
+		m, err := startCluster(cfg, d.tgt, disc, d.provider, log)
 		if err != nil {
 			return err
 		}
