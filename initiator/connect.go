@@ -131,19 +131,6 @@ func (c *Controller) bringUp(ctx context.Context, discovery bool) error {
 	if err := c.connectAdmin(ctx, kato); err != nil {
 		return err
 	}
-	if kato > 0 {
-		// The controller may have clamped KATO (Connect accepts any
-		// value); keep alive at the timeout it actually runs, if shorter.
-		if v, err := admin.getFeatures(ctx, nvme.FeatKeepAliveTimer, 0); err == nil && v > 0 && v < kato {
-			c.log.Info("controller shortened KATO", "asked_ms", kato, "kato_ms", v)
-			kato = v
-		} else if err != nil && ctx.Err() != nil {
-			return err
-		}
-		c.bg.Add(1)
-		go c.keepAliveLoop(time.Duration(kato) * time.Millisecond)
-	}
-
 	// Registers and enable (NVMe base spec §3.5.1 initialisation).
 	capv, err := admin.propertyGet(ctx, nvme.PropCAP, true)
 	if err != nil {
@@ -157,6 +144,21 @@ func (c *Controller) bringUp(ctx context.Context, discovery bool) error {
 	c.vs = uint32(vs)
 	if err := c.enable(ctx); err != nil {
 		return err
+	}
+	// Keep alive from here: a controller takes commands other than
+	// Fabrics ones only once enabled (Linux nvmet fails Get Features and
+	// Keep Alive before CC.EN, and starts its keep-alive timer at CC.EN).
+	if kato > 0 {
+		// The controller may have clamped KATO (Connect accepts any
+		// value); keep alive at the timeout it actually runs, if shorter.
+		if v, err := admin.getFeatures(ctx, nvme.FeatKeepAliveTimer, 0); err == nil && v > 0 && v < kato {
+			c.log.Info("controller shortened KATO", "asked_ms", kato, "kato_ms", v)
+			kato = v
+		} else if err != nil && ctx.Err() != nil {
+			return err
+		}
+		c.bg.Add(1)
+		go c.keepAliveLoop(time.Duration(kato) * time.Millisecond)
 	}
 
 	raw, err := admin.identify(ctx, nvme.CNSController, 0)
