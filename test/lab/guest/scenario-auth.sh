@@ -14,7 +14,8 @@
 #     what the kernel logs is kept (RESULT auth.refused.* and the dmesg lines).
 #  4. Our initiator (rdmablk) against kernel nvmet-rdma configured through configfs with
 #     dhchap_key/dhchap_ctrl_key/hash/dhgroup: 16 MiB write, read back, cmp byte-exact,
-#     unidirectional (hmac(sha256), null) and bidirectional (hmac(sha384), ffdhe3072).
+#     unidirectional (hmac(sha256), null) and bidirectional (hmac(sha384), ffdhe3072), over RDMA and
+#     over NVMe/TCP (nvmet-tcp on $IP:4431); and the kernel nvme-tcp host to rdmablkd's TCP listener.
 . /mnt/share/scripts/lib.sh
 D=/mnt/share/bin/rdmablkd; B=/mnt/share/bin/rdmablk
 HOSTNQN=nqn.2014-08.org.nvmexpress:uuid:0c5e1d8a-6f5e-4d6b-9d35-8f2f5a4c1b21
@@ -24,6 +25,7 @@ VS=${LAB_VERIFYSIZE:-64M}
 DMESG_START=$(dmesg | wc -l)
 net_up; rxe_up || exit 1
 run modprobe nvme-rdma || exit 1
+run modprobe nvme-tcp || exit 1
 run modprobe brd rd_nr=1 rd_size=262144 || exit 1
 C=/sys/kernel/config/nvmet
 mountpoint -q /sys/kernel/config || mount -t configfs configfs /sys/kernel/config
@@ -87,7 +89,7 @@ TR=$LAB_OUT/transcripts-raw.jsonl; rm -f "$TR"
 {
   echo "data_dir: /tmp/rd"
   echo "transport: {provider: auto}"
-  echo "listeners: [{addr: \"$IP:4420\"}]"
+  echo "listeners: [{addr: \"$IP:4420\"}, {addr: \"$IP:4430\", transport: tcp}]"
   echo "target: {dhchap_transcript: \"$TR\"}"
   echo "volumes:"
   echo "  - {name: ram, path: /dev/ram0, block_size: 512}"
@@ -155,6 +157,23 @@ for c in $CASES; do
   fi
 done
 
+# The same over NVMe/TCP: the kernel nvme-tcp host to rdmablkd's TCP listener ($IP:4430).
+for c in "null-sha256:0" "bidir-ffdhe2048-sha512:1"; do
+  IFS=: read -r name bi <<< "$c"
+  n=$PFX-$name
+  step "kernel nvme-tcp host -> rdmablkd over TCP: $name"
+  args=(--dhchap-secret="$HKEY"); [ "$bi" = 1 ] && args+=(--dhchap-ctrl-secret="$CKEY")
+  if run nvme connect -t tcp -a "$IP" -s 4430 -n "$n" --hostnqn="$HOSTNQN" --hostid="$HOSTID" --nr-io-queues=1 "${args[@]}" &&
+     DEV=$(ndev "$n"); then
+    result "auth.tcp.$name.connect" ok
+    fio_job "auth.tcp.$name.verify" "$DEV" randwrite 16 --size=32M --verify=crc32c --do_verify=1 --numjobs=1
+    run nvme disconnect -n "$n" || fail "disconnect tcp $name"
+  else
+    result "auth.tcp.$name.connect" failed; fail "kernel nvme-tcp host could not authenticate to rdmablkd ($name)"
+    nvme disconnect -n "$n" >/dev/null 2>&1
+  fi
+done
+
 refused() { # LABEL NQN args...: the connect must fail; keep what the kernel said
   local label=$1 n=$2 before; shift 2
   before=$(dmesg | wc -l)
@@ -190,27 +209,36 @@ mkdir "$C/ports/1"
 echo rdma > "$C/ports/1/addr_trtype"; echo ipv4 > "$C/ports/1/addr_adrfam"
 echo "$IP" > "$C/ports/1/addr_traddr"; echo 4421 > "$C/ports/1/addr_trsvcid"
 ln -s "$C/subsystems/$KNQN" "$C/ports/1/subsystems/$KNQN" || fail "nvmet port link"
+run modprobe nvmet-tcp || fail "nvmet-tcp"
+mkdir "$C/ports/2"
+echo tcp > "$C/ports/2/addr_trtype"; echo ipv4 > "$C/ports/2/addr_adrfam"
+echo "$IP" > "$C/ports/2/addr_traddr"; echo 4431 > "$C/ports/2/addr_trsvcid"
+ln -s "$C/subsystems/$KNQN" "$C/ports/2/subsystems/$KNQN" || fail "nvmet tcp port link"
 head -c 16M /dev/urandom > /tmp/rand.bin
 for kc in "uni:hmac(sha256):null:0" "bidir:hmac(sha384):ffdhe3072:1"; do
   IFS=: read -r label h g bi <<< "$kc"
   echo "$HKEY" > "$C/hosts/$HOSTNQN/dhchap_key"
   if [ "$bi" = 1 ]; then echo "$KCTRL" > "$C/hosts/$HOSTNQN/dhchap_ctrl_key"; else echo > "$C/hosts/$HOSTNQN/dhchap_ctrl_key" 2>/dev/null; fi
   echo "$h" > "$C/hosts/$HOSTNQN/dhchap_hash"; echo "$g" > "$C/hosts/$HOSTNQN/dhchap_dhgroup"
-  R=("$B" --provider ibverbs --hostnqn "$HOSTNQN" -a "$IP" -s 4421 -n "$KNQN" --dhchap-secret "$HKEY")
-  [ "$bi" = 1 ] && R+=(--dhchap-ctrl-secret "$KCTRL")
-  step "rdmablk -> nvmet-rdma: $label ($h, $g)"
-  rm -f /tmp/back.bin
-  if run "${R[@]}" write --offset 1M -i /tmp/rand.bin && run "${R[@]}" read --offset 1M --length 16M -o /tmp/back.bin &&
-     cmp /tmp/rand.bin /tmp/back.bin; then
-    result "auth.initiator.$label" ok
-  else result "auth.initiator.$label" FAILED; fail "our initiator with DH-HMAC-CHAP against nvmet ($label)"; fi
+  for tr in rdma tcp; do
+    R=("$B" --provider ibverbs --hostnqn "$HOSTNQN" -a "$IP" -s 4421 -n "$KNQN" --dhchap-secret "$HKEY")
+    [ $tr = tcp ] && R=("$B" -t tcp --hostnqn "$HOSTNQN" -a "$IP" -s 4431 -n "$KNQN" --dhchap-secret "$HKEY")
+    [ "$bi" = 1 ] && R+=(--dhchap-ctrl-secret "$KCTRL")
+    step "rdmablk -> nvmet-$tr: $label ($h, $g)"
+    rm -f /tmp/back.bin
+    sfx=""; [ $tr = tcp ] && sfx=.tcp
+    if run "${R[@]}" write --offset 1M -i /tmp/rand.bin && run "${R[@]}" read --offset 1M --length 16M -o /tmp/back.bin &&
+       cmp /tmp/rand.bin /tmp/back.bin; then
+      result "auth.initiator$sfx.$label" ok
+    else result "auth.initiator$sfx.$label" FAILED; fail "our initiator with DH-HMAC-CHAP against nvmet-$tr ($label)"; fi
+  done
 done
 # and a wrong secret is refused by nvmet
 if "$B" --provider ibverbs --hostnqn "$HOSTNQN" -a "$IP" -s 4421 -n "$KNQN" --dhchap-secret "$WRONG" \
      read --offset 0 --length 4K -o /tmp/x.bin > "$LAB_OUT/init-wrong.txt" 2>&1; then
   result auth.initiator.wrong_secret CONNECTED; fail "nvmet accepted our initiator with a wrong secret"
 else result auth.initiator.wrong_secret "refused: $(tail -1 "$LAB_OUT/init-wrong.txt" | cut -c1-120)"; fi
-rm -f "$C/ports/1/subsystems/$KNQN"; rmdir "$C/ports/1"
+rm -f "$C/ports/1/subsystems/$KNQN" "$C/ports/2/subsystems/$KNQN"; rmdir "$C/ports/1" "$C/ports/2"
 echo 0 > "$C/subsystems/$KNQN/namespaces/1/enable"; rmdir "$C/subsystems/$KNQN/namespaces/1"
 rm -f "$C/subsystems/$KNQN/allowed_hosts/$HOSTNQN"; rmdir "$C/subsystems/$KNQN" "$C/hosts/$HOSTNQN"
 
