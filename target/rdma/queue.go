@@ -397,16 +397,39 @@ const smallDataSize = 16 << 10
 // (smallGrowBase buffers, 1 MiB) at Connect, then doubling up to one per
 // queue entry, under the listener's cap like grow.
 func (q *queue) growSmall(first bool) error {
-	depth := q.params.depth
-	if q.smallSize == 0 || q.smallBufs >= depth || q.noGrowSmall {
+	if q.smallSize == 0 {
 		return errNoGrowth
 	}
-	n := q.smallGrowBase()
-	if !first {
-		n = min(depth-q.smallBufs, max(n, q.smallBufs))
+	return q.growPool(poolChunk{off: q.smallOff, stride: q.smallStride, base: int(q.smallBase), have: &q.smallBufs,
+		firstN: q.smallGrowBase(), free: &q.freeSmall, noGrow: &q.noGrowSmall, what: "small data buffers"}, first, first)
+}
+
+// poolChunk describes one data-buffer pool of a queue to growPool: its
+// buffers are stride bytes apart from mem offset off, have of them are
+// registered, buffer j has id base+j.
+type poolChunk struct {
+	off, stride, base, firstN int
+	have                      *int
+	free                      *[]int32
+	noGrow                    *bool
+	what                      string
+}
+
+// growPool registers the next chunk of pool p: firstN buffers first, then
+// as many as are registered (doubling), up to one per queue entry, in
+// memory regions of at most regmem.MaxChunk bytes, each a whole number of
+// buffers. uncapped chunks skip Config.MaxDataBufferBytes.
+func (q *queue) growPool(p poolChunk, first, uncapped bool) error {
+	depth := q.params.depth
+	if *p.have >= depth || *p.noGrow {
+		return errNoGrowth
 	}
-	bytes := n * q.smallStride
-	if !q.l.reserveData(bytes, first) {
+	n := p.firstN
+	if !first {
+		n = min(depth-*p.have, max(n, *p.have))
+	}
+	bytes := n * p.stride
+	if !q.l.reserveData(bytes, uncapped) {
 		q.l.stats.growthDenied.Add(1)
 		return errNoGrowth
 	}
@@ -414,24 +437,25 @@ func (q *queue) growSmall(first bool) error {
 	if q.l.cfg.mrChunk > 0 {
 		limit = q.l.cfg.mrChunk
 	}
-	off := q.smallOff + q.smallBufs*q.smallStride
+	off := p.off + *p.have*p.stride
 	data := q.mem[off : off+bytes : off+bytes]
-	reg, err := regmem.Register(q.pd, data, limit/q.smallStride*q.smallStride, verbs.AccessLocalWrite)
+	regmem.AdviseHuge(data)
+	reg, err := regmem.Register(q.pd, data, limit/p.stride*p.stride, verbs.AccessLocalWrite)
 	if err != nil {
 		q.l.releaseData(bytes)
-		q.noGrowSmall = true
-		return fmt.Errorf("register %d bytes of small data buffers: %w", bytes, err)
+		*p.noGrow = true
+		return fmt.Errorf("register %d bytes of %s: %w", bytes, p.what, err)
 	}
 	q.chunks = append(q.chunks, reg)
 	q.l.stats.registeredBytes.Add(uint64(bytes))
-	base := int(q.smallBase) + q.smallBufs
+	base := p.base + *p.have
 	for i := range n {
-		q.bufBase[base+i] = reg.SGE(i*q.smallStride, 0)
+		q.bufBase[base+i] = reg.SGE(i*p.stride, 0)
 	}
 	for i := n - 1; i >= 0; i-- {
-		q.freeSmall = append(q.freeSmall, int32(base+i))
+		*p.free = append(*p.free, int32(base+i))
 	}
-	q.smallBufs += n
+	*p.have += n
 	return nil
 }
 
@@ -448,44 +472,10 @@ const growChunkBytes = 1 << 20
 // the listener; when it does not, the command waits for one of the
 // queue's own buffers (StateNeedBuffer), as it always could.
 func (q *queue) grow(first bool) error {
-	depth := q.params.depth
-	if q.dataBufs >= depth || q.noGrow {
-		return errNoGrowth
-	}
-	n := q.growBase()
-	if !first {
-		n = min(depth-q.dataBufs, max(n, q.dataBufs))
-	}
-	bytes := n * q.dataStride
 	// The large pool's first chunk is always allowed, as the first small
 	// chunk is: a queue must be able to run a command of any size.
-	if !q.l.reserveData(bytes, first || q.dataBufs == 0) {
-		q.l.stats.growthDenied.Add(1)
-		return errNoGrowth
-	}
-	limit := regmem.MaxChunk
-	if q.l.cfg.mrChunk > 0 {
-		limit = q.l.cfg.mrChunk
-	}
-	off := q.dataOff + q.dataBufs*q.dataStride
-	data := q.mem[off : off+bytes : off+bytes]
-	regmem.AdviseHuge(data)
-	reg, err := regmem.Register(q.pd, data, limit/q.dataStride*q.dataStride, verbs.AccessLocalWrite)
-	if err != nil {
-		q.l.releaseData(bytes)
-		q.noGrow = true
-		return fmt.Errorf("register %d bytes of data buffers: %w", bytes, err)
-	}
-	q.chunks = append(q.chunks, reg)
-	q.l.stats.registeredBytes.Add(uint64(bytes))
-	for i := range n {
-		q.bufBase[q.dataBufs+i] = reg.SGE(i*q.dataStride, 0)
-	}
-	for i := n - 1; i >= 0; i-- {
-		q.freeBufs = append(q.freeBufs, int32(q.dataBufs+i))
-	}
-	q.dataBufs += n
-	return nil
+	return q.growPool(poolChunk{off: q.dataOff, stride: q.dataStride, base: 0, have: &q.dataBufs,
+		firstN: q.growBase(), free: &q.freeBufs, noGrow: &q.noGrow, what: "data buffers"}, first, first || q.dataBufs == 0)
 }
 
 func alignUp(n, a int) int { return (n + a - 1) / a * a }
