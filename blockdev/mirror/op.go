@@ -75,25 +75,27 @@ type job struct {
 func (m *Mirror) getOp() *op {
 	select {
 	case o := <-m.free:
-		if m.closed.Load() {
-			m.putOp(o)
-			return nil
-		}
-		return o
+		return m.keepOp(o)
 	case <-m.closing:
 		return nil
 	}
+}
+
+// keepOp returns o, just taken from the free list, or puts it back and
+// returns nil once the mirror is closed.
+func (m *Mirror) keepOp(o *op) *op {
+	if m.closed.Load() {
+		m.putOp(o)
+		return nil
+	}
+	return o
 }
 
 // tryGetOp takes an idle op without waiting, or returns nil.
 func (m *Mirror) tryGetOp() *op {
 	select {
 	case o := <-m.free:
-		if m.closed.Load() {
-			m.putOp(o)
-			return nil
-		}
-		return o
+		return m.keepOp(o)
 	default:
 		return nil
 	}
