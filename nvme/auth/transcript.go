@@ -92,14 +92,18 @@ func (t *Transcript) record(from string, b []byte) {
 // returned with t.
 func (t *Transcript) Finish(c *Controller) {
 	t.Rand = hex.EncodeToString(t.rand.Bytes())
+	t.Result = outcome(c)
+}
+
+// outcome is a Transcript.Result for c's state.
+func outcome(c *Controller) string {
 	switch {
 	case c.Authenticated() && !c.Failed():
-		t.Result = TranscriptAuthenticated
+		return TranscriptAuthenticated
 	case c.Err() != nil:
-		t.Result = "failed: " + c.Err().Error()
-	default:
-		t.Result = "incomplete"
+		return "failed: " + c.Err().Error()
 	}
+	return "incomplete"
 }
 
 // Replay runs the transcript through a fresh Controller fed with the
@@ -165,14 +169,7 @@ func (t *Transcript) Replay() error {
 			return fmt.Errorf("message %d: from %q", i, m.From)
 		}
 	}
-	got := "incomplete"
-	switch {
-	case c.Authenticated() && !c.Failed():
-		got = TranscriptAuthenticated
-	case c.Err() != nil:
-		got = "failed: " + c.Err().Error()
-	}
-	if got != t.Result {
+	if got := outcome(c); got != t.Result {
 		return fmt.Errorf("replay ends %q, recorded %q", got, t.Result)
 	}
 	return nil
