@@ -367,6 +367,34 @@ type NotifyRouter interface {
 	RouteNotify(ch chan struct{})
 }
 
+// FDNotifier is implemented by CQs whose completion events a consumer can
+// wait for on its own epoll set, so that a poll group sleeps in one
+// epoll_wait for all its CQs and its other wake-ups and the kernel wakes
+// its thread directly, with no goroutine relaying events. Optional:
+// consumers fall back to Notify / NotifyRouter. verbstest checks every
+// provider that implements it.
+type FDNotifier interface {
+	// DetachNotify stops the provider's own delivery of completion
+	// events: until AttachNotify, an armed CQ's event makes the returned
+	// descriptor readable (wait for it level-triggered) instead of
+	// sending a token on Notify's channel. The descriptor stays the CQ's:
+	// never read or close it, and take it out of any epoll set before
+	// AttachNotify or Close. Events the CQ must report outside the arm
+	// (an overrun) still send a token on Notify's channel. Not safe
+	// concurrently with ReqNotify, TakeNotify or AttachNotify. While
+	// detached, ReqNotify on a CQ that already holds completions need not
+	// signal them: the consumer polls once more after arming.
+	DetachNotify() (fd int, err error)
+	// TakeNotify consumes the pending completion event without blocking
+	// and reports whether there was one; the CQ is then disarmed (the
+	// next ReqNotify arms it). Only while detached; the caller serializes
+	// it with ReqNotify.
+	TakeNotify() bool
+	// AttachNotify returns event delivery to the provider; an event
+	// still pending sends its token on Notify's channel.
+	AttachNotify() error
+}
+
 // Wait blocks until cq has a completion to poll, or ctx ends. It arms the
 // CQ, so a subsequent Poll should find at least one completion (unless
 // another goroutine took it).

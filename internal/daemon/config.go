@@ -69,6 +69,10 @@ type TransportConfig struct {
 	MaxDataBufferMemory string `mapstructure:"max_data_buffer_memory"`
 	// PollGroups: pollers that each own many queues (0: one per CPU).
 	PollGroups int `mapstructure:"poll_groups"`
+	// PollWait: how an idle poll group sleeps: "epoll" (default: in
+	// epoll_wait on its CQs' completion channels) or "channel". See
+	// rdma.Config.PollWait.
+	PollWait string `mapstructure:"poll_wait"`
 	// LockPollerThreads: lock each poll group to an OS thread (unset: no).
 	LockPollerThreads *bool `mapstructure:"lock_poller_threads"`
 }

@@ -178,6 +178,7 @@ func (d *Daemon) start(cfg *Config) error {
 			MaxDataBufferBytes:    bufLimit,
 			PollGroups:            cfg.Transport.PollGroups,
 			LockPollerThreads:     cfg.Transport.LockPollerThreads,
+			PollWait:              cfg.Transport.PollWait,
 			Logger:                log,
 		})
 		if err != nil {

@@ -11,17 +11,30 @@ import (
 // backend, over the in-process soft fabric, with 32 commands outstanding.
 // allocs/op covers everything in the process (soft provider, core, host);
 // TestIOPathAllocatesNothing proves the transport's own share is zero.
-func BenchmarkRead4KNull(b *testing.B) { benchRead4KNull(b, false) }
+func BenchmarkRead4KNull(b *testing.B) { benchRead4KNull(b, false, "", 32) }
 
 // BenchmarkRead4KNullLockedPollers is BenchmarkRead4KNull with the poll
 // groups locked to OS threads (Config.LockPollerThreads).
-func BenchmarkRead4KNullLockedPollers(b *testing.B) { benchRead4KNull(b, true) }
+func BenchmarkRead4KNullLockedPollers(b *testing.B) { benchRead4KNull(b, true, "", 32) }
 
-func benchRead4KNull(b *testing.B, locked bool) {
+// BenchmarkRead4KNullChannelWait is BenchmarkRead4KNull with the poll
+// groups sleeping on their bell channel (Config.PollWait "channel").
+func BenchmarkRead4KNullChannelWait(b *testing.B) {
+	benchRead4KNull(b, false, PollWaitChannel, 32)
+}
+
+// BenchmarkRead4KNullQD1 and BenchmarkRead4KNullQD1ChannelWait: one
+// command at a time, so every command finds its poll group asleep (after
+// its spin budget) — the per-wake-up cost of the two ways to sleep.
+func BenchmarkRead4KNullQD1(b *testing.B) { benchRead4KNull(b, false, PollWaitEpoll, 1) }
+func BenchmarkRead4KNullQD1ChannelWait(b *testing.B) {
+	benchRead4KNull(b, false, PollWaitChannel, 1)
+}
+
+func benchRead4KNull(b *testing.B, locked bool, wait string, depth int) {
 	tgt := newRealTarget(b, true)
-	g := newRig(b, rigOpts{realCore: true, cfg: Config{Target: tgt, PortID: 1, LockPollerThreads: &locked}})
-	const depth = 32
-	io := g.enabledIOQueue(rawOpts{qid: 1, depth: depth, dataSize: depth * 4096})
+	g := newRig(b, rigOpts{realCore: true, cfg: Config{Target: tgt, PortID: 1, LockPollerThreads: &locked, PollWait: wait}})
+	io := g.enabledIOQueue(rawOpts{qid: 1, depth: max(depth, 2), dataSize: depth * 4096}) // a queue has ≥ 2 entries
 	sqes := make([][]byte, depth)
 	for i := range sqes {
 		s := io.ioSQE(nvme.IORead, uint16(i), uint64(i)*4096, 4096, i*4096, 0)

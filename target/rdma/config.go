@@ -33,6 +33,9 @@ const (
 	DefaultMaxQueueDepth = 128
 	// AdminQueueDepth is the largest admin queue (NVME_AQ_DEPTH).
 	AdminQueueDepth = 32
+	// PollWaitEpoll and PollWaitChannel are the values of Config.PollWait.
+	PollWaitEpoll   = "epoll"
+	PollWaitChannel = "channel"
 	// DefaultPollSpins is the default Config.PollSpins.
 	DefaultPollSpins = 32
 	// DefaultConnectTimeout is the default Config.ConnectTimeout.
@@ -101,6 +104,13 @@ type Config struct {
 	// always ends up asleep and costs no CPU. 0 → DefaultPollSpins;
 	// negative → sleep as soon as a poll finds nothing.
 	PollSpins int
+	// PollWait is how an idle poll group sleeps: PollWaitEpoll (the
+	// default, where the provider's CQs implement verbs.FDNotifier) blocks
+	// the group's goroutine in epoll_wait on its CQs' completion channels
+	// and a bell eventfd, so the kernel wakes it directly; PollWaitChannel
+	// parks it on a Go channel that the CQs' event goroutines and
+	// everything else signal (one goroutine hand-off per wake-up).
+	PollWait string
 	// PollGroups is the number of poll groups: pollers that each own many
 	// queues (queues are assigned at connect to the group with the
 	// fewest). 0 → runtime.GOMAXPROCS(0), one per core Go runs on.
@@ -179,6 +189,13 @@ func (c *Config) normalize(devMaxQPWR int) error {
 	}
 	if c.PollGroups <= 0 {
 		c.PollGroups = runtime.GOMAXPROCS(0)
+	}
+	switch c.PollWait {
+	case "":
+		c.PollWait = PollWaitEpoll
+	case PollWaitEpoll, PollWaitChannel:
+	default:
+		return fmt.Errorf("%w: PollWait %q (%s or %s)", ErrInvalidConfig, c.PollWait, PollWaitEpoll, PollWaitChannel)
 	}
 	if c.PollSpins == 0 { // negative stays: no spinning (normalize is idempotent)
 		c.PollSpins = DefaultPollSpins

@@ -1,6 +1,7 @@
 package rdma
 
 import (
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,10 @@ type pollGroup struct {
 	news atomic.Bool
 
 	queues []*queue // group goroutine only
+
+	// ew is set when the group sleeps in epoll_wait (Config.PollWait,
+	// groupwait_linux.go); nil: it sleeps on bell.
+	ew *epollWaiter
 }
 
 // Control event bits of a queue (queue.ctl), set by its watcher or
@@ -60,12 +65,24 @@ const (
 
 func newPollGroup(l *Listener) *pollGroup {
 	g := &pollGroup{l: l, bell: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	if l.cfg.PollWait != PollWaitChannel {
+		ew, err := newEpollWaiter()
+		if err == nil {
+			g.ew = ew
+		} else if !errors.Is(err, errors.ErrUnsupported) {
+			l.log.Warn("rdma: poll group sleeps on a channel", "err", err)
+		}
+	}
 	go g.run()
 	return g
 }
 
 // ring wakes the group goroutine; never blocks; any goroutine.
 func (g *pollGroup) ring() {
+	if g.ew != nil {
+		g.ew.ring()
+		return
+	}
 	select {
 	case g.bell <- struct{}{}:
 	default:
@@ -98,10 +115,11 @@ func (g *pollGroup) add(q *queue) {
 		q.connTimer = time.AfterFunc(q.l.cfg.ConnectTimeout, func() { q.signal(ctlConnectTimeout) })
 	}
 	// CQ events ring the group's bell directly where the provider allows
-	// (verbs.NotifyRouter); otherwise the watcher relays them.
+	// (verbs.NotifyRouter); otherwise the watcher relays them. A group that
+	// sleeps in epoll_wait takes them from its epoll set instead (adopt).
 	rr, ok1 := q.cq.(verbs.NotifyRouter)
 	sr, ok2 := q.scq.(verbs.NotifyRouter)
-	if ok1 && ok2 {
+	if g.ew == nil && ok1 && ok2 {
 		rr.RouteNotify(g.bell)
 		sr.RouteNotify(g.bell)
 		q.routed = true
@@ -218,6 +236,15 @@ func (g *pollGroup) run() {
 			continue
 		}
 		budget = spinBudget(budget, limit, spinSlept)
+		if g.ew != nil {
+			// A ring from here on keeps the group awake; what rang before
+			// is found by the adopt and the pass below, and sleep looks at
+			// stop (the channel bell keeps its token instead).
+			g.ew.disarm()
+			if g.news.Load() {
+				continue
+			}
+		}
 		for _, q := range g.queues {
 			if err := q.arm(); err != nil {
 				q.fatal("arming the CQ", err)
@@ -227,17 +254,85 @@ func (g *pollGroup) run() {
 			spins = 0
 			continue
 		}
-		select {
-		case <-g.bell:
-		case <-g.stop:
-			g.adopt()
-			if len(g.queues) == 0 {
-				return
-			}
+		if g.sleep() {
+			return
 		}
 		budget = spinBudget(budget, limit, spinWoke)
 		spins = 0
 	}
+}
+
+// sleep waits for a ring or a CQ event; it reports that the group ends
+// (stopped with no queues left).
+func (g *pollGroup) sleep() bool {
+	if g.ew == nil {
+		select {
+		case <-g.bell:
+			return false
+		case <-g.stop:
+			return g.stopped()
+		}
+	}
+	select {
+	case <-g.stop:
+		return g.stopped()
+	default:
+	}
+	if err := g.ew.sleep(); err != nil {
+		// Cannot happen with a valid epoll set; never spin on it.
+		g.l.log.Error("rdma: poll group wait failed", "err", err)
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-g.stop:
+		return g.stopped()
+	default:
+		return false
+	}
+}
+
+// stopped adopts what is left after Listener.Close stopped the group and
+// reports whether it ends (no queues).
+func (g *pollGroup) stopped() bool {
+	g.adopt()
+	if len(g.queues) != 0 {
+		return false
+	}
+	if g.ew != nil {
+		g.ew.close()
+	}
+	return true
+}
+
+// attachCQs moves q's CQ events to the group's epoll set where the
+// provider allows (verbs.FDNotifier); a CQ that cannot be attached keeps
+// delivering through the watcher.
+func (g *pollGroup) attachCQs(q *queue) {
+	for i, cq := range []verbs.CompletionQueue{q.cq, q.scq} {
+		if i == 1 && q.scq == q.cq {
+			break
+		}
+		n, ok := cq.(verbs.FDNotifier)
+		if !ok {
+			continue
+		}
+		if err := g.ew.attach(n); err != nil {
+			q.log.Debug("rdma: CQ events stay on their channel", "err", err)
+			continue
+		}
+		q.fdCQs = append(q.fdCQs, n)
+	}
+}
+
+// detachCQs gives q's CQ events back to their provider before its
+// teardown waits on them.
+func (g *pollGroup) detachCQs(q *queue) {
+	for _, n := range q.fdCQs {
+		if err := g.ew.detach(n); err != nil {
+			q.log.Warn("rdma: re-attaching CQ events", "err", err)
+		}
+	}
+	q.fdCQs = nil
 }
 
 // adopt takes the queues handed to the group since the last pass.
@@ -251,6 +346,11 @@ func (g *pollGroup) adopt() {
 	g.news.Store(false)
 	g.mu.Unlock()
 	g.queues = append(g.queues, in...)
+	if g.ew != nil {
+		for _, q := range in {
+			g.attachCQs(q)
+		}
+	}
 	for _, f := range calls {
 		f(g.queues)
 	}
@@ -282,6 +382,7 @@ func (g *pollGroup) passAll() bool {
 			g.queues[i] = g.queues[last]
 			g.queues[last] = nil
 			g.queues = g.queues[:last]
+			g.detachCQs(q)
 			go q.finish()
 			worked = true
 			continue

@@ -11,8 +11,18 @@ import (
 // on all of them; every command is answered once, on its own queue, with
 // the SQ head in order, and each queue's send-queue, READ and slot
 // accounting returns exactly to its initial state.
+//
+// Both ways an idle group sleeps are covered: in epoll_wait with the CQs'
+// descriptors in its set (the soft provider implements verbs.FDNotifier),
+// and on its bell channel with the CQ events routed to it.
 func TestPollGroupManyQueues(t *testing.T) {
-	g := newRig(t, rigOpts{cfg: Config{PollGroups: 1}})
+	for _, wait := range []string{PollWaitEpoll, PollWaitChannel} {
+		t.Run(wait, func(t *testing.T) { testPollGroupManyQueues(t, wait) })
+	}
+}
+
+func testPollGroupManyQueues(t *testing.T, wait string) {
+	g := newRig(t, rigOpts{cfg: Config{PollGroups: 1, PollWait: wait}})
 	const nq, per = 12, 16
 	hs := make([]*rawHost, nq)
 	for i := range hs {
@@ -79,11 +89,14 @@ func TestPollGroupManyQueues(t *testing.T) {
 		default:
 		}
 	}
-	// The soft provider routes CQ events: they ring the group's bell with
-	// no watcher goroutine relaying them.
+	// No watcher goroutine relays CQ events: they are in the group's
+	// epoll set, or routed to its bell.
 	g.l.groups[0].inspect(func(qs []*queue) {
 		for _, q := range qs {
-			if !q.routed {
+			switch {
+			case wait == PollWaitEpoll && len(q.fdCQs) != 2:
+				t.Errorf("queue %d: %d CQs in the group's epoll set, want 2", q.params.qid, len(q.fdCQs))
+			case wait == PollWaitChannel && !q.routed:
 				t.Errorf("queue %d: CQ events not routed to the group's bell", q.params.qid)
 			}
 		}

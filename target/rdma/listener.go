@@ -206,6 +206,7 @@ func (l *Listener) Close() error {
 		l.wg.Wait()
 		for _, g := range l.groups {
 			close(g.stop)
+			g.ring()
 			<-g.done
 		}
 		if err := l.core.RemovePort(l.cfg.PortID); err != nil {

@@ -142,8 +142,11 @@ type queue struct {
 	// g is the poll group that owns the queue; ctl holds control events
 	// for it (ctl* bits); watchStop ends the watcher goroutine; the timers
 	// are the Fabrics Connect and drain deadlines.
-	g          *pollGroup
-	routed     bool // the CQs' notifications ring g.bell (set before the group owns q)
+	g      *pollGroup
+	routed bool // the CQs' notifications ring g.bell (set before the group owns q)
+	// fdCQs are the CQs whose events the group takes from its epoll set
+	// (epollWaiter.attach); group goroutine only.
+	fdCQs      []verbs.FDNotifier
 	ctl        atomic.Uint32
 	watchStop  chan struct{}
 	watchDone  chan struct{}

@@ -38,7 +38,8 @@
 #      work tree: for a shared checkout with other people's unfinished changes),
 #      TAGS (build tags, default ibverbs), LABARGS (extra lab.key=value guest parameters for the
 #      nvmeof, initiator, tcp and perf scenarios, e.g. LABARGS=lab.sendinv=off,on: see scenario-nvmeof.sh;
-#      perf: LABARGS=lab.pollspins=-1 sets rdmablkd's transport.poll_spins, lab.mdts=131072 its max_data_transfer).
+#      perf: LABARGS=lab.pollspins=-1 sets rdmablkd's transport.poll_spins, lab.pollwait=channel its transport.poll_wait,
+#      lab.mdts=131072 its max_data_transfer).
 # Exit status 0 only when every scenario passed.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)

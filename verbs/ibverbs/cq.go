@@ -29,7 +29,11 @@ type cq struct {
 	depth   int
 	own     chan struct{}                 // the CQ's own event channel
 	notify  atomic.Pointer[chan struct{}] // where tokens go (own unless routed)
-	stopped chan struct{}
+	stopped chan struct{}                 // closed when eventLoop returned
+	// detached: eventLoop is stopped and the consumer takes the channel's
+	// events itself (verbs.FDNotifier); efd and stopped are replaced by
+	// AttachNotify. Consumer-serialized, see FDNotifier.
+	detached bool
 
 	overrun atomic.Bool
 
@@ -208,6 +212,11 @@ func (c *cq) ReqNotify() error {
 		c.armed.Store(false)
 		return errnoErr("ibv_req_notify_cq", e)
 	}
+	if c.detached {
+		// Detached (verbs.FDNotifier): the consumer polls after arming,
+		// so the probe for completions already queued is not needed.
+		return nil
+	}
 	pending := c.stashed.Load()
 	if !pending {
 		c.stashMu.Lock()
@@ -223,7 +232,54 @@ func (c *cq) ReqNotify() error {
 	return nil
 }
 
-var _ verbs.NotifyRouter = (*cq)(nil)
+var (
+	_ verbs.NotifyRouter = (*cq)(nil)
+	_ verbs.FDNotifier   = (*cq)(nil)
+)
+
+// DetachNotify implements verbs.FDNotifier: eventLoop stops, and the
+// completion channel's descriptor (non-blocking since newCQ) is the
+// consumer's to wait on.
+func (c *cq) DetachNotify() (int, error) {
+	if c.detached {
+		return int(c.ch.fd), nil
+	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return -1, fmt.Errorf("%w: completion queue", verbs.ErrClosed)
+	}
+	c.efd.close()
+	<-c.stopped
+	c.detached = true
+	return int(c.ch.fd), nil
+}
+
+// TakeNotify implements verbs.FDNotifier: one ibv_get_cq_event (and its
+// ack), as eventLoop would.
+func (c *cq) TakeNotify() bool {
+	if !c.detached || C.rb_get_cq_event(c.ch) != 0 {
+		return false
+	}
+	c.armed.Store(false)
+	return true
+}
+
+// AttachNotify implements verbs.FDNotifier: a new evfd and eventLoop; an
+// event still pending is taken by eventLoop's first try.
+func (c *cq) AttachNotify() error {
+	if !c.detached {
+		return nil
+	}
+	efd, err := newEvfd(c.ch.fd, c.dev.name+" cq")
+	if err != nil {
+		return err
+	}
+	c.efd, c.stopped, c.detached = efd, make(chan struct{}), false
+	go c.eventLoop()
+	return nil
+}
 
 func (c *cq) Notify() <-chan struct{} { return *c.notify.Load() }
 
@@ -274,8 +330,10 @@ func (c *cq) Close() error {
 	}
 	c.closed = true
 	c.mu.Unlock()
-	c.efd.close()
-	<-c.stopped
+	if !c.detached {
+		c.efd.close()
+		<-c.stopped
+	}
 	c.forget()
 	if e := C.ibv_destroy_cq(c.cq); e != 0 {
 		return errnoErr("ibv_destroy_cq", e)

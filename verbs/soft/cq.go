@@ -24,7 +24,12 @@ type completionQueue struct {
 	armed   bool
 	overrun bool
 	closed  bool
-	qps     map[*qp]struct{} // QPs using the CQ (send or receive side)
+	// detached: events go to efd, not to notify (verbs.FDNotifier,
+	// fdnotify_linux.go); efd is the CQ's eventfd, made by the first
+	// DetachNotify, -1 before, closed by Close.
+	detached bool
+	efd      int
+	qps      map[*qp]struct{} // QPs using the CQ (send or receive side)
 }
 
 var (
@@ -45,6 +50,7 @@ func newCQ(d *device, depth, vector int) *completionQueue {
 		own:  make(chan struct{}, 1),
 		ring: make([]cqEntry, depth),
 		qps:  make(map[*qp]struct{}),
+		efd:  -1,
 	}
 	cq.notify.Store(&cq.own)
 	return cq
@@ -117,6 +123,7 @@ func (cq *completionQueue) Close() error {
 		return fmt.Errorf("%w: completion queue in use by %d QPs", verbs.ErrInvalid, len(cq.qps))
 	}
 	cq.closed = true
+	cq.closeFDLocked()
 	cq.dev.release(&cq.dev.nCQ)
 	return nil
 }
@@ -157,6 +164,11 @@ func (cq *completionQueue) push(wc *verbs.WorkCompletion, freed *atomic.Uint64, 
 			victims = append(victims, q)
 		}
 		cq.signalLocked()
+		if cq.detached {
+			// An overrun reaches Notify's channel even while detached
+			// (verbs.FDNotifier).
+			cq.tokenLocked()
+		}
 		cq.mu.Unlock()
 		cq.dev.p.spawn(func() {
 			for _, q := range victims {
@@ -181,6 +193,15 @@ func (cq *completionQueue) signalLocked() {
 		return
 	}
 	cq.armed = false
+	if cq.detached {
+		cq.fdSignalLocked()
+		return
+	}
+	cq.tokenLocked()
+}
+
+// tokenLocked sends one token on Notify's channel (non-blocking).
+func (cq *completionQueue) tokenLocked() {
 	select {
 	case *cq.notify.Load() <- struct{}{}:
 	default:

@@ -103,6 +103,7 @@ var suite = []testCase{
 	{"CompletionOrdering", testCompletionOrdering},
 	{"NotifyPending", testNotifyPending},
 	{"NotifyRouted", testNotifyRouted},
+	{"NotifyFD", testNotifyFD},
 	{"ReadDepthORD", testReadDepthORD},
 	{"RNRRetryExceeded", testRNRRetryExceeded},
 	{"RNRRetryForever", testRNRRetryForever},

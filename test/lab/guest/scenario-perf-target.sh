@@ -23,7 +23,7 @@ start_ours() { # DEV
   cat > /tmp/rd/rdmablkd.yaml <<EOC
 data_dir: /tmp/rd
 log: {level: info}
-transport: {provider: auto${LAB_POLLSPINS:+, poll_spins: $LAB_POLLSPINS}${LAB_MDTS:+, max_data_transfer: $LAB_MDTS}}
+transport: {provider: auto${LAB_POLLSPINS:+, poll_spins: $LAB_POLLSPINS}${LAB_POLLWAIT:+, poll_wait: $LAB_POLLWAIT}${LAB_MDTS:+, max_data_transfer: $LAB_MDTS}}
 listeners: [{addr: "$IP:4420"}]
 volumes: [{name: vol, path: $1, block_size: 512}]
 subsystems:
