@@ -38,7 +38,11 @@
 // goroutine, not an OS thread. A consumer busy-polls with Poll while work
 // flows and, when a Poll comes back empty, arms with ReqNotify, polls once
 // more and then sleeps on Notify (verbs.Wait); ReqNotify and Poll are each a
-// single short cgo call.
+// single short cgo call. A consumer with its own epoll loop (the target's
+// poll groups) detaches a CQ (verbs.FDNotifier): the CQ's goroutine stops,
+// the consumer waits on the completion channel's descriptor and takes each
+// event with TakeNotify (ibv_get_cq_event + ack, one cgo call); AttachNotify
+// starts a new goroutine (and evfd) for the CQ's remaining life.
 //
 // # Connection management
 //

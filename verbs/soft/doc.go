@@ -24,7 +24,10 @@
 // DISC and return once the QP's engines have stopped: normally as soon as
 // the peer answers, at most 2 s later if it does not. PostSend, PostRecv
 // and Poll never block; CompletionQueue.ReqNotify on a CQ that already
-// holds completions signals at once.
+// holds completions signals at once. On Linux a CQ implements
+// verbs.FDNotifier with an eventfd (made by the first DetachNotify, closed
+// with the CQ): while detached, the armed event writes it instead of
+// sending a token, as rdma-core's completion channel becomes readable.
 //
 // Locks on the data path: posters of one queue are serialized by that
 // queue's post lock, which no engine takes; a post validates its work
