@@ -10,6 +10,13 @@
 //     through rdmablkd (soft provider, loopback) on the same file: 4 KiB
 //     random read QD32, 4 KiB random write QD32, 128 KiB sequential read
 //     QD8. fio and ours alternate within each repeat.
+//   - The same 4 KiB jobs through the same rdmablkd's NVMe/TCP listener on
+//     127.0.0.1 (target/tcp) with `rdmablk bench -t tcp`, in the same
+//     repeats (fio, then soft RDMA and NVMe/TCP in alternating order):
+//     IOPS against fio and against soft RDMA, CPU per GB of both ends
+//     (issue 14). -skip-tcp leaves them out. The kernel's nvme-tcp host is
+//     not run (no modules on the build host); the lab's perf-tcp scenario
+//     compares with it and nvmet-tcp.
 //   - 128 KiB RDMA READs over the soft provider (TCP) against a raw
 //     loopback TCP stream (Go benchmarks of verbs/soft).
 //   - Go micro-benchmarks: target core cost per 4 KiB I/O on the null

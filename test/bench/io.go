@@ -63,9 +63,17 @@ func runIO(ctx context.Context, o *options, work string, rep *report) error {
 			if err != nil {
 				return err
 			}
+			// the NVMe/TCP twin (tcp.go) runs after the soft RDMA run in odd
+			// repeats, before it in even ones
+			if err := runTCPRow(ctx, o, d, &res, i%2 == 1); err != nil {
+				return err
+			}
 			logf("%s: repeat %d/%d: rdmablk bench", j.name, i+1, o.repeats)
 			r, err := runOurs(ctx, o, d, j)
 			if err != nil {
+				return err
+			}
+			if err := runTCPRow(ctx, o, d, &res, i%2 == 0); err != nil {
 				return err
 			}
 			res.fio = append(res.fio, f)
@@ -106,6 +114,8 @@ type daemon struct {
 	cmd  *exec.Cmd
 	addr string
 	log  string
+	// tcpAddr is its NVMe/TCP listener ("" without one: tcp.go).
+	tcpAddr string
 }
 
 func startDaemon(ctx context.Context, o *options, work, data string) (*daemon, error) {
@@ -114,12 +124,16 @@ func startDaemon(ctx context.Context, o *options, work, data string) (*daemon, e
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	tcpAddr, tcpListener, err := tcpListenerConfig(o)
+	if err != nil {
+		return nil, err
+	}
 	cfg := fmt.Sprintf(`log:
   level: warn
 transport:
   provider: soft
   profile: default
-listeners:
+listeners:%s
   - addr: %s
 volumes:
   - name: bench
@@ -133,8 +147,12 @@ subsystems:
     namespaces:
       - nsid: 1
         volume: bench
-`, addr, data, o.size>>20, benchNQN)
-	return startDaemonConfig(ctx, o, work, "rdmablkd", addr, cfg)
+`, tcpListener, addr, data, o.size>>20, benchNQN)
+	d, err := startDaemonConfig(ctx, o, work, "rdmablkd", addr, cfg)
+	if d != nil {
+		d.tcpAddr = tcpAddr
+	}
+	return d, err
 }
 
 // startDaemonConfig starts rdmablkd with config cfg (files named name.*
@@ -248,12 +266,19 @@ func runOurs(ctx context.Context, o *options, d *daemon, j ioJob) (ioRun, error)
 
 // runOursNQN is runOurs against subsystem nqn.
 func runOursNQN(ctx context.Context, o *options, d *daemon, j ioJob, nqn string) (ioRun, error) {
-	args := []string{
-		"bench", "--traddr", d.addr, "--nqn", nqn, "--provider", "soft",
+	return runBench(ctx, o, d, j, "--traddr", d.addr, "--nqn", nqn, "--provider", "soft")
+}
+
+// runBench runs `rdmablk bench` for job j with the connection flags conn
+// (address, subsystem, transport) and charges the daemon's CPU time
+// during the run to the target.
+func runBench(ctx context.Context, o *options, d *daemon, j ioJob, conn ...string) (ioRun, error) {
+	args := append([]string{"bench"}, conn...)
+	args = append(args,
 		"--pattern", j.pattern, "--rw", j.rw, "--bs", strconv.Itoa(j.bs), "--qd", strconv.Itoa(j.qd),
 		"--jobs", "1", "--runtime", o.runtime.String(), "--size", strconv.FormatInt(o.size, 10),
 		"--json", "--quiet",
-	}
+	)
 	cmd := exec.CommandContext(ctx, filepath.Join(o.binDir, "rdmablk"), args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -26,6 +26,9 @@ type options struct {
 	root        string // module root
 	binDir      string // built binaries
 	benchDur    string // go test -benchtime
+
+	// skipTCP skips the NVMe/TCP loopback rows (tcp.go).
+	skipTCP bool
 }
 
 func main() {
@@ -40,6 +43,7 @@ func main() {
 	flag.BoolVar(&o.skipFio, "skip-io", false, "skip the fio / rdmablkd comparison (and CPU, memory)")
 	flag.BoolVar(&o.skipGo, "skip-go", false, "skip the Go benchmarks")
 	flag.BoolVar(&o.skipCluster, "skip-cluster", false, "skip the cluster volume vs static volume rows")
+	flag.BoolVar(&o.skipTCP, "skip-tcp", false, "skip the NVMe/TCP loopback rows (rdmablk bench -t tcp vs fio)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (data file, config, logs)")
 	flag.StringVar(&o.benchDur, "benchtime", "1s", "go test -benchtime for the Go benchmarks")
 	flag.BoolVar(&quick, "quick", false, "smoke run: 2 s runs, 256 MiB file, 0.3 s benchtime")

@@ -23,6 +23,7 @@ type report struct {
 type ioResult struct {
 	job       ioJob
 	fio, ours []ioRun
+	tcp       []ioRun // ours over NVMe/TCP (tcp.go); empty for jobs without a TCP row
 }
 
 // Goals of issue 6.
@@ -99,6 +100,7 @@ func (r *report) markdown() string {
 			p("| %s | %s | %s | %s | %s |\n", x.job.name, fi.f("%.0f"), ou.f("%.0f"), rs.f("%.2f"), verdict(rs.med >= goalFio))
 		}
 		p("\nRatios are per repeat (fio and ours ran back to back), then the median.\n\n")
+		r.tcpMarkdown(p)
 
 		p("## (d) CPU seconds per GB moved\n\n")
 		p("| job | target (rdmablkd) | initiator (rdmablk bench) | target + initiator | fio |\n|---|---|---|---|---|\n")

@@ -23,6 +23,10 @@
 #              kernel nvmet-rdma (A B / B A per round), the other runs the kernel host's fio; writes
 #              results/<date>-perf[-KERNEL][-busy].md (not part of the default set).
 #              Env: ROUNDS (3), BACKINGS (brd,null), HOG (host CPU hogs during the run, 0).
+#   perf-tcp   the perf scenario over NVMe/TCP: the target guest serves the backing alternately from
+#              rdmablkd's `transport: tcp` listener and kernel nvmet-tcp, the host guest connects with
+#              `nvme connect -t tcp` (no rxe in either guest), same fio jobs, rounds and CPU figures;
+#              writes results/<date>-perf-tcp[-KERNEL][-busy].md. Same env as perf. Not in the default set.
 #   frontends  two guests; the target guest's rdmablkd serves one volume (1 GiB brd) for the whole
 #              run; the other guest reaches it as the kernel nvme-rdma host (/dev/nvmeXnY), through
 #              rdmablk connect --frontend ublk (/dev/ublkbN) and --frontend nbd (/dev/nbdN), in
@@ -37,7 +41,7 @@
 #      NOTE (a sentence for the results header), FROM_HEAD=1 (build `git archive HEAD`, not the
 #      work tree: for a shared checkout with other people's unfinished changes),
 #      TAGS (build tags, default ibverbs), LABARGS (extra lab.key=value guest parameters for the
-#      nvmeof, initiator, tcp and perf scenarios, e.g. LABARGS=lab.sendinv=off,on: see scenario-nvmeof.sh;
+#      nvmeof, initiator, tcp, perf and perf-tcp scenarios, e.g. LABARGS=lab.sendinv=off,on: see scenario-nvmeof.sh;
 #      perf: LABARGS=lab.pollspins=-1 sets rdmablkd's transport.poll_spins, lab.pollwait=channel its transport.poll_wait,
 #      lab.mdts=131072 its max_data_transfer).
 # Exit status 0 only when every scenario passed.
@@ -82,7 +86,9 @@ if [ -z "${REPORT_ONLY:-}" ] && [ "${NOBUILD:-0}" != 1 ]; then
   else BUILT="a source tree that is not a git checkout ($REPO)"; fi
   SRC=$REPO
   if [ "${FROM_HEAD:-0}" = 1 ]; then   # build the committed tree, not the work tree
-    SRC=$LAB_DIR/src; rm -rf "$SRC"; mkdir -p "$SRC"
+    # a directory of this run's own: two runs from two checkouts (SHARE=...) may build at once
+    SRC=$(mktemp -d "$LAB_DIR/src.XXXXXX") || exit 1
+    trap 'rm -rf "$SRC"' EXIT
     (cd "$REPO" && git archive HEAD) | tar -x -C "$SRC" || exit 1
   fi
   (cd "$SRC" && go build -tags "$TAGS" -o "$SHARE/bin/rdmablkd" ./cmd/rdmablkd &&
@@ -109,14 +115,15 @@ for s in $SCENARIOS; do
     auth) LAB_KERNEL=$FE_KERNEL KERNEL=$USER_KERNEL INITRD=$USER_INITRD RUNID=$RUN-$s TIMEOUT=${TIMEOUT:-2400} \
         bg "$HERE/boot.sh" "$s" lab.verifysize="${VERIFYSIZE:-64M}" ${LABARGS:-} ;;
     twovm) RUNID=$RUN-$s FIOTIME=$(( FT < 15 ? FT : 15 )) GUESTARGS="lab.verifysize=$VS" bg "$HERE/twovm.sh" ;;
-    perf)
+    perf|perf-tcp)
       PFT=${FIOTIME:-15}; nb=$(echo "${BACKINGS//,/ }" | wc -w)
-      echo "host load before: $(cut -d' ' -f1-3 /proc/loadavg)" > "$SHARE/out/$RUN-perf-load.txt"
+      PTR=rdma; [ "$s" = perf-tcp ] && PTR=tcp
+      echo "host load before: $(cut -d' ' -f1-3 /proc/loadavg)" > "$SHARE/out/$RUN-$s-load.txt"
       hog_start
-      RUNID=$RUN-perf FIOTIME=$PFT TIMEOUT=${TIMEOUT:-$(( 900 + ROUNDS * nb * 2 * (90 + 6 * PFT) ))} \
-        GUESTARGS="lab.rounds=$ROUNDS lab.backings=$BACKINGS lab.verifysize=${VERIFYSIZE:-64M} ${LABARGS:-}" PAIR=perf bg "$HERE/twovm.sh"
+      RUNID=$RUN-$s FIOTIME=$PFT TIMEOUT=${TIMEOUT:-$(( 900 + ROUNDS * nb * 2 * (90 + 6 * PFT) ))} \
+        GUESTARGS="lab.rounds=$ROUNDS lab.backings=$BACKINGS lab.verifysize=${VERIFYSIZE:-64M} lab.transport=$PTR ${LABARGS:-}" PAIR=perf bg "$HERE/twovm.sh"
       rc=$?
-      echo "host load after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$SHARE/out/$RUN-perf-load.txt"
+      echo "host load after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$SHARE/out/$RUN-$s-load.txt"
       hog_stop
       (exit $rc) ;;
     frontends)
@@ -235,28 +242,48 @@ rxe_summary() {
             for (x in c) { split(x, p, SUBSEP); if (p[1] != k) continue; i = (p[2] == "T") ? 1 : 2; out[i] = out[i] p[3] "=" c[x] " " }
             printf "| %s | %s | %s |\n", k, (out[1] == "" ? "-" : out[1]), (out[2] == "" ? "-" : out[2]) } }' | sort
 }
-if [[ " $SCENARIOS " == *" perf "* ]]; then
-  PRES=$HERE/results/${RUN%-run}-perf$([ "$LAB_KERNEL" != 6.1 ] && echo "-$LAB_KERNEL")$([ "$HOG" != 0 ] && echo -busy).md
-  PLOAD=$(cat "$SHARE/out/$RUN-perf-load.txt" 2>/dev/null)
+# perf_results S: the results file of scenario S (perf: RDMA, perf-tcp: NVMe/TCP).
+perf_results() {
+  local s=$1 tgt="nvmet-rdma" host="nvme-rdma"
+  [ "$s" = perf-tcp ] && { tgt="nvmet-tcp"; host="nvme-tcp"; }
+  local PRES=$HERE/results/${RUN%-run}-$s$([ "$LAB_KERNEL" != 6.1 ] && echo "-$LAB_KERNEL")$([ "$HOG" != 0 ] && echo -busy).md
+  local PLOAD load0
+  PLOAD=$(cat "$SHARE/out/$RUN-$s-load.txt" 2>/dev/null)
   load0=$(echo "$PLOAD" | awk '/before/ {print $4; exit}')
   {
-    echo "# rdmablk lab perf: rdmablkd vs kernel nvmet-rdma, $(date '+%Y-%m-%d %H:%M %Z')"
+    echo "# rdmablk lab $s: rdmablkd vs kernel $tgt, $(date '+%Y-%m-%d %H:%M %Z')"
     echo
-    echo "Command: \`$([ -n "${LABARGS:-}" ] && echo "LABARGS='$LABARGS' ")$([ "$HOG" != 0 ] && echo "HOG=$HOG ")$([ "$LAB_KERNEL" != 6.1 ] && echo "LAB_KERNEL=$LAB_KERNEL ")ROUNDS=$ROUNDS FIOTIME=${FIOTIME:-15} test/lab/run.sh perf\` ($(if [ "${RC[perf]:-1}" = 0 ]; then echo pass; else echo "FAIL rc=${RC[perf]:-none}"; fi), ${WALL[perf]:-?} s), built from $BUILT."
+    echo "Command: \`$([ -n "${LABARGS:-}" ] && echo "LABARGS='$LABARGS' ")$([ "$HOG" != 0 ] && echo "HOG=$HOG ")$([ "$LAB_KERNEL" != 6.1 ] && echo "LAB_KERNEL=$LAB_KERNEL ")ROUNDS=$ROUNDS$([ "$BACKINGS" != brd,null ] && echo " BACKINGS=$BACKINGS") FIOTIME=${FIOTIME:-15} test/lab/run.sh $s\` ($(if [ "${RC[$s]:-1}" = 0 ]; then echo pass; else echo "FAIL rc=${RC[$s]:-none}"; fi), ${WALL[$s]:-?} s), built from $BUILT."
     [ -n "${NOTE:-}" ] && echo "Note: $NOTE"
     echo "$HOSTLINE $QEMULINE"
     echo "$GUESTLINE Two guests (1 vCPU, 2 GiB each) on a bridge in a private network namespace,"
-    echo "RoCE v2 between two kernels (rxe0 on virtio-net). Target CPU = the target guest's busy time"
+    if [ "$s" = perf-tcp ]; then
+      echo "NVMe/TCP between two kernels over virtio-net (no rxe): the kernel $host host (\`nvme connect -t tcp\`,"
+      echo "its defaults, no digests) against rdmablkd's \`transport: tcp\` listener or nvmet-tcp, both on port 4420."
+    else
+      echo "RoCE v2 between two kernels (rxe0 on virtio-net)."
+    fi
+    echo "Target CPU = the target guest's busy time"
     echo "(/proc/stat user+nice+system+irq+softirq) over each fio job, per I/O fio completed."
     echo "Host CPU hogs during the run: $HOG. Host load average (1/5/15 min): $(echo "$PLOAD" | tr '\n' ';' | sed 's/;$//; s/;/; /')."
     [ "$HOG" = 0 ] && not_quiet "$load0"
     echo
-    go run "$REPO/test/lab/perfreport" -dir "$SHARE/out/$RUN-perf" 2>&1
-    rxe_summary "$SHARE/out/$RUN-perf"
+    go run "$REPO/test/lab/perfreport" -dir "$SHARE/out/$RUN-$s" 2>&1
+    [ "$s" = perf ] && rxe_summary "$SHARE/out/$RUN-$s"
   } > "$PRES"
-  echo "== perf results: $PRES"
-  SCENARIOS=$(echo " $SCENARIOS " | sed 's/ perf / /; s/^ *//; s/ *$//')
-  [ -n "$SCENARIOS" ] || { [ "${RC[perf]:-1}" = 0 ]; exit $?; }
+  echo "== $s results: $PRES"
+}
+prc=0
+for s in perf perf-tcp; do
+  if [[ " $SCENARIOS " == *" $s "* ]]; then
+    perf_results "$s"
+    [ "${RC[$s]:-1}" = 0 ] || prc=1
+    SCENARIOS=$(echo " $SCENARIOS " | sed "s/ $s / /; s/^ *//; s/ *$//")
+  fi
+done
+if [ -z "$SCENARIOS" ]; then   # only perf scenarios (and frontends) ran: every one must have passed
+  for s in "${!RC[@]}"; do [ "${RC[$s]}" = 0 ] || prc=1; done
+  exit $prc
 fi
 # ---- results file
 ALL=$(cat "$SHARE"/out/$RUN-*/results.txt 2>/dev/null)

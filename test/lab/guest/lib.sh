@@ -27,7 +27,11 @@ rxe_up() {
   rdma link show
 }
 # rxe_counters: "name value" per rxe0 hardware counter (retransmissions, RNR NAKs, sequence errors…)
-rxe_counters() { local f; for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "${f##*/} $(cat "$f")"; done; }
+# (nothing when there is no rxe0: the NVMe/TCP perf variant brings none up)
+rxe_counters() {
+  local f; [ -d /sys/class/infiniband/rxe0 ] || return 0
+  for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "${f##*/} $(cat "$f")"; done
+}
 # dmesg_check: fail on kernel warnings, bugs and error lines logged since the scenario started
 # (except the rxe notice about the virtio link speed)
 dmesg_check() {
@@ -101,15 +105,16 @@ perf_fio() {
 cpu_busy() { awk '$1=="cpu" {print $2+$3+$4+$7+$8; exit}' /proc/stat; }
 # proc_cpu PID: utime+stime of one process in jiffies (0 when it is gone).
 proc_cpu() { awk '{print $14+$15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
-# nvmet_up NQN DEV IP PORT: kernel nvmet-rdma serving DEV as namespace 1 of NQN on IP:PORT.
+# nvmet_up NQN DEV IP PORT [TRANSPORT]: kernel nvmet-rdma (or nvmet-tcp with TRANSPORT tcp)
+# serving DEV as namespace 1 of NQN on IP:PORT.
 nvmet_up() {
-  local nqn=$1 dev=$2 ip=$3 port=$4 c=/sys/kernel/config/nvmet
-  modprobe nvmet && modprobe nvmet-rdma || return 1
+  local nqn=$1 dev=$2 ip=$3 port=$4 tr=${5:-rdma} c=/sys/kernel/config/nvmet
+  modprobe nvmet && modprobe "nvmet-$tr" || return 1
   mkdir "$c/subsystems/$nqn" && echo 1 > "$c/subsystems/$nqn/attr_allow_any_host" || return 1
   mkdir "$c/subsystems/$nqn/namespaces/1" && echo -n "$dev" > "$c/subsystems/$nqn/namespaces/1/device_path" || return 1
   echo 1 > "$c/subsystems/$nqn/namespaces/1/enable" || return 1
   mkdir "$c/ports/1" || return 1
-  echo rdma > "$c/ports/1/addr_trtype"; echo ipv4 > "$c/ports/1/addr_adrfam"
+  echo "$tr" > "$c/ports/1/addr_trtype"; echo ipv4 > "$c/ports/1/addr_adrfam"
   echo "$ip" > "$c/ports/1/addr_traddr"; echo "$port" > "$c/ports/1/addr_trsvcid"
   ln -s "$c/subsystems/$nqn" "$c/ports/1/subsystems/$nqn"
 }

@@ -1,5 +1,6 @@
 #!/bin/bash
-# perf scenario, host VM: the kernel nvme-rdma host against each target the target VM announces
+# perf scenario, host VM: the kernel nvme-rdma host (nvme-tcp with lab.transport=tcp, run.sh
+# perf-tcp) against each target the target VM announces
 # (serve.N, see scenario-perf-target.sh): connect, 10 s connected but idle, then fio (libaio,
 # direct, lab.fiotime s each): 4 KiB randread and randwrite at QD1 (1 job) and QD32 (2 jobs),
 # 128 KiB sequential read at QD8; in round 1 also a crc32c verify over lab.verifysize (64M).
@@ -7,10 +8,12 @@
 # RESULT lines: perf.IMPL.BACKING.JOB.rROUND.{iops,ios,p50_us,p99_us,err}.
 . /mnt/share/scripts/lib.sh
 P=${LAB_PEER:?lab.peer=IP}; NQN=nqn.2026-11.io.rdmablk:perf; FT=${LAB_FIOTIME:-15}
-VS=${LAB_VERIFYSIZE:-64M}
+VS=${LAB_VERIFYSIZE:-64M}; TR=${LAB_TRANSPORT:-rdma}
 trap 'touch "$LAB_OUT/init.done"' EXIT
-net_up; rxe_up || exit 1
-run modprobe nvme-rdma || exit 1
+case $TR in rdma|tcp) ;; *) fail "lab.transport=$TR: want rdma or tcp"; exit 1 ;; esac
+net_up
+if [ "$TR" = rdma ]; then rxe_up || exit 1; fi
+run modprobe "nvme-$TR" || exit 1
 wait_file "$LAB_OUT/serve.1" 900 || { fail "target VM never served"; exit 1; }
 run ping -c 2 -W 5 "$P" || fail "ping $P"
 # bracket N NAME CMD...: the target VM samples its CPU around CMD
@@ -33,7 +36,7 @@ while :; do
   p=perf.$impl.$b
   before=$(ls /dev/ | grep -E '^nvme[0-9]+n[0-9]+$')
   t0=$(ts)
-  if run nvme connect -t rdma -n "$NQN" -a "$P" -s 4420; then
+  if run nvme connect -t "$TR" -n "$NQN" -a "$P" -s 4420; then
     result "$p.connect_s.r$r" "$(since "$t0")"
     NDEV=
     for _ in $(seq 100); do

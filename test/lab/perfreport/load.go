@@ -70,6 +70,9 @@ type run struct {
 	connect  map[[2]string][]float64 // impl, backing → connect seconds per round
 	rounds   int
 	backings []string
+	// transport is "rdma" or "tcp": the perf scenario's file "transport"
+	// (absent in runs before the NVMe/TCP variant: rdma).
+	transport string
 }
 
 func (r *run) at(k key) *sample {
@@ -82,7 +85,16 @@ func (r *run) at(k key) *sample {
 }
 
 func load(fsys fs.FS) (*run, error) {
-	r := &run{hz: 100, samples: map[key]*sample{}, verify: map[[2]string]string{}, connect: map[[2]string][]float64{}}
+	r := &run{hz: 100, samples: map[key]*sample{}, verify: map[[2]string]string{}, connect: map[[2]string][]float64{},
+		transport: "rdma"}
+	if b, err := fs.ReadFile(fsys, "transport"); err == nil {
+		switch t := strings.TrimSpace(string(b)); t {
+		case "rdma", "tcp":
+			r.transport = t
+		default:
+			return nil, fmt.Errorf("transport %q: want rdma or tcp", t)
+		}
+	}
 	if b, err := fs.ReadFile(fsys, "target.hz"); err == nil {
 		if v, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64); err == nil && v > 0 {
 			r.hz = v

@@ -1,13 +1,16 @@
 // Command perfreport turns the outputs of the lab's perf scenario (test/lab/run.sh perf) into the
 // results table: for every backing and fio job, the median (min–max) over the rounds of IOPS,
 // p50/p99 completion latency and the target guest's busy CPU time per I/O, for rdmablkd and for
-// kernel nvmet-rdma, with the ratios ours/kernel.
+// kernel nvmet-rdma, with the ratios ours/kernel. For the NVMe/TCP variant (test/lab/run.sh
+// perf-tcp, whose -dir holds a file "transport" saying tcp) the kernel target is nvmet-tcp and
+// the headings and rows say TCP.
 //
 //	go run ./test/lab/perfreport -dir $LAB_DIR/share/out/RUN-perf >> results.md
 //
 // Inputs in -dir (written by guest/scenario-perf-{target,init}.sh): results.txt ("KEY VALUE"
 // lines, keys perf.IMPL.BACKING.JOB.rROUND.{iops,ios,p50_us,p99_us,err}), serve.N ("ROUND BACKING
-// IMPL"), job.N.JOB.rROUND.cpu ("BUSY_JIFFIES DAEMON_JIFFIES" of the target guest) and target.hz.
+// IMPL"), job.N.JOB.rROUND.cpu ("BUSY_JIFFIES DAEMON_JIFFIES" of the target guest), target.hz
+// and transport ("rdma" or "tcp"; absent: rdma).
 //
 // With -mode frontends it reports the frontends scenario (test/lab/run.sh frontends) instead: one
 // rdmablkd volume through the kernel nvme-rdma host, rdmablk --frontend ublk and --frontend nbd in

@@ -78,3 +78,82 @@ func TestReport(t *testing.T) {
 		}
 	}
 }
+
+// perfFS is a one-round run of one backing with a transport file holding tr ("" for none).
+func perfFS(tr string) fstest.MapFS {
+	fsys := fstest.MapFS{
+		"serve.1":          {Data: []byte("1 null ours\n")},
+		"serve.2":          {Data: []byte("1 null kernel\n")},
+		"job.1.rr1.r1.cpu": {Data: []byte("100 80\n")},
+		"job.2.rr1.r1.cpu": {Data: []byte("50 0\n")},
+		"results.txt": {Data: []byte(strings.Join([]string{
+			"perf.ours.null.connect_s.r1 0.40", "perf.kernel.null.connect_s.r1 0.30",
+			"perf.ours.null.rr1.r1.iops 300", "perf.ours.null.rr1.r1.ios 3000", "perf.ours.null.rr1.r1.err 0",
+			"perf.kernel.null.rr1.r1.iops 200", "perf.kernel.null.rr1.r1.ios 3000", "perf.kernel.null.rr1.r1.err 0",
+			"perf.ours.null.verify.err 0", "perf.kernel.null.verify.err 0",
+		}, "\n"))},
+	}
+	if tr != "" {
+		fsys["transport"] = &fstest.MapFile{Data: []byte(tr + "\n")}
+	}
+	return fsys
+}
+
+func report(t *testing.T, fsys fstest.MapFS) string {
+	t.Helper()
+	r, err := load(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	write(&b, r)
+	return b.String()
+}
+
+// The NVMe/TCP variant (run.sh perf-tcp) says so: nvmet-tcp as the kernel target in the header,
+// the idle, connect and verify lines, and TCP on the backing heading and every row; nothing says
+// nvmet-rdma.
+func TestReportTCP(t *testing.T) {
+	out := report(t, perfFS("tcp"))
+	for _, want := range []string{
+		"Transport: NVMe/TCP. The kernel nvme-tcp host against rdmablkd's `transport: tcp` listener and against nvmet-tcp",
+		"### Backing: null (TCP)",
+		"| job | rdmablkd (TCP) IOPS | nvmet-tcp IOPS |",
+		"| 4 KiB randread QD1 (TCP) | 300 | 200 | 1.50 (1.50–1.50) |",
+		"% with nvmet-tcp.",
+		"Connect time (s): rdmablkd 0.40, nvmet-tcp 0.30.",
+		"fio err rdmablkd 0, nvmet-tcp 0.",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "nvmet-rdma") {
+		t.Errorf("NVMe/TCP report names nvmet-rdma:\n%s", out)
+	}
+}
+
+// A run without a transport file (every run before perf-tcp) and one that says rdma both report
+// nvmet-rdma with unlabelled rows; a transport file with anything else is an error, not a
+// mislabelled table.
+func TestReportTransportFile(t *testing.T) {
+	for _, tr := range []string{"", "rdma"} {
+		out := report(t, perfFS(tr))
+		for _, want := range []string{
+			"### Backing: null\n",
+			"| job | rdmablkd IOPS | nvmet-rdma IOPS |",
+			"| 4 KiB randread QD1 | 300 | 200 |",
+			"Connect time (s): rdmablkd 0.40, nvmet-rdma 0.30.",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("transport %q: report lacks %q:\n%s", tr, want, out)
+			}
+		}
+		if strings.Contains(out, "TCP") {
+			t.Errorf("transport %q: report says TCP:\n%s", tr, out)
+		}
+	}
+	if _, err := load(perfFS("iwarp")); err == nil || !strings.Contains(err.Error(), `transport "iwarp"`) {
+		t.Errorf("load with transport iwarp: %v, want an error naming it", err)
+	}
+}

@@ -109,11 +109,26 @@ func ratio(a, b stat) string {
 // idleWall is how long the host VM stays connected and idle (scenario-perf-init.sh).
 const idleWall = 10.0
 
+// kernelTarget is the kernel target the run compared rdmablkd with.
+func (r *run) kernelTarget() string { return "nvmet-" + r.transport }
+
+// tcpLabel is what marks a heading or row as NVMe/TCP ("" over RDMA).
+func (r *run) tcpLabel() string {
+	if r.transport == "tcp" {
+		return " (TCP)"
+	}
+	return ""
+}
+
 func write(w io.Writer, r *run) {
+	kt, tl := r.kernelTarget(), r.tcpLabel()
+	if r.transport == "tcp" {
+		fmt.Fprintf(w, "Transport: NVMe/TCP. The kernel nvme-tcp host against rdmablkd's `transport: tcp` listener and against %s, the same address and port.\n", kt)
+	}
 	fmt.Fprintf(w, "Rounds: %d, interleaved per round (rdmablkd then nvmet in odd rounds, nvmet then rdmablkd in even ones); figures are medians (min–max) over the rounds; ratios are ours / kernel of the medians, with the per-round paired ratios' range.\n", r.rounds)
 	for _, b := range r.backings {
-		fmt.Fprintf(w, "\n### Backing: %s\n\n", b)
-		fmt.Fprintln(w, "| job | rdmablkd IOPS | nvmet-rdma IOPS | IOPS ours/kernel (paired range) | p50 µs ours / kernel | p99 µs ours / kernel | target CPU µs per I/O ours / kernel | IOPS per target CPU-s ours/kernel |")
+		fmt.Fprintf(w, "\n### Backing: %s%s\n\n", b, tl)
+		fmt.Fprintf(w, "| job | rdmablkd%s IOPS | %s IOPS | IOPS ours/kernel (paired range) | p50 µs ours / kernel | p99 µs ours / kernel | target CPU µs per I/O ours / kernel | IOPS per target CPU-s ours/kernel |\n", tl, kt)
 		fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- |")
 		for _, j := range jobs {
 			oi, ki := summarize(r.series("ours", b, j.name, iops)), summarize(r.series("kernel", b, j.name, iops))
@@ -123,7 +138,7 @@ func write(w io.Writer, r *run) {
 			pr := summarize(r.paired(b, j.name, iops))
 			oc, kc := summarize(r.series("ours", b, j.name, r.cpuPerIO)), summarize(r.series("kernel", b, j.name, r.cpuPerIO))
 			oe, ke := summarize(r.series("ours", b, j.name, r.iopsPerCPU)), summarize(r.series("kernel", b, j.name, r.iopsPerCPU))
-			fmt.Fprintf(w, "| %s | %s | %s | %s (%s) | %s / %s | %s / %s | %s / %s | %s |\n", j.what, oi, ki,
+			fmt.Fprintf(w, "| %s%s | %s | %s | %s (%s) | %s / %s | %s / %s | %s / %s | %s |\n", j.what, tl, oi, ki,
 				ratio(oi, ki), rangeOf(pr),
 				summarize(r.series("ours", b, j.name, p50)), summarize(r.series("kernel", b, j.name, p50)),
 				summarize(r.series("ours", b, j.name, p99)), summarize(r.series("kernel", b, j.name, p99)),
@@ -138,11 +153,11 @@ func write(w io.Writer, r *run) {
 				return j / r.hz / idleWall * 100, s.hasCPU
 			})).format("%.1f")
 		}
-		fmt.Fprintf(w, "\nConnected and idle for %.0f s: target guest busy %s %% of one CPU with rdmablkd (rdmablkd itself %s %%), %s %% with nvmet-rdma.\n",
-			idleWall, idle("ours", false), idle("ours", true), idle("kernel", false))
-		fmt.Fprintf(w, "Connect time (s): rdmablkd %s, nvmet-rdma %s. crc32c verify (round 1): fio err rdmablkd %s, nvmet-rdma %s.\n",
-			summarize(r.connect[[2]string{"ours", b}]).format("%.2f"), summarize(r.connect[[2]string{"kernel", b}]).format("%.2f"),
-			orDash(r.verify[[2]string{"ours", b}]), orDash(r.verify[[2]string{"kernel", b}]))
+		fmt.Fprintf(w, "\nConnected and idle for %.0f s: target guest busy %s %% of one CPU with rdmablkd (rdmablkd itself %s %%), %s %% with %s.\n",
+			idleWall, idle("ours", false), idle("ours", true), idle("kernel", false), kt)
+		fmt.Fprintf(w, "Connect time (s): rdmablkd %s, %s %s. crc32c verify (round 1): fio err rdmablkd %s, %s %s.\n",
+			summarize(r.connect[[2]string{"ours", b}]).format("%.2f"), kt, summarize(r.connect[[2]string{"kernel", b}]).format("%.2f"),
+			orDash(r.verify[[2]string{"ours", b}]), kt, orDash(r.verify[[2]string{"kernel", b}]))
 		if errs := r.fioErrors(b); len(errs) > 0 {
 			fmt.Fprintf(w, "fio errors: %s.\n", strings.Join(errs, ", "))
 		}
