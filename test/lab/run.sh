@@ -15,7 +15,10 @@
 #   verbstest  scenario 5: go test -tags ibverbs ./verbs/ibverbs (verbs/verbstest) on rxe0
 #   restart    kernel host with two paths (-k 1) under crc32c fio while rdmablkd gets SIGTERM and
 #              restarts: fio err=0, no I/O error in the kernel log (not in the default set)
-#   ublk       rdmablk connect --frontend ublk (/dev/ublkbN): ext4, fio, kill -9 of the attachment and
+#   nbd        rdmablk connect --frontend nbd (/dev/nbd0): ext4, fio, fio verify and ext4 files across
+#              SIGKILLs of rdmablkd (not in the default set)
+#   ublk       rdmablk connect --frontend ublk (/dev/ublkbN): ext4, fio, kill -9 of the attachment, of
+#              rdmablkd and of rdmablk serve, and
 #              recovery (needs LAB_KERNEL=6.12; not in the default set)
 #   netns      RDMA netns exclusive: rdmablk in a tenant namespace that owns the RDMA device, a second
 #              namespace without one (not in the default set; records what the kernel's rxe does)
@@ -108,7 +111,7 @@ for s in $SCENARIOS; do
   t0=$(date +%s)
   echo "== scenario $s"
   case "$s" in
-    nvmeof|initiator|restart|netns|ublk) RUNID=$RUN-$s TIMEOUT=${TIMEOUT:-$(( 1200 + 16 * FT ))} bg "$HERE/boot.sh" "$s" \
+    nvmeof|initiator|restart|netns|ublk|nbd) RUNID=$RUN-$s TIMEOUT=${TIMEOUT:-$(( 1200 + 16 * FT ))} bg "$HERE/boot.sh" "$s" \
         lab.fiotime="$FT" lab.verifysize="$VS" ${LABARGS:-} ;;
     tcp) RUNID=$RUN-$s TIMEOUT=${TIMEOUT:-$(( 1200 + (12 + 4 * ROUNDS) * FT ))} bg "$HERE/boot.sh" "$s" \
         lab.fiotime="$FT" lab.verifysize="$VS" lab.rounds="$ROUNDS" ${LABARGS:-} ;;
@@ -454,6 +457,17 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
     for f in "$SHARE"/out/$RUN-auth/refused-*-dmesg.txt; do [ -f "$f" ] && { echo "# $(basename "$f" -dmesg.txt)"; cut -c1-160 "$f" | head -8; }; done
     echo '```'
   fi
+  for s in ublk nbd; do
+    [[ " $SCENARIOS " == *" $s "* ]] || continue
+    echo
+    echo "## Scenario $s: rdmablk connect --frontend $s (ext4, fio, SIGKILLs)"
+    echo
+    echo "Every RESULT of the scenario (scenario-$s.sh says what each is; its log is in \`$SHARE/out/$RUN-$s/\`):"
+    echo
+    echo '```'
+    cat "$SHARE"/out/$RUN-$s/results.txt 2>/dev/null
+    echo '```'
+  done
   if [[ " $SCENARIOS " == *" verbstest "* ]]; then
     echo
     echo "## Scenario 5: verbs/verbstest under ibverbs on rxe0"

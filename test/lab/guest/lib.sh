@@ -144,3 +144,27 @@ nap() {
 }
 # wait_file PATH SECONDS: poll for a file in the 9p share (the other VM writes it).
 wait_file() { local i; for ((i = 0; i < $2 * 10; i++)); do [ -e "$1" ] && return 0; nap 0.1; done; return 1; }
+
+# target_kill9_files NAME DEV READY: mkfs.ext4 on DEV (a block device of ours), write files while rdmablkd is SIGKILLed and
+# restarted by the scenario's start_daemon (READY: its count of "rdmablkd ready" lines after the
+# restart; DPID is the daemon's pid), then e2fsck and compare the files' checksums.
+target_kill9_files() {
+  local DEV=$2
+  run mkfs.ext4 -q -F "$DEV" || { fail "mkfs.ext4 (target kill)"; return 1; }
+  run mount "$DEV" /mnt/v || { fail "mount (target kill)"; return 1; }
+  for i in $(seq 8); do head -c $((4 << 20)) /dev/urandom > /tmp/t$i; done
+  (cd /tmp && sha256sum t[1-8] > /tmp/tsums)
+  (for i in $(seq 8); do cp /tmp/t$i /mnt/v/t$i && sync; done) &
+  local wpid=$!
+  sleep 2
+  run kill -9 "$DPID"; wait "$DPID" 2>/dev/null
+  start_daemon "$3" || return 1
+  wait "$wpid" || fail "writing files across kill -9 of rdmablkd ($1)"
+  run umount /mnt/v || fail "umount (target kill)"
+  echo 3 > /proc/sys/vm/drop_caches
+  run e2fsck -fn "$DEV" || fail "e2fsck after kill -9 of rdmablkd ($1)"
+  run mount "$DEV" /mnt/v || { fail "mount after kill -9 of rdmablkd ($1)"; return 1; }
+  (sed 's|  t|  /mnt/v/t|' /tmp/tsums | sha256sum -c) &&
+    result "$1.target_kill9.files_intact" yes || { result "$1.target_kill9.files_intact" no; fail "files differ after kill -9 of rdmablkd ($1)"; }
+  run umount /mnt/v
+}

@@ -4,7 +4,8 @@
 # mkfs.ext4, mount, write files, unmount, disconnect, connect again, files read back intact; fio suite
 # on /dev/nbd0 (same jobs as the kernel nvme-rdma host's in scenario nvmeof, so the numbers sit next
 # to each other in test/lab/results), fio verify with rdmablkd SIGKILLed and restarted mid-run
-# (reconnect + replay: err=0), fio ioengine=nbd through the unix socket, disconnect, dmesg clean.
+# (reconnect + replay: err=0), ext4 files written across another SIGKILL of rdmablkd (e2fsck clean,
+# files intact), fio ioengine=nbd through the unix socket, disconnect, dmesg clean.
 # Needs /mnt/share/bin/rdmablk and /mnt/share/bin/rdmablkd (built with -tags ibverbs).
 # Run: test/lab/boot.sh nbd lab.fiotime=20
 . /mnt/share/scripts/lib.sh
@@ -79,6 +80,9 @@ err=$(awk '$1=="\"error\"" {gsub(",","",$3); print $3; exit}' "$LAB_OUT/fio-nbd.
 result nbd.restart.err "${err:-none}"
 [ $rc = 0 ] && [ "$err" = 0 ] || fail "fio verify across a target restart rc=$rc err=$err"
 run "$B" list
+
+step "ext4 on /dev/nbd0: files written while rdmablkd is SIGKILLed and restarted"
+target_kill9_files nbd /dev/nbd0 3
 
 step "fio ioengine=nbd through the unix socket"
 if fio --enghelp=nbd >/dev/null 2>&1; then

@@ -6,7 +6,9 @@
 # verify; fio verify while the attachment process (rdmablk connect --foreground) is SIGKILLed and
 # started again: the same /dev/ublkbN recovered (UBLK_F_USER_RECOVERY), fio err=0; `rdmablk serve`
 # SIGKILLed and restarted while ext4 is mounted and files are being written: device recovered,
-# e2fsck clean, every file intact; disconnect removes the device; dmesg clean. Needs the 6.12 guest kernel (ublk_drv; 6.1 has none).
+# e2fsck clean, every file intact; fio verify, then ext4 files, across a SIGKILL and restart of
+# rdmablkd (reconnect + replay: err=0, e2fsck clean, files intact); disconnect removes the device;
+# dmesg clean. Needs the 6.12 guest kernel (ublk_drv; 6.1 has none).
 # Needs /mnt/share/bin/rdmablk and /mnt/share/bin/rdmablkd (built with -tags ibverbs).
 # Run: LAB_KERNEL=6.12 test/lab/run.sh ublk
 . /mnt/share/scripts/lib.sh
@@ -103,6 +105,24 @@ wait "$FPID"; rc=$?
 err=$(awk '$1=="\"error\"" {gsub(",","",$3); print $3; exit}' "$LAB_OUT/fio-ublk.kill9.json")
 result ublk.kill9.err "${err:-none}"
 [ $rc = 0 ] && [ "$err" = 0 ] || fail "fio verify across kill -9 of the attachment rc=$rc err=$err"
+run "$B" list
+
+step "fio verify on $DEV while rdmablkd is SIGKILLed and restarted"
+fio --name=ublk.target_kill9 --filename="$DEV" --rw=randwrite --bs=64k --iodepth=16 --ioengine=libaio --direct=1 \
+    --size="${LAB_VERIFYSIZE:-128M}" --verify=crc32c --do_verify=1 --verify_fatal=1 --output-format=json --output="$LAB_OUT/fio-ublk.target_kill9.json" &
+FPID=$!
+sleep 3
+run kill -9 "$DPID"; wait "$DPID" 2>/dev/null
+t0=$(ts)
+start_daemon 2 || exit 1
+echo "rdmablkd restart took $(since "$t0")s"
+wait "$FPID"; rc=$?
+err=$(awk '$1=="\"error\"" {gsub(",","",$3); print $3; exit}' "$LAB_OUT/fio-ublk.target_kill9.json")
+result ublk.target_kill9.err "${err:-none}"
+[ $rc = 0 ] && [ "$err" = 0 ] || fail "fio verify across kill -9 of rdmablkd rc=$rc err=$err"
+
+step "ext4 on $DEV: files written while rdmablkd is SIGKILLed and restarted"
+target_kill9_files ublk "$DEV" 3
 run "$B" list
 
 step "disconnect"
