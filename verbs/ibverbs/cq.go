@@ -134,8 +134,10 @@ func (c *cq) forget() { c.dev.c.removeCQ(c) }
 
 func (c *cq) eventLoop() {
 	defer close(c.stopped)
+	// Made once: a closure per event would allocate on the CQ's hot path.
+	try := func(uintptr) bool { return C.rb_get_cq_event(c.ch) == 0 }
 	for {
-		err := c.efd.wait(func() bool { return C.rb_get_cq_event(c.ch) == 0 })
+		err := c.efd.wait(try)
 		if err != nil {
 			return
 		}

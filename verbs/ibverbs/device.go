@@ -162,7 +162,7 @@ func (d *device) Attr() verbs.DeviceAttr { return d.attr }
 func (d *ibvContext) asyncLoop() {
 	var ev C.struct_rb_async_ev
 	for {
-		err := d.afd.wait(func() bool {
+		err := d.afd.wait(func(uintptr) bool {
 			return C.rb_get_async_event(d.ctx, &ev) == 0
 		})
 		if err != nil {

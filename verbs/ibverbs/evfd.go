@@ -49,10 +49,12 @@ func newEvfd(fd C.int, name string) (*evfd, error) {
 
 // wait calls try until it returns true, parking in the poller while the
 // descriptor is not readable. try runs with rdma-core's descriptor
-// readable or spuriously; it returns false when the helper said EAGAIN.
-// wait returns an error once close was called.
-func (e *evfd) wait(try func() bool) error {
-	return e.rc.Read(func(uintptr) bool { return try() })
+// readable or spuriously (its argument is the duplicate descriptor, of no
+// use to it); it returns false when the helper said EAGAIN. wait returns
+// an error once close was called. It allocates nothing: a caller that
+// waits in a loop makes try once, outside it.
+func (e *evfd) wait(try func(uintptr) bool) error {
+	return e.rc.Read(try)
 }
 
 // close wakes a waiter and returns once no try call is running any more.

@@ -181,7 +181,7 @@ func (p *Provider) eventLoop() {
 	retry := eventRetry{log: p.log}
 	for {
 		var failed C.int
-		err := p.efd.wait(func() bool {
+		err := p.efd.wait(func(uintptr) bool {
 			e := C.rb_get_cm_event(p.ch, &ev)
 			if e != 0 {
 				if isEAGAIN(e) {
