@@ -147,5 +147,9 @@
 //
 // Close waits for the operations in flight, including those waiting for a
 // fault record, stops the goroutines above (not a record in progress) and
-// closes every leg.
+// closes every leg. A remote leg whose Close (final flush) fails is
+// ignored when its fault is already recorded, and otherwise recorded
+// faulted through Membership on Close's goroutine before Close returns;
+// Close fails (ErrFenced) only when that record fails, or when the local
+// leg's Close fails.
 package mirror

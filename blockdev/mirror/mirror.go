@@ -211,6 +211,20 @@ func (m *Mirror) Flush() error {
 // Close waits for the operations in flight (including any waiting for a
 // fault to be recorded), stops the workers and closes every leg (which
 // flushes them). Legs removed with RemoveLeg are the caller's.
+//
+// A leg's failed Close (its final flush) is judged by what the catalogue
+// says of the leg:
+//
+//   - the local leg: the error is returned (the copy that served reads
+//     may have lost writes);
+//   - a remote leg whose fault is already recorded (Faulted, no record
+//     pending): ignored — its copy is out of sync and the catalogue says
+//     so; a vanished replica must not make closing the volume fail;
+//   - a remote leg the catalogue may count as in sync (InSync, Syncing,
+//     or Faulted with a record pending or failed): its fault is recorded
+//     through Membership first (from Close's goroutine, which then
+//     blocks for the record); Close returns an error wrapping ErrFenced
+//     only when that record fails too.
 func (m *Mirror) Close() error {
 	if !m.closed.CompareAndSwap(false, true) {
 		return blockdev.ErrClosed
@@ -222,13 +236,25 @@ func (m *Mirror) Close() error {
 	close(m.jobs)
 	close(m.settles)
 	m.wg.Wait()
-	var first error
-	for _, e := range m.set.Load().entries {
-		if err := e.l.b.Close(); err != nil && first == nil {
-			first = fmt.Errorf("mirror: closing leg %q: %w", e.l.name, err)
+	var errs []error
+	for i, e := range m.set.Load().entries {
+		err := e.l.b.Close()
+		if err == nil {
+			continue
+		}
+		if i == 0 {
+			errs = append(errs, fmt.Errorf("mirror: closing local leg %q: %w", e.l.name, err))
+			continue
+		}
+		ep := m.fault(e.l, fmt.Errorf("mirror: leg %q: final flush: %w", e.l.name, err))
+		if ep == nil {
+			continue // recorded out of sync already
+		}
+		if ferr := m.await(e.l, ep); ferr != nil {
+			errs = append(errs, fmt.Errorf("mirror: closing leg %q: %w; its fault is not recorded: %w", e.l.name, err, ferr))
 		}
 	}
-	return first
+	return errors.Join(errs...)
 }
 
 var (
