@@ -92,6 +92,9 @@ func (m *Mirror) fault(l *leg, cause error) *episode {
 	if e.state == Faulted {
 		return e.ep
 	}
+	if l.resync.Load() {
+		l.markAll() // its copy was not resynced yet: full copy
+	}
 	ep := &episode{done: make(chan struct{})}
 	m.set.Store(set.with(i, legEntry{l: l, state: Faulted, ep: ep}))
 	go m.record(l, ep, cause)

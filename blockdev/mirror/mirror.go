@@ -49,6 +49,9 @@ type Mirror struct {
 	locks  regionLocks
 	copyMu sync.Mutex // one region copy at a time (the exclusive lock holder)
 
+	resyncing  atomic.Bool                  // a Resync runs
+	resyncProg atomic.Pointer[rebuildState] // the last Resync's, nil before
+
 	ctlMu sync.Mutex // serialises leg-set swaps, fixed registrations, Resize, Plug bookkeeping
 	regs  [][]byte   // registered fixed regions by handle-1; nil: free slot
 
