@@ -25,7 +25,11 @@ type ownerVol struct {
 	m     *mirror.Mirror
 	memb  *membership
 	legs  map[string]*ownedLeg // node → leg
-	wg    sync.WaitGroup       // rebuild goroutines
+	wg    sync.WaitGroup       // rebuild and resync goroutines
+	// resyncCancel stops the resync (resync.go); resyncDone is closed
+	// when it has ended. Both nil when none was started.
+	resyncCancel context.CancelFunc
+	resyncDone   chan struct{}
 }
 
 // ownedLeg is the owner's record of one remote copy.
@@ -163,6 +167,9 @@ func (r *Reconciler) buildOwner(ctx context.Context, v catalog.Volume, local blo
 		ov.legs[rep.Node] = l
 	}
 	r.log.Info("replicated volume serving as owner", "volume", v.Name, "epoch", ov.epoch, "copies", len(remote)+1)
+	if needsResync(v, r.o.NodeID) {
+		r.startResync(ov)
+	}
 	return ov, nil
 }
 
@@ -406,6 +413,9 @@ func (r *Reconciler) stopRebuild(ov *ownerVol, l *ownedLeg) {
 func (r *Reconciler) stopOwner(ov *ownerVol) {
 	for _, l := range ov.legs {
 		r.stopRebuild(ov, l)
+	}
+	if ov.resyncCancel != nil {
+		ov.resyncCancel()
 	}
 	ov.wg.Wait()
 }
