@@ -22,10 +22,12 @@ type options struct {
 	skipGo  bool
 	// skipCluster skips the cluster-volume vs static-volume rows.
 	skipCluster bool
-	keep        bool
-	root        string // module root
-	binDir      string // built binaries
-	benchDur    string // go test -benchtime
+	// skipRepl skips the 2-replica vs 1-replica volume rows.
+	skipRepl bool
+	keep     bool
+	root     string // module root
+	binDir   string // built binaries
+	benchDur string // go test -benchtime
 }
 
 func main() {
@@ -40,6 +42,7 @@ func main() {
 	flag.BoolVar(&o.skipFio, "skip-io", false, "skip the fio / rdmablkd comparison (and CPU, memory)")
 	flag.BoolVar(&o.skipGo, "skip-go", false, "skip the Go benchmarks")
 	flag.BoolVar(&o.skipCluster, "skip-cluster", false, "skip the cluster volume vs static volume rows")
+	flag.BoolVar(&o.skipRepl, "skip-replicated", false, "skip the 2-replica vs 1-replica volume rows (two-node cluster)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (data file, config, logs)")
 	flag.StringVar(&o.benchDur, "benchtime", "1s", "go test -benchtime for the Go benchmarks")
 	flag.BoolVar(&quick, "quick", false, "smoke run: 2 s runs, 256 MiB file, 0.3 s benchtime")
@@ -87,7 +90,7 @@ func run(o *options) error {
 	rep := &report{start: time.Now().UTC(), loadBefore: loadAvg(), opts: o}
 	rep.host = hostInfo()
 
-	if !o.skipFio || !o.skipCluster {
+	if !o.skipFio || !o.skipCluster || !o.skipRepl {
 		logf("building rdmablkd and rdmablk")
 		if err := buildBinaries(ctx, o); err != nil {
 			return err
@@ -104,6 +107,11 @@ func run(o *options) error {
 	if !o.skipCluster {
 		if err := runCluster(ctx, o, work, rep); err != nil {
 			return fmt.Errorf("cluster volume: %w", err)
+		}
+	}
+	if !o.skipRepl {
+		if err := runReplicated(ctx, o, work, rep); err != nil {
+			return fmt.Errorf("replicated volume: %w", err)
 		}
 	}
 	if !o.skipGo {
