@@ -162,6 +162,7 @@ type localFault struct{ err error }
 // Membership on a goroutine of its own (not waited for).
 func (m *Mirror) failLocal(cause error) error {
 	err := fmt.Errorf("%w: %q: %w", ErrLocalFaulted, m.cfg.LocalName, cause)
+	m.diverged.Store(true)
 	if m.localErr.CompareAndSwap(nil, &localFault{err: err}) {
 		go m.cfg.Membership.Fault(m.cfg.LocalName, cause) //nolint:errcheck // a report; the volume is down either way
 	}

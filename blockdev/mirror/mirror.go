@@ -50,6 +50,7 @@ type Mirror struct {
 	copyMu sync.Mutex // one region copy at a time (the exclusive lock holder)
 
 	resyncing  atomic.Bool                  // a Resync runs
+	diverged   atomic.Bool                  // MayDiverge
 	resyncProg atomic.Pointer[rebuildState] // the last Resync's, nil before
 
 	ctlMu sync.Mutex // serialises leg-set swaps, fixed registrations, Resize, Plug bookkeeping

@@ -165,6 +165,14 @@ func deleteLeg(legs []*leg, l *leg) []*leg {
 	return legs
 }
 
+// MayDiverge reports whether a write-class operation failed after it
+// may have reached some in-sync legs and not others — it failed with
+// ErrFenced (a leg failed and its fault could not be recorded) or
+// ErrLocalFaulted — so the legs the catalogue calls in sync may differ
+// in its blocks until a Resync. The owner uses it to decide whether the
+// copies are known identical when it closes the mirror. Any goroutine.
+func (m *Mirror) MayDiverge() bool { return m.diverged.Load() }
+
 // ResyncProgress returns the progress of the current or last Resync
 // (zero before any). Done and Total count bytes written to legs: each
 // region once per leg resynced.

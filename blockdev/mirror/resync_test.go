@@ -3,6 +3,7 @@ package mirror_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -188,5 +189,25 @@ func TestResyncLegFails(t *testing.T) {
 	}
 	if err := m.Resync(context.Background(), mirror.RebuildOptions{}); err != nil {
 		t.Fatalf("second Resync (the faulted leg is no longer in it): %v", err)
+	}
+}
+
+// TestMayDiverge: a write that fails with ErrFenced after reaching the
+// local leg leaves the in-sync legs possibly different: MayDiverge turns
+// true (and stays so); successful writes and recorded faults do not.
+func TestMayDiverge(t *testing.T) {
+	const bs, blocks = 512, 64
+	bad := faulty.New(mem.New(blocks, bs))
+	m := newMirror(t, &failMembership{}, mirrorConfigSmall(), mem.New(blocks, bs), bad)
+	defer m.Close()
+	if err := m.WriteAt([][]byte{pat(bs, bs, 1, 1)}, 1, 0); err != nil || m.MayDiverge() {
+		t.Fatalf("write: %v, MayDiverge %v", err, m.MayDiverge())
+	}
+	bad.Inject(faulty.Rule{Ops: faulty.OpWrite, Times: 1})
+	if err := m.WriteAt([][]byte{pat(bs, bs, 2, 1)}, 2, 0); !errors.Is(err, mirror.ErrFenced) {
+		t.Fatalf("write failing on an unrecordable leg: %v", err)
+	}
+	if !m.MayDiverge() {
+		t.Fatal("MayDiverge false after a write failed (fenced) having reached the local leg")
 	}
 }

@@ -72,7 +72,11 @@
 //     in-sync copies under live I/O (rate Options.RebuildBytesPerSecond),
 //     so writes the lost owner had in flight, on some copies only, leave
 //     no divergent blocks. Progress is logged every
-//     catalog.RebuildReportInterval; the copies stay in sync.
+//     catalog.RebuildReportInterval; the copies stay in sync. A stack
+//     this process rebuilds at the epoch of one it closed with the copies
+//     known identical (a resize; no write failed half-way,
+//     mirror.MayDiverge, and any resync finished) skips it; a daemon
+//     restart does not know that and resyncs.
 //
 // The data-path fence of a deposed owner: the first step of every pass
 // removes each replica subsystem whose admitted host is not the owner at

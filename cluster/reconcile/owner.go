@@ -167,9 +167,10 @@ func (r *Reconciler) buildOwner(ctx context.Context, v catalog.Volume, local blo
 		ov.legs[rep.Node] = l
 	}
 	r.log.Info("replicated volume serving as owner", "volume", v.Name, "epoch", ov.epoch, "copies", len(remote)+1)
-	if needsResync(v, r.o.NodeID) {
+	if needsResync(v, r.o.NodeID) && r.identical[v.Name] != ov.epoch {
 		r.startResync(ov)
 	}
+	delete(r.identical, v.Name)
 	return ov, nil
 }
 

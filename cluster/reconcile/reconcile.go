@@ -131,7 +131,11 @@ type Reconciler struct {
 	rsubs   map[string]replicaSub // replica subsystems it serves
 	here    map[string]bool       // volumes with a copy here, as the pass read them
 	pending map[string]proposal   // volume → state last proposed
-	discFP  string
+	// identical: volume → the epoch at which this process closed its
+	// owner stack with the copies known identical (resync.go); a stack
+	// rebuilt at that epoch (a resize) needs no resync.
+	identical map[string]uint64
+	discFP    string
 
 	kick    chan struct{} // Kick: run a pass soon
 	legWait time.Duration // legOpenWait (tests shorten it)
@@ -159,7 +163,8 @@ func New(o Options) *Reconciler {
 	return &Reconciler{
 		o: o, log: o.Logger.With("component", "reconcile"),
 		vols: map[string]*openVol{}, subs: map[string]bool{}, ns: map[nsKey]string{}, pending: map[string]proposal{},
-		rsubs: map[string]replicaSub{}, kick: make(chan struct{}, 1), legWait: legOpenWait,
+		identical: map[string]uint64{},
+		rsubs:     map[string]replicaSub{}, kick: make(chan struct{}, 1), legWait: legOpenWait,
 	}
 }
 

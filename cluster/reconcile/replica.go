@@ -128,5 +128,13 @@ func (r *Reconciler) closeVol(ov *openVol) error {
 	if ov.own != nil {
 		r.stopOwner(ov.own)
 	}
-	return ov.vb.Close()
+	err := ov.vb.Close()
+	if own := ov.own; own != nil {
+		if err == nil && own.copiesIdentical() {
+			r.identical[own.name] = own.epoch
+		} else {
+			delete(r.identical, own.name)
+		}
+	}
+	return err
 }

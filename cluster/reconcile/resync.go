@@ -29,6 +29,23 @@ func needsResync(v catalog.Volume, self string) bool {
 	return false
 }
 
+// copiesIdentical reports, once ov's mirror is closed and its goroutines
+// stopped, whether its in-sync copies were left identical: a resync it
+// needed finished without error (a copy that failed one is faulted, out
+// of the in-sync set), and no write failed after reaching some copies
+// only (mirror.MayDiverge). Then a stack rebuilt by this process at the
+// same epoch (a resize) need not resync.
+func (ov *ownerVol) copiesIdentical() bool {
+	if ov.m.MayDiverge() {
+		return false
+	}
+	if ov.resyncDone == nil {
+		return true
+	}
+	p := ov.m.ResyncProgress()
+	return !p.Finished.IsZero() && p.Err == nil
+}
+
 // startResync runs ov's mirror.Resync on a goroutine of its own, rate
 // limited like a rebuild, and logs its progress every
 // catalog.RebuildReportInterval (the catalogue records rebuild progress

@@ -67,18 +67,34 @@ func TestUncleanFailoverResyncsCopies(t *testing.T) {
 	}
 }
 
-// TestFreshVolumeNotResynced: a volume's first owner (volume being
-// created: nothing was ever in flight) does not resync.
-func TestFreshVolumeNotResynced(t *testing.T) {
+// TestNoResyncWithoutUncleanHandOff: a volume's first owner (volume
+// being created: nothing was ever in flight) does not resync, nor does a
+// stack this process rebuilds at the same epoch after closing the last
+// one cleanly (a resize).
+func TestNoResyncWithoutUncleanHandOff(t *testing.T) {
 	c := newCluster(t, "n1", "n2")
 	c.createReplicated(t, "n1", "n2")
 	if err := c.sync("n2", "n1"); err != nil {
 		t.Fatal(err)
 	}
 	n1 := c.nodes["n1"].r
-	n1.mu.Lock()
-	defer n1.mu.Unlock()
-	if own := n1.vols["rv"].own; own == nil || own.resyncDone != nil {
+	own := func() *ownerVol {
+		n1.mu.Lock()
+		defer n1.mu.Unlock()
+		return n1.vols["rv"].own
+	}
+	first := own()
+	if first == nil || first.resyncDone != nil {
 		t.Fatal("the first owner of a new volume started a resync")
+	}
+	if v := c.l.volume("rv"); v.State != catalog.VolumeOnline {
+		t.Fatalf("volume %s, want online", v.State)
+	}
+	c.l.apply(t, catalog.Command{Op: catalog.OpResizeVolume, Name: "rv", Size: 8 << 20})
+	if err := c.sync("n2", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if o := own(); o == first || o.resyncDone != nil {
+		t.Fatalf("after a resize: stack rebuilt %v, resync started %v; want rebuilt, no resync", o != first, o.resyncDone != nil)
 	}
 }
