@@ -64,6 +64,11 @@ type membership struct {
 	self   string
 	epoch  uint64
 	fenced atomic.Bool
+	// deposed is set by the pass that tears the stack down because the
+	// volume's epoch moved on: Fault then fails at once (ErrStaleEpoch)
+	// without a proposal — the legs' failed final flushes at Close are
+	// the fence at work, and the copies are the new owner's to judge.
+	deposed atomic.Bool
 }
 
 // Fault implements mirror.Membership. It runs on a mirror goroutine and
@@ -72,6 +77,9 @@ func (mb *membership) Fault(leg string, cause error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
 	defer cancel()
 	msg := fmt.Sprint(cause)
+	if mb.deposed.Load() && leg != mb.self {
+		return fmt.Errorf("%w: volume %s: epoch %d was replaced; replica %s is the new owner's to judge", catalog.ErrStaleEpoch, mb.vol, mb.epoch, leg)
+	}
 	if leg == mb.self {
 		// The local copy failed: the volume stops (the mirror fails every
 		// I/O); report it, fenced by the epoch.

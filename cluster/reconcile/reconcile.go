@@ -277,6 +277,11 @@ func (r *Reconciler) Sync(ctx context.Context) error {
 		}
 		role := r.roleOf(v)
 		if ov.role != role || (role == roleOwner && (ov.epoch != v.OwnerEpoch() || ov.size != v.Size)) {
+			if ov.own != nil && ov.epoch != v.OwnerEpoch() {
+				// Deposed: its fault records would be refused (stale
+				// epoch); the mirror's Close need not propose them.
+				ov.own.memb.deposed.Store(true)
+			}
 			errs = append(errs, r.teardown(name, ov))
 		}
 	}

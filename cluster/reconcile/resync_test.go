@@ -98,3 +98,29 @@ func TestNoResyncWithoutUncleanHandOff(t *testing.T) {
 		t.Fatalf("after a resize: stack rebuilt %v, resync started %v; want rebuilt, no resync", o != first, o.resyncDone != nil)
 	}
 }
+
+// TestDeposedOwnerClosesQuietly: after a planned failover the old owner
+// tears its mirror down; its copies have fenced it, so their final
+// flushes fail, and it proposes no fault for them (its epoch is stale:
+// the proposals could only be refused).
+func TestDeposedOwnerClosesQuietly(t *testing.T) {
+	c := newCluster(t, "n1", "n2", "n3")
+	c.createReplicated(t, "n1", "n2", "n3")
+	if err := c.sync("n2", "n3", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	c.l.apply(t, catalog.Command{Op: catalog.OpFailover, Name: "rv", NodeID: "n2", Epoch: 1})
+	c.l.mu.Lock()
+	before := len(c.l.proposed)
+	c.l.mu.Unlock()
+	if err := c.sync("n3", "n2", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	for _, cmd := range c.l.proposed[before:] {
+		if cmd.Op == catalog.OpSetReplicaState && cmd.Epoch == 1 {
+			t.Fatalf("deposed owner proposed %s %s %s at epoch 1", cmd.Op, cmd.NodeID, cmd.State)
+		}
+	}
+}
