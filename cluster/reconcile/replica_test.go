@@ -88,6 +88,7 @@ func (l *fakeLeg) Discard(lba, n uint64) error {
 	}
 	return l.b.Discard(lba, n)
 }
+
 // Close is the final flush a real leg (internal/replica) makes.
 func (l *fakeLeg) Close() error { return l.ok() }
 
