@@ -241,6 +241,12 @@ func (m *Mirror) Close() error {
 	close(m.settles)
 	m.wg.Wait()
 	var errs []error
+	type record struct {
+		l   *leg
+		err error
+		ep  *episode
+	}
+	var recs []record
 	for i, e := range m.set.Load().entries {
 		err := e.l.b.Close()
 		if err == nil {
@@ -250,12 +256,14 @@ func (m *Mirror) Close() error {
 			errs = append(errs, fmt.Errorf("mirror: closing local leg %q: %w", e.l.name, err))
 			continue
 		}
-		ep := m.fault(e.l, fmt.Errorf("mirror: leg %q: final flush: %w", e.l.name, err))
-		if ep == nil {
-			continue // recorded out of sync already
+		// Records of several legs run concurrently; nil: recorded already.
+		if ep := m.fault(e.l, fmt.Errorf("mirror: leg %q: final flush: %w", e.l.name, err)); ep != nil {
+			recs = append(recs, record{e.l, err, ep})
 		}
-		if ferr := m.await(e.l, ep); ferr != nil {
-			errs = append(errs, fmt.Errorf("mirror: closing leg %q: %w; its fault is not recorded: %w", e.l.name, err, ferr))
+	}
+	for _, r := range recs {
+		if ferr := m.await(r.l, r.ep); ferr != nil {
+			errs = append(errs, fmt.Errorf("mirror: closing leg %q: %w; its fault is not recorded: %w", r.l.name, r.err, ferr))
 		}
 	}
 	return errors.Join(errs...)

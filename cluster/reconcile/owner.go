@@ -69,6 +69,12 @@ type membership struct {
 	// without a proposal — the legs' failed final flushes at Close are
 	// the fence at work, and the copies are the new owner's to judge.
 	deposed atomic.Bool
+	// shutdown is set by Reconciler.Close (the daemon stops, raft is
+	// already stopped): Fault fails at once rather than wait for a
+	// proposal that cannot commit; the mirror's Close then reports the
+	// copy whose final flush failed, and the next owner's resync makes
+	// the copies identical again.
+	shutdown atomic.Bool
 }
 
 // Fault implements mirror.Membership. It runs on a mirror goroutine and
@@ -79,6 +85,9 @@ func (mb *membership) Fault(leg string, cause error) error {
 	msg := fmt.Sprint(cause)
 	if mb.deposed.Load() && leg != mb.self {
 		return fmt.Errorf("%w: volume %s: epoch %d was replaced; replica %s is the new owner's to judge", catalog.ErrStaleEpoch, mb.vol, mb.epoch, leg)
+	}
+	if mb.shutdown.Load() {
+		return fmt.Errorf("volume %s: this node is shutting down; the fault of %s is not recorded", mb.vol, leg)
 	}
 	if leg == mb.self {
 		// The local copy failed: the volume stops (the mirror fails every

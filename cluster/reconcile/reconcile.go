@@ -625,6 +625,11 @@ func (r *Reconciler) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var errs []error
+	for _, ov := range r.vols {
+		if ov.own != nil {
+			ov.own.memb.shutdown.Store(true)
+		}
+	}
 	for name, ov := range r.vols {
 		errs = append(errs, r.closeVol(ov))
 		delete(r.vols, name)
