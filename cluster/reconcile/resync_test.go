@@ -2,6 +2,8 @@ package reconcile
 
 import (
 	"bytes"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,6 +123,33 @@ func TestDeposedOwnerClosesQuietly(t *testing.T) {
 	for _, cmd := range c.l.proposed[before:] {
 		if cmd.Op == catalog.OpSetReplicaState && cmd.Epoch == 1 {
 			t.Fatalf("deposed owner proposed %s %s %s at epoch 1", cmd.Op, cmd.NodeID, cmd.State)
+		}
+	}
+}
+
+// TestShutdownDoesNotWaitForRaft: at shutdown (raft already stopped) an
+// in-sync copy whose final flush fails is reported by Close, not
+// proposed faulted (the proposal could not commit and would hold the
+// shutdown for its timeout).
+func TestShutdownDoesNotWaitForRaft(t *testing.T) {
+	c := newCluster(t, "n1", "n2")
+	c.createReplicated(t, "n1", "n2")
+	if err := c.sync("n2", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	c.nodes["n2"].down.Store(true)
+	c.l.mu.Lock()
+	before := len(c.l.proposed)
+	c.l.mu.Unlock()
+	err := c.nodes["n1"].r.Close()
+	if !errors.Is(err, mirror.ErrFenced) || !strings.Contains(err.Error(), "shutting down") {
+		t.Fatalf("Close: %v; want the unflushed copy reported", err)
+	}
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	for _, cmd := range c.l.proposed[before:] {
+		if cmd.Op == catalog.OpSetReplicaState {
+			t.Fatalf("shutdown proposed %s %s %s", cmd.Op, cmd.NodeID, cmd.State)
 		}
 	}
 }
