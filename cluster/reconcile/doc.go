@@ -77,6 +77,12 @@
 //     known identical (a resize; no write failed half-way,
 //     mirror.MayDiverge, and any resync finished) skips it; a daemon
 //     restart does not know that and resyncs.
+//   - Closing an owner's mirror: a copy whose final flush fails is
+//     recorded faulted first (mirror.Close), except when the stack is
+//     torn down because the epoch moved on (the deposed owner's records
+//     would be refused; the copies fenced it: logged at info) or the
+//     daemon shuts down (raft is already stopped: Close reports the
+//     copy, and the next owner's resync makes the copies identical).
 //
 // The data-path fence of a deposed owner: the first step of every pass
 // removes each replica subsystem whose admitted host is not the owner at
