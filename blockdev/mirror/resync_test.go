@@ -24,6 +24,7 @@ type stepClock struct {
 	now    time.Time
 	writes *atomic.Int64
 	stop   <-chan struct{}
+	gone   <-chan struct{} // closed when every writer has returned (one failed)
 }
 
 func (c *stepClock) Now() time.Time {
@@ -40,6 +41,8 @@ func (c *stepClock) Sleep(ctx context.Context, d time.Duration) error {
 			return ctx.Err()
 		case <-c.stop:
 			return nil
+		case <-c.gone:
+			return nil // the writers failed: the test reports it
 		default:
 			time.Sleep(50 * time.Microsecond) // poll; not synchronisation (the loop's condition is)
 		}
@@ -121,7 +124,9 @@ func TestResyncAfterUncleanFailover(t *testing.T) {
 			}
 		}()
 	}
-	clk := &stepClock{now: time.Unix(1e9, 0), writes: &writes, stop: stop}
+	gone := make(chan struct{})
+	go func() { wg.Wait(); close(gone) }()
+	clk := &stepClock{now: time.Unix(1e9, 0), writes: &writes, stop: stop, gone: gone}
 	before := writes.Load()
 	err := m.Resync(context.Background(), mirror.RebuildOptions{BytesPerSecond: 64 << 10, Clock: clk})
 	during := writes.Load() - before
