@@ -22,12 +22,13 @@ type options struct {
 	skipGo  bool
 	// skipCluster skips the cluster-volume vs static-volume rows.
 	skipCluster bool
+	keep        bool
+	root        string // module root
+	binDir      string // built binaries
+	benchDur    string // go test -benchtime
+
 	// skipRepl skips the 2-replica vs 1-replica volume rows.
 	skipRepl bool
-	keep     bool
-	root     string // module root
-	binDir   string // built binaries
-	benchDur string // go test -benchtime
 }
 
 func main() {
