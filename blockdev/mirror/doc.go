@@ -97,6 +97,43 @@
 // flushes the leg. The rate limit is a token bucket (burst: one region)
 // on an injectable Clock; no lock is held while it sleeps.
 //
+// # Resync after an unclean failover
+//
+// When the owner is lost, the writes it had in flight and never
+// acknowledged may have reached some copies and not others (copy B got
+// the write, the new owner C did not). Any content is valid for those
+// blocks — they were never acknowledged — but the copies must agree, or
+// a read served by one owner and, after a later failover, by another
+// returns different bytes for a block nobody rewrote. The dirty bitmap
+// cannot tell: it lived on the lost owner and only covers faulted legs.
+//
+// Resync makes every in-sync remote leg identical to the local leg: the
+// new owner runs it once its mirror is built. It walks every region of
+// the volume and copies it from the local leg to each in-sync leg under
+// the region's exclusive lock — the same lock and argument as Rebuild
+// (every write to the region waits for the copy, and writes after it go
+// to every leg too, since the legs stay InSync throughout), so no write
+// is lost and each region is identical on every leg once copied. It is
+// rate limited by the rebuild's token bucket and reports Progress
+// (ResyncProgress). A leg being resynced that is faulted meanwhile gets
+// every region dirty (it may differ anywhere not yet copied), so its
+// Rebuild copies it whole.
+//
+// Design choice: a full pass, not a write-intent bitmap. Linux md keeps
+// a persistent bitmap of regions with writes in flight so that only
+// those are resynced after a crash; here the node that knows which
+// regions had writes in flight is the one that died, so the bitmap would
+// have to be persisted on the other copies (written, and made durable,
+// before each write to a region that is not yet marked: an extra
+// round trip on the write path whenever a new region is touched) and
+// merged by the new owner. A full pass is correct without any new
+// on-disk or wire state and costs bandwidth (rate limited) only after an
+// unclean hand-off; an intent bitmap is the improvement to make when
+// resync traffic on large volumes matters. Between the failover and the
+// end of the pass the copies may still differ in blocks of
+// unacknowledged writes (a second failover in that window can expose
+// them); the new owner's own reads are consistent throughout.
+//
 // # Capabilities
 //
 // Backend() returns the mirror with exactly the optional interfaces of
@@ -138,7 +175,7 @@
 //     completion goroutine nor inside Unplug.
 //   - One goroutine per fault record (Membership.Fault) and per report of
 //     the local leg's failure.
-//   - Rebuild runs on the caller's goroutine.
+//   - Rebuild and Resync run on the caller's goroutine.
 //
 // done.IODone is called exactly once per accepted SubmitWrite, from a leg's
 // completion goroutine, a worker or the settler — never inside
@@ -147,5 +184,9 @@
 //
 // Close waits for the operations in flight, including those waiting for a
 // fault record, stops the goroutines above (not a record in progress) and
-// closes every leg.
+// closes every leg. A remote leg whose Close (final flush) fails is
+// ignored when its fault is already recorded, and otherwise recorded
+// faulted through Membership on Close's goroutine before Close returns;
+// Close fails (ErrFenced) only when that record fails, or when the local
+// leg's Close fails.
 package mirror

@@ -92,6 +92,9 @@ func (m *Mirror) fault(l *leg, cause error) *episode {
 	if e.state == Faulted {
 		return e.ep
 	}
+	if l.resync.Load() {
+		l.markAll() // its copy was not resynced yet: full copy
+	}
 	ep := &episode{done: make(chan struct{})}
 	m.set.Store(set.with(i, legEntry{l: l, state: Faulted, ep: ep}))
 	go m.record(l, ep, cause)
@@ -159,6 +162,7 @@ type localFault struct{ err error }
 // Membership on a goroutine of its own (not waited for).
 func (m *Mirror) failLocal(cause error) error {
 	err := fmt.Errorf("%w: %q: %w", ErrLocalFaulted, m.cfg.LocalName, cause)
+	m.diverged.Store(true)
 	if m.localErr.CompareAndSwap(nil, &localFault{err: err}) {
 		go m.cfg.Membership.Fault(m.cfg.LocalName, cause) //nolint:errcheck // a report; the volume is down either way
 	}

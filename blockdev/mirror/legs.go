@@ -101,6 +101,9 @@ func (m *Mirror) SetState(name string, st State) error {
 	switch st {
 	case Faulted:
 		// A fault the caller committed: nothing to wait for any more.
+		if e.state != Faulted && e.l.resync.Load() {
+			e.l.markAll() // its copy was not resynced yet: full copy
+		}
 	case Syncing:
 		// From Faulted the catalogue has recorded the fault (it moved
 		// on), so writes need not wait for our own attempt any more.

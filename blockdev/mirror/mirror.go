@@ -49,6 +49,10 @@ type Mirror struct {
 	locks  regionLocks
 	copyMu sync.Mutex // one region copy at a time (the exclusive lock holder)
 
+	resyncing  atomic.Bool                  // a Resync runs
+	diverged   atomic.Bool                  // MayDiverge
+	resyncProg atomic.Pointer[rebuildState] // the last Resync's, nil before
+
 	ctlMu sync.Mutex // serialises leg-set swaps, fixed registrations, Resize, Plug bookkeeping
 	regs  [][]byte   // registered fixed regions by handle-1; nil: free slot
 
@@ -211,6 +215,20 @@ func (m *Mirror) Flush() error {
 // Close waits for the operations in flight (including any waiting for a
 // fault to be recorded), stops the workers and closes every leg (which
 // flushes them). Legs removed with RemoveLeg are the caller's.
+//
+// A leg's failed Close (its final flush) is judged by what the catalogue
+// says of the leg:
+//
+//   - the local leg: the error is returned (the copy that served reads
+//     may have lost writes);
+//   - a remote leg whose fault is already recorded (Faulted, no record
+//     pending): ignored — its copy is out of sync and the catalogue says
+//     so; a vanished replica must not make closing the volume fail;
+//   - a remote leg the catalogue may count as in sync (InSync, Syncing,
+//     or Faulted with a record pending or failed): its fault is recorded
+//     through Membership first (from Close's goroutine, which then
+//     blocks for the record); Close returns an error wrapping ErrFenced
+//     only when that record fails too.
 func (m *Mirror) Close() error {
 	if !m.closed.CompareAndSwap(false, true) {
 		return blockdev.ErrClosed
@@ -222,13 +240,33 @@ func (m *Mirror) Close() error {
 	close(m.jobs)
 	close(m.settles)
 	m.wg.Wait()
-	var first error
-	for _, e := range m.set.Load().entries {
-		if err := e.l.b.Close(); err != nil && first == nil {
-			first = fmt.Errorf("mirror: closing leg %q: %w", e.l.name, err)
+	var errs []error
+	type record struct {
+		l   *leg
+		err error
+		ep  *episode
+	}
+	var recs []record
+	for i, e := range m.set.Load().entries {
+		err := e.l.b.Close()
+		if err == nil {
+			continue
+		}
+		if i == 0 {
+			errs = append(errs, fmt.Errorf("mirror: closing local leg %q: %w", e.l.name, err))
+			continue
+		}
+		// Records of several legs run concurrently; nil: recorded already.
+		if ep := m.fault(e.l, fmt.Errorf("mirror: leg %q: final flush: %w", e.l.name, err)); ep != nil {
+			recs = append(recs, record{e.l, err, ep})
 		}
 	}
-	return first
+	for _, r := range recs {
+		if ferr := m.await(r.l, r.ep); ferr != nil {
+			errs = append(errs, fmt.Errorf("mirror: closing leg %q: %w; its fault is not recorded: %w", r.l.name, r.err, ferr))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 var (

@@ -270,6 +270,9 @@ func (m *Mirror) settle(o *op) error {
 			err = e
 		}
 	}
+	if err != nil {
+		m.diverged.Store(true) // failed (fenced) after reaching some legs
+	}
 	return err
 }
 

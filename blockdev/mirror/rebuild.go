@@ -79,6 +79,11 @@ func (l *leg) progress() Progress {
 	if s == nil {
 		return Progress{}
 	}
+	return s.progress()
+}
+
+// progress returns the progress s describes.
+func (s *rebuildState) progress() Progress {
 	p := Progress{Started: s.started, Done: s.done.Load(), Total: s.total.Load()}
 	now := s.clk.Now()
 	if e := s.end.Load(); e != nil {

@@ -58,6 +58,11 @@ type leg struct {
 
 	rebuilding atomic.Bool
 	prog       atomic.Pointer[rebuildState] // the last Rebuild's, nil before
+
+	// resync is set (under Mirror.ctlMu) when a Resync starts on the
+	// leg and cleared when it has finished it: until then the leg's copy
+	// may differ anywhere, so a fault marks its every region dirty.
+	resync atomic.Bool
 }
 
 func newLeg(name string, b blockdev.Backend, dirty *bitmap) *leg {

@@ -64,6 +64,25 @@
 //     that stops serving turns inaccessible before its namespace changes;
 //     one that starts serving builds the mirror (waiting a bounded time
 //     for copies the catalogue counts) before it turns optimized.
+//   - Resync (resync.go): an owner stack built for a volume that was
+//     served before (not "creating": a failover, automatic or planned —
+//     neither quiesces the old owner first — or this node's restart)
+//     with another in-sync copy runs mirror.Resync on a goroutine of its
+//     own: every region of the owner's copy is copied to the other
+//     in-sync copies under live I/O (rate Options.RebuildBytesPerSecond),
+//     so writes the lost owner had in flight, on some copies only, leave
+//     no divergent blocks. Progress is logged every
+//     catalog.RebuildReportInterval; the copies stay in sync. A stack
+//     this process rebuilds at the epoch of one it closed with the copies
+//     known identical (a resize; no write failed half-way,
+//     mirror.MayDiverge, and any resync finished) skips it; a daemon
+//     restart does not know that and resyncs.
+//   - Closing an owner's mirror: a copy whose final flush fails is
+//     recorded faulted first (mirror.Close), except when the stack is
+//     torn down because the epoch moved on (the deposed owner's records
+//     would be refused; the copies fenced it: logged at info) or the
+//     daemon shuts down (raft is already stopped: Close reports the
+//     copy, and the next owner's resync makes the copies identical).
 //
 // The data-path fence of a deposed owner: the first step of every pass
 // removes each replica subsystem whose admitted host is not the owner at
@@ -116,8 +135,8 @@
 // Run drives passes on one goroutine; Sync may be called instead (tests).
 // Passes never run concurrently (a mutex serialises them). A pass may
 // block while a new owner connects to its copies (bounded, 10 s). Each
-// rebuild runs on a goroutine of its own (plus the one running
-// mirror.Rebuild), which proposes progress and the in-sync record and
+// rebuild and each resync runs on a goroutine of its own (plus the one
+// running mirror.Rebuild or mirror.Resync), which proposes progress and the in-sync record and
 // never takes the pass's mutex; Membership.Fault runs on the mirror's
 // goroutines. Both call Kick, which makes Run pass again soon. Discovery's
 // DiscoveryEntries runs on target goroutines and only reads the catalogue.

@@ -25,7 +25,11 @@ type ownerVol struct {
 	m     *mirror.Mirror
 	memb  *membership
 	legs  map[string]*ownedLeg // node → leg
-	wg    sync.WaitGroup       // rebuild goroutines
+	wg    sync.WaitGroup       // rebuild and resync goroutines
+	// resyncCancel stops the resync (resync.go); resyncDone is closed
+	// when it has ended. Both nil when none was started.
+	resyncCancel context.CancelFunc
+	resyncDone   chan struct{}
 }
 
 // ownedLeg is the owner's record of one remote copy.
@@ -60,6 +64,17 @@ type membership struct {
 	self   string
 	epoch  uint64
 	fenced atomic.Bool
+	// deposed is set by the pass that tears the stack down because the
+	// volume's epoch moved on: Fault then fails at once (ErrStaleEpoch)
+	// without a proposal — the legs' failed final flushes at Close are
+	// the fence at work, and the copies are the new owner's to judge.
+	deposed atomic.Bool
+	// shutdown is set by Reconciler.Close (the daemon stops, raft is
+	// already stopped): Fault fails at once rather than wait for a
+	// proposal that cannot commit; the mirror's Close then reports the
+	// copy whose final flush failed, and the next owner's resync makes
+	// the copies identical again.
+	shutdown atomic.Bool
 }
 
 // Fault implements mirror.Membership. It runs on a mirror goroutine and
@@ -68,6 +83,12 @@ func (mb *membership) Fault(leg string, cause error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
 	defer cancel()
 	msg := fmt.Sprint(cause)
+	if mb.deposed.Load() && leg != mb.self {
+		return fmt.Errorf("%w: volume %s: epoch %d was replaced; replica %s is the new owner's to judge", catalog.ErrStaleEpoch, mb.vol, mb.epoch, leg)
+	}
+	if mb.shutdown.Load() {
+		return fmt.Errorf("volume %s: this node is shutting down; the fault of %s is not recorded", mb.vol, leg)
+	}
 	if leg == mb.self {
 		// The local copy failed: the volume stops (the mirror fails every
 		// I/O); report it, fenced by the epoch.
@@ -163,6 +184,10 @@ func (r *Reconciler) buildOwner(ctx context.Context, v catalog.Volume, local blo
 		ov.legs[rep.Node] = l
 	}
 	r.log.Info("replicated volume serving as owner", "volume", v.Name, "epoch", ov.epoch, "copies", len(remote)+1)
+	if needsResync(v, r.o.NodeID) && r.identical[v.Name] != ov.epoch {
+		r.startResync(ov)
+	}
+	delete(r.identical, v.Name)
 	return ov, nil
 }
 
@@ -406,6 +431,9 @@ func (r *Reconciler) stopRebuild(ov *ownerVol, l *ownedLeg) {
 func (r *Reconciler) stopOwner(ov *ownerVol) {
 	for _, l := range ov.legs {
 		r.stopRebuild(ov, l)
+	}
+	if ov.resyncCancel != nil {
+		ov.resyncCancel()
 	}
 	ov.wg.Wait()
 }

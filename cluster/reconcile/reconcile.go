@@ -131,7 +131,11 @@ type Reconciler struct {
 	rsubs   map[string]replicaSub // replica subsystems it serves
 	here    map[string]bool       // volumes with a copy here, as the pass read them
 	pending map[string]proposal   // volume → state last proposed
-	discFP  string
+	// identical: volume → the epoch at which this process closed its
+	// owner stack with the copies known identical (resync.go); a stack
+	// rebuilt at that epoch (a resize) needs no resync.
+	identical map[string]uint64
+	discFP    string
 
 	kick    chan struct{} // Kick: run a pass soon
 	legWait time.Duration // legOpenWait (tests shorten it)
@@ -159,7 +163,8 @@ func New(o Options) *Reconciler {
 	return &Reconciler{
 		o: o, log: o.Logger.With("component", "reconcile"),
 		vols: map[string]*openVol{}, subs: map[string]bool{}, ns: map[nsKey]string{}, pending: map[string]proposal{},
-		rsubs: map[string]replicaSub{}, kick: make(chan struct{}, 1), legWait: legOpenWait,
+		identical: map[string]uint64{},
+		rsubs:     map[string]replicaSub{}, kick: make(chan struct{}, 1), legWait: legOpenWait,
 	}
 }
 
@@ -272,6 +277,11 @@ func (r *Reconciler) Sync(ctx context.Context) error {
 		}
 		role := r.roleOf(v)
 		if ov.role != role || (role == roleOwner && (ov.epoch != v.OwnerEpoch() || ov.size != v.Size)) {
+			if ov.own != nil && ov.epoch != v.OwnerEpoch() {
+				// Deposed: its fault records would be refused (stale
+				// epoch); the mirror's Close need not propose them.
+				ov.own.memb.deposed.Store(true)
+			}
 			errs = append(errs, r.teardown(name, ov))
 		}
 	}
@@ -615,6 +625,11 @@ func (r *Reconciler) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var errs []error
+	for _, ov := range r.vols {
+		if ov.own != nil {
+			ov.own.memb.shutdown.Store(true)
+		}
+	}
 	for name, ov := range r.vols {
 		errs = append(errs, r.closeVol(ov))
 		delete(r.vols, name)

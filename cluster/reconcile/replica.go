@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rdmablk/rdmablk/blockdev/mirror"
 	"github.com/rdmablk/rdmablk/cluster/catalog"
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/target"
@@ -115,7 +116,12 @@ func (r *Reconciler) teardown(name string, ov *openVol) error {
 		return errors.Join(errs...) // still attached somewhere: retried next pass
 	}
 	if err := r.closeVol(ov); err != nil {
-		r.log.Warn("closing volume", "volume", name, "err", err)
+		if ov.own != nil && ov.own.memb.deposed.Load() && errors.Is(err, mirror.ErrFenced) {
+			// Copies that fenced this node refused its final flush.
+			r.log.Info("deposed owner's mirror closed; copies that fenced it refused its final flush", "volume", name, "err", err)
+		} else {
+			r.log.Warn("closing volume", "volume", name, "err", err)
+		}
 	}
 	delete(r.vols, name)
 	r.log.Info("volume stack rebuilt for a new role or epoch", "volume", name, "was", ov.role, "epoch", ov.epoch)
@@ -128,5 +134,13 @@ func (r *Reconciler) closeVol(ov *openVol) error {
 	if ov.own != nil {
 		r.stopOwner(ov.own)
 	}
-	return ov.vb.Close()
+	err := ov.vb.Close()
+	if own := ov.own; own != nil {
+		if err == nil && own.copiesIdentical() {
+			r.identical[own.name] = own.epoch
+		} else {
+			delete(r.identical, own.name)
+		}
+	}
+	return err
 }

@@ -88,7 +88,9 @@ func (l *fakeLeg) Discard(lba, n uint64) error {
 	}
 	return l.b.Discard(lba, n)
 }
-func (l *fakeLeg) Close() error { return nil }
+
+// Close is the final flush a real leg (internal/replica) makes.
+func (l *fakeLeg) Close() error { return l.ok() }
 
 // cluster is several reconcilers, one per node, over one catalogue
 // (leader), each with its own target, and "files" that persist.

@@ -29,6 +29,14 @@
 //     one single-node cluster rdmablkd (the cluster one created through
 //     the control API): 4 KiB random read and write QD32, alternating;
 //     goal ≥ 0.95× (issue 12). -skip-cluster leaves it out.
+//   - A 2-replica volume against a 1-replica volume on the same two nodes
+//     (two rdmablkd processes forming a cluster, both volumes owned by
+//     the first, the second copy on the other): 4 KiB random write and
+//     read QD32 through `rdmablk bench` to the owner, alternating; goals
+//     ≥ 0.7× (write) and ≥ 0.95× (read) (issue 16), with the load average
+//     around each row. Part of the default set; -skip-replicated leaves
+//     it out. Allocations per replicated write come from the Go benchmark
+//     internal/replica BenchmarkMirrorLegSubmitWrite (goal 0).
 //   - Memory: RSS of an idle rdmablkd, and the RSS added per connected I/O
 //     queue pair at depth 128 (no I/O on them, so the untouched data buffer
 //     pool is not resident and is excluded; its registered size is listed).

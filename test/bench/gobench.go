@@ -35,6 +35,7 @@ var microBenches = []goBench{
 	{"./test/e2e", "BenchmarkRead4K/tcp", "initiator + target end to end over NVMe/TCP, 4 KiB read QD16, loopback socket (per I/O)"},
 	{"./verbs/soft", "BenchmarkWrite4K/Fabric", "soft provider: RDMA WRITE 4 KiB, in-process fabric (per WR)"},
 	{"./verbs/soft", "BenchmarkSendRecv/Fabric", "soft provider: 64 B SEND/RECV, in-process fabric (per WR)"},
+	{"./internal/replica", "BenchmarkMirrorLegSubmitWrite", "replicated write: mirror over a local mem copy and a remote copy through internal/replica (initiator, soft provider, in-process target), 4 KiB QD32 (per I/O; B/op is mem's one-time chunk allocation amortised)"},
 	{"./blockdev/file", "BenchmarkAsyncRead4K", "file backend io_uring path: 4 KiB O_DIRECT read, 32 in flight, sparse file (per I/O)"},
 }
 

@@ -29,6 +29,8 @@ type options struct {
 
 	// skipTCP skips the NVMe/TCP loopback rows (tcp.go).
 	skipTCP bool
+	// skipRepl skips the 2-replica vs 1-replica volume rows.
+	skipRepl bool
 }
 
 func main() {
@@ -44,6 +46,7 @@ func main() {
 	flag.BoolVar(&o.skipGo, "skip-go", false, "skip the Go benchmarks")
 	flag.BoolVar(&o.skipCluster, "skip-cluster", false, "skip the cluster volume vs static volume rows")
 	flag.BoolVar(&o.skipTCP, "skip-tcp", false, "skip the NVMe/TCP loopback rows (rdmablk bench -t tcp vs fio)")
+	flag.BoolVar(&o.skipRepl, "skip-replicated", false, "skip the 2-replica vs 1-replica volume rows (two-node cluster)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (data file, config, logs)")
 	flag.StringVar(&o.benchDur, "benchtime", "1s", "go test -benchtime for the Go benchmarks")
 	flag.BoolVar(&quick, "quick", false, "smoke run: 2 s runs, 256 MiB file, 0.3 s benchtime")
@@ -91,7 +94,7 @@ func run(o *options) error {
 	rep := &report{start: time.Now().UTC(), loadBefore: loadAvg(), opts: o}
 	rep.host = hostInfo()
 
-	if !o.skipFio || !o.skipCluster {
+	if !o.skipFio || !o.skipCluster || !o.skipRepl {
 		logf("building rdmablkd and rdmablk")
 		if err := buildBinaries(ctx, o); err != nil {
 			return err
@@ -108,6 +111,11 @@ func run(o *options) error {
 	if !o.skipCluster {
 		if err := runCluster(ctx, o, work, rep); err != nil {
 			return fmt.Errorf("cluster volume: %w", err)
+		}
+	}
+	if !o.skipRepl {
+		if err := runReplicated(ctx, o, work, rep); err != nil {
+			return fmt.Errorf("replicated volume: %w", err)
 		}
 	}
 	if !o.skipGo {

@@ -15,6 +15,7 @@ type report struct {
 	loadBefore, loadAfter string
 	io                    []ioResult
 	cluster               []clusterResult
+	repl                  []replResult
 	mem                   memResult
 	goRes                 map[string][]benchSample
 }
@@ -144,6 +145,8 @@ func (r *report) markdown() string {
 		}
 		p("\nOne single-node cluster daemon serves the file twice: as a static volume from its config and as a cluster volume created through the control API (reconciler, metering, resize handle). The two run back to back within each repeat, the first of the pair alternating (A B, B A, …); ratios are per repeat, then the median.\n\n")
 	}
+
+	r.replMarkdown(p)
 
 	if r.goRes != nil {
 		p("## (b) 128 KiB sequential transfer: soft provider vs raw TCP (loopback)\n\n")

@@ -1,0 +1,155 @@
+package reconcile
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rdmablk/rdmablk/blockdev/mirror"
+	"github.com/rdmablk/rdmablk/cluster/catalog"
+)
+
+// TestUncleanFailoverResyncsCopies (issue 16: no divergent copies): the
+// owner n1 dies with writes in flight that reached n2's copy only (block
+// 50) and the new owner n3's only (block 900). After the automatic
+// failover to n3 (old owner's copy faulted), n3 resyncs the other in-sync
+// copy from its own: n2 and n3 end byte for byte identical, n2 in sync.
+func TestUncleanFailoverResyncsCopies(t *testing.T) {
+	c := newCluster(t, "n1", "n2", "n3")
+	c.createReplicated(t, "n1", "n2", "n3")
+	if err := c.sync("n2", "n3", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.handle(t, "n1").WriteAt([][]byte{pattern(1, 8192)}, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	bs := c.l.volume("rv").BlockSize
+	// The writes n1 had in flight when it died, never acknowledged.
+	if err := c.file("n2").WriteAt([][]byte{pattern(2, bs)}, 50, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.file("n3").WriteAt([][]byte{pattern(3, bs)}, 900, 0); err != nil {
+		t.Fatal(err)
+	}
+	c.nodes["n1"].down.Store(true)
+	c.l.apply(t, catalog.Command{Op: catalog.OpFailover, Name: "rv", NodeID: "n3", Epoch: 1,
+		State: catalog.ReplicaFaulted, Message: "owner lost"})
+	if err := c.sync("n2", "n3"); err != nil {
+		t.Fatal(err)
+	}
+	n3 := c.nodes["n3"].r
+	n3.mu.Lock()
+	own := n3.vols["rv"].own
+	n3.mu.Unlock()
+	if own == nil || own.resyncDone == nil {
+		t.Fatal("the new owner started no resync after an unclean failover")
+	}
+	select {
+	case <-own.resyncDone:
+	case <-time.After(60 * time.Second):
+		t.Fatal("resync did not finish")
+	}
+	if p := own.m.ResyncProgress(); p.Err != nil || p.Done != p.Total || p.Total == 0 {
+		t.Fatalf("resync progress %+v", p)
+	}
+	a, b := c.file("n2"), c.file("n3")
+	if got, want := readBytes(t, a, 0, int(a.Blocks())*bs), readBytes(t, b, 0, int(b.Blocks())*bs); !bytes.Equal(got, want) {
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("n2's copy differs from the new owner's at block %d after the resync", i/bs)
+			}
+		}
+	}
+	for _, ls := range own.m.Legs() {
+		if ls.Name == "n2" && ls.State != mirror.InSync {
+			t.Fatalf("n2's leg is %v after the resync", ls.State)
+		}
+	}
+}
+
+// TestNoResyncWithoutUncleanHandOff: a volume's first owner (volume
+// being created: nothing was ever in flight) does not resync, nor does a
+// stack this process rebuilds at the same epoch after closing the last
+// one cleanly (a resize).
+func TestNoResyncWithoutUncleanHandOff(t *testing.T) {
+	c := newCluster(t, "n1", "n2")
+	c.createReplicated(t, "n1", "n2")
+	if err := c.sync("n2", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	n1 := c.nodes["n1"].r
+	own := func() *ownerVol {
+		n1.mu.Lock()
+		defer n1.mu.Unlock()
+		return n1.vols["rv"].own
+	}
+	first := own()
+	if first == nil || first.resyncDone != nil {
+		t.Fatal("the first owner of a new volume started a resync")
+	}
+	if v := c.l.volume("rv"); v.State != catalog.VolumeOnline {
+		t.Fatalf("volume %s, want online", v.State)
+	}
+	c.l.apply(t, catalog.Command{Op: catalog.OpResizeVolume, Name: "rv", Size: 8 << 20})
+	if err := c.sync("n2", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if o := own(); o == first || o.resyncDone != nil {
+		t.Fatalf("after a resize: stack rebuilt %v, resync started %v; want rebuilt, no resync", o != first, o.resyncDone != nil)
+	}
+}
+
+// TestDeposedOwnerClosesQuietly: after a planned failover the old owner
+// tears its mirror down; its copies have fenced it, so their final
+// flushes fail, and it proposes no fault for them (its epoch is stale:
+// the proposals could only be refused).
+func TestDeposedOwnerClosesQuietly(t *testing.T) {
+	c := newCluster(t, "n1", "n2", "n3")
+	c.createReplicated(t, "n1", "n2", "n3")
+	if err := c.sync("n2", "n3", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	c.l.apply(t, catalog.Command{Op: catalog.OpFailover, Name: "rv", NodeID: "n2", Epoch: 1})
+	c.l.mu.Lock()
+	before := len(c.l.proposed)
+	c.l.mu.Unlock()
+	if err := c.sync("n3", "n2", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	for _, cmd := range c.l.proposed[before:] {
+		if cmd.Op == catalog.OpSetReplicaState && cmd.Epoch == 1 {
+			t.Fatalf("deposed owner proposed %s %s %s at epoch 1", cmd.Op, cmd.NodeID, cmd.State)
+		}
+	}
+}
+
+// TestShutdownDoesNotWaitForRaft: at shutdown (raft already stopped) an
+// in-sync copy whose final flush fails is reported by Close, not
+// proposed faulted (the proposal could not commit and would hold the
+// shutdown for its timeout).
+func TestShutdownDoesNotWaitForRaft(t *testing.T) {
+	c := newCluster(t, "n1", "n2")
+	c.createReplicated(t, "n1", "n2")
+	if err := c.sync("n2", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	c.nodes["n2"].down.Store(true)
+	c.l.mu.Lock()
+	before := len(c.l.proposed)
+	c.l.mu.Unlock()
+	err := c.nodes["n1"].r.Close()
+	if !errors.Is(err, mirror.ErrFenced) || !strings.Contains(err.Error(), "shutting down") {
+		t.Fatalf("Close: %v; want the unflushed copy reported", err)
+	}
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	for _, cmd := range c.l.proposed[before:] {
+		if cmd.Op == catalog.OpSetReplicaState {
+			t.Fatalf("shutdown proposed %s %s %s", cmd.Op, cmd.NodeID, cmd.State)
+		}
+	}
+}
