@@ -164,28 +164,36 @@ func (r *sockReader) init(c *conn) {
 	}
 }
 
-// Read implements io.Reader for the bufio.Reader.
+// Read implements io.Reader for the bufio.Reader. With raw reads it is
+// one rc.Read: read's first attempt takes what the socket holds; on an
+// empty socket read ends the batch and rc.Read parks in the poller, which
+// watches the descriptor from the start of this rc.Read, so nothing that
+// arrives after the empty read is missed — and the socket is read once
+// per wake-up, not once to find it empty and again before parking.
 func (r *sockReader) Read(p []byte) (int, error) {
 	c := r.c
-	if c.batching {
-		if r.rc != nil && c.batchCmds < maxBatch && c.batchBytes < maxBatchBytes && len(p) > 0 {
-			r.p, r.n, r.err = p, 0, nil
-			err := r.rc.Read(r.fn)
-			r.p = nil
-			if err != nil {
-				return 0, err
-			}
-			if r.n > 0 || r.err != nil {
-				c.batchBytes += r.n
-				return r.n, r.err
-			}
-		}
+	if r.rc == nil || len(p) == 0 {
+		c.endBatch()
+		return c.nc.Read(p)
+	}
+	if c.batching && (c.batchCmds >= maxBatch || c.batchBytes >= maxBatchBytes) {
 		c.endBatch()
 	}
-	return c.nc.Read(p)
+	r.p, r.n, r.err = p, 0, nil
+	err := r.rc.Read(r.fn)
+	r.p = nil
+	if err != nil {
+		return 0, err
+	}
+	if c.batching {
+		c.batchBytes += r.n
+	}
+	return r.n, r.err
 }
 
-// read is one non-blocking read, run by rc.Read; it never asks to wait.
+// read is one non-blocking read, run by rc.Read. On an empty socket it
+// ends the reader's batch (the core submits the I/O it held back, the
+// responses are written; nothing here blocks) and asks rc.Read to wait.
 func (r *sockReader) read(fd uintptr) bool {
 	for {
 		n, err := rawRead(fd, r.p)
@@ -193,6 +201,8 @@ func (r *sockReader) read(fd uintptr) bool {
 		case err == syscall.EINTR:
 			continue
 		case err == syscall.EAGAIN:
+			r.c.endBatch()
+			return false
 		case err != nil:
 			r.err = err
 		case n == 0:
