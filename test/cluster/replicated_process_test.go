@@ -1,0 +1,356 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rdmablk/rdmablk/cluster/api"
+	"github.com/rdmablk/rdmablk/cluster/catalog"
+	"github.com/rdmablk/rdmablk/initiator"
+	"github.com/rdmablk/rdmablk/nvme"
+	"github.com/rdmablk/rdmablk/test/testproc"
+	"github.com/rdmablk/rdmablk/test/verifyload"
+	"github.com/rdmablk/rdmablk/verbs/soft"
+)
+
+// replConfig is procConfig with a fixed data listener (the session's
+// path to a node must survive its restart) and a short failover grace
+// and rebuild rate, so that the test sees a failover and a rebuild under
+// load within seconds.
+const replConfig = `data_dir: %s
+log: {level: info, format: json}
+transport: {provider: soft}
+listeners: [{addr: %q}]
+volumes: []
+subsystems: []
+cluster:
+  enabled: true
+  node_id: %s
+  raft_bind: %s
+  api_bind: %s
+  bootstrap: %v
+  join: [%s]
+  resync: 2s
+  auth: {node_token_file: %s}
+  raft: {heartbeat_timeout: 500ms, election_timeout: 500ms, snapshot_threshold: 64}
+  failover: {interval: 200ms, grace: 1s}
+  replication: {rebuild_bytes_per_second: %d}
+`
+
+// replRebuildRate is the copy rate of a rebuild in TestReplicatedOwnerSIGKILL:
+// a full copy of the volume takes about a second, long enough for the load
+// to run through it.
+const (
+	replVolumeSize  = 16 << 20
+	replRebuildRate = 16 << 20
+)
+
+// newReplProc is newProc with replConfig; data is its data listener.
+func newReplProc(t *testing.T, id string, bootstrap bool, join, tokenFile string) (p *proc, data string) {
+	p = &proc{id: id, dir: t.TempDir(), raft: testproc.FreePort(t), api: testproc.FreePort(t)}
+	data = testproc.FreePort(t)
+	p.cfg = filepath.Join(p.dir, "rdmablkd.yaml")
+	if err := os.WriteFile(p.cfg, fmt.Appendf(nil, replConfig, p.dir, data, id, p.raft, p.api, bootstrap, join, tokenFile,
+		replRebuildRate), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.Daemon = testproc.New(t, testproc.BuildGoBinary(t, "github.com/rdmablk/rdmablk/cmd/rdmablkd"))
+	p.Name = id
+	if os.Getenv("RDMABLK_TEST_LOG") != "" {
+		p.Mirror = os.Stderr
+	}
+	return p, data
+}
+
+// gapMeter stamps the completions of the I/O that passes through it and
+// keeps the longest time between two of them: the time without I/O that
+// a host sees across a failover.
+type gapMeter struct {
+	last   atomic.Int64 // UnixNano of the latest completion; 0 before the first
+	maxGap atomic.Int64 // nanoseconds
+}
+
+func (g *gapMeter) done() {
+	now := time.Now().UnixNano()
+	prev := g.last.Swap(now)
+	if prev == 0 {
+		return
+	}
+	d := now - prev
+	for {
+		m := g.maxGap.Load()
+		if d <= m || g.maxGap.CompareAndSwap(m, d) {
+			return
+		}
+	}
+}
+
+// take returns the longest gap since the last take and starts afresh.
+func (g *gapMeter) take() time.Duration { return time.Duration(g.maxGap.Swap(0)) }
+
+// sinceLast is how long ago the latest completion was.
+func (g *gapMeter) sinceLast() time.Duration {
+	return time.Duration(time.Now().UnixNano() - g.last.Load())
+}
+
+// meteredTarget is a verifyload.Target through s whose successful
+// completions are stamped on g.
+type meteredTarget struct {
+	s *initiator.Session
+	g *gapMeter
+}
+
+func (m meteredTarget) ReadAt(p []byte, off int64) (int, error) {
+	n, err := m.s.ReadAt(p, off)
+	if err == nil {
+		m.g.done()
+	}
+	return n, err
+}
+
+func (m meteredTarget) WriteAt(p []byte, off int64) (int, error) {
+	n, err := m.s.WriteAt(p, off)
+	if err == nil {
+		m.g.done()
+	}
+	return n, err
+}
+
+// TestReplicatedOwnerSIGKILL (issue 16, Must show 1): three rdmablkd
+// processes (soft provider) and a 3-copy volume exported in a subsystem
+// that admits one host NQN. Our initiator's Session, as that host, has two
+// paths: the owner's listener (ANA optimized) and the listener of the copy
+// node the failover will pick (the lowest in-sync node ID, ANA
+// inaccessible until then). A verifying load runs through the session;
+// the owner is SIGKILLed. The leader's failover watch moves the volume to
+// that copy, the session replays on it, and the load goes on without an
+// error: no acknowledged write is lost and no read returns stale data
+// (every write is read back at once, and Finish re-reads every block). The
+// time without I/O is logged. The killed node then returns with its data
+// directory; its copy is rebuilt while the load keeps running and
+// recorded in sync; after the load stops and the daemons exit, the three
+// backing files are byte-identical.
+func TestReplicatedOwnerSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs rdmablkd")
+	}
+	tok := procToken(t)
+	ps := make([]*proc, 3)
+	data := make([]string, 3)
+	ps[0], data[0] = newReplProc(t, "n1", true, "", tok)
+	ps[0].start(t)
+	for i, id := range []string{"n2", "n3"} {
+		ps[i+1], data[i+1] = newReplProc(t, id, false, `"`+ps[0].api+`"`, tok)
+		ps[i+1].start(t)
+	}
+	status := func(p *proc) (api.StatusResponse, error) {
+		c := p.client()
+		defer c.Close()
+		return c.Status(ctx(t))
+	}
+	eventually(t, 60*time.Second, "three members registered", func() bool {
+		for _, p := range ps {
+			st, err := status(p)
+			if err != nil || len(st.Members) != 3 || len(st.Nodes) != 3 || st.LeaderID == "" {
+				return false
+			}
+		}
+		return true
+	})
+
+	// The owner is a follower (its loss costs the failover grace, not an
+	// election too); the failover will pick the lowest other node ID.
+	st, err := status(ps[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	oi := 2
+	if ps[oi].id == st.LeaderID {
+		oi = 1
+	}
+	owner := ps[oi]
+	var rest []*proc
+	var others []string
+	for _, p := range ps {
+		if p != owner {
+			rest = append(rest, p)
+			others = append(others, p.id)
+		}
+	}
+	next := rest[0] // PickNewOwner: the lowest in-sync node ID
+	nextData := data[0]
+	if next != ps[0] {
+		t.Fatalf("unexpected node order %v", others)
+	}
+	c := rest[1].client()
+	defer c.Close()
+	c2 := next.client()
+	defer c2.Close()
+
+	const (
+		name    = "mp"
+		nqn     = "nqn.2026-11.io.rdmablk:mp-sigkill"
+		hostNQN = "nqn.2026-11.io.rdmablk:host-mp16"
+	)
+	if _, err := c.CreateVolume(ctx(t), api.CreateVolumeRequest{Name: name, Size: replVolumeSize, BlockSize: 4096,
+		Node: owner.id, Replicas: 3, ReplicaNodes: others}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateSubsystem(ctx(t), api.CreateSubsystemRequest{NQN: nqn, Node: owner.id, Hosts: []string{hostNQN}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AddNamespace(ctx(t), nqn, 1, name); err != nil {
+		t.Fatal(err)
+	}
+	volStatus := func(c *api.Client) (api.VolumeStatus, error) {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return c.VolumeStatus(cctx, name)
+	}
+	eventually(t, 60*time.Second, "three copies in sync", func() bool {
+		vs, err := volStatus(c)
+		return err == nil && vs.InSync == 3 && vs.Volume.State == catalog.VolumeOnline
+	})
+
+	sctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	o := initiator.SessionOptions{
+		Options: initiator.Options{Provider: soft.New(soft.Options{}), Logger: quietLogger(), HostNQN: hostNQN,
+			IOQueues: 2, QueueDepth: 16, KeepAlive: 2 * time.Second, ConnectTimeout: 5 * time.Second},
+		SubNQN: nqn, Paths: []string{data[oi], nextData},
+		ReconnectDelay: 100 * time.Millisecond, CtrlLossTimeout: 60 * time.Second,
+	}
+	var s *initiator.Session
+	eventually(t, 60*time.Second, "a session to the export", func() bool {
+		s, err = initiator.OpenSession(sctx, o)
+		return err == nil
+	})
+	defer s.Close()
+	verifyload.WaitPath(t, s, 0, initiator.PathLive, true, 60*time.Second)
+	verifyload.WaitPath(t, s, 1, initiator.PathLive, false, 60*time.Second)
+	if p := s.Paths()[1]; p.ANA != nvme.ANAStateInaccessible {
+		t.Fatalf("path to the copy node %s: ANA %v, want inaccessible", next.id, p.ANA)
+	}
+
+	g := &gapMeter{}
+	load := verifyload.Start(t, verifyload.Config{BlockSize: 4096, Slots: 16, Timeout: 60 * time.Second},
+		verifyload.Repeat(meteredTarget{s: s, g: g}, 4))
+	load.WaitOps(200)
+	before := g.take()
+
+	// SIGKILL the owner with the load running.
+	killed := time.Now()
+	owner.Kill()
+	t.Logf("SIGKILL of owner %s (leader %s) after %d ops", owner.id, st.LeaderID, load.Ops())
+	// I/O resumes on the new owner (liveness bound: WaitOps's 60 s).
+	eventually(t, 60*time.Second, "the volume owned by "+next.id, func() bool {
+		vs, err := volStatus(c)
+		return err == nil && vs.Owner == next.id && vs.Epoch == 2
+	})
+	verifyload.WaitPath(t, s, 1, initiator.PathLive, true, 60*time.Second)
+	n := load.Ops()
+	load.WaitOps(200)
+	gap := g.take()
+	t.Logf("time without I/O: %v (failover: SIGKILL to %d more ops in %v; longest gap before the kill %v)",
+		gap.Round(time.Millisecond), load.Ops()-n, time.Since(killed).Round(time.Millisecond), before.Round(time.Millisecond))
+	if s.Replays() == 0 {
+		t.Log("no command was in flight at the kill")
+	}
+
+	// The killed node returns with its data directory: its copy is
+	// rebuilt under the load and rejoins in sync.
+	restarted := time.Now()
+	owner.start(t)
+	opsAtRestart := load.Ops()
+	var rebuild *catalog.Rebuild
+	var opsInSync int64
+	eventually(t, 60*time.Second, "the returned copy in sync again", func() bool {
+		vs, err := volStatus(c2)
+		if err != nil {
+			return false
+		}
+		for _, r := range vs.ReplicaStatus {
+			if r.Node == owner.id {
+				if r.Rebuild != nil {
+					rebuild = r.Rebuild
+				}
+				if r.State == catalog.ReplicaInSync && vs.InSync == 3 {
+					opsInSync = load.Ops()
+					return true
+				}
+			}
+		}
+		if g.sinceLast() > 30*time.Second {
+			t.Fatalf("no I/O for %v while %s rebuilds", g.sinceLast(), owner.id)
+		}
+		return false
+	})
+	if rebuild != nil {
+		t.Logf("rebuild seen: %+v", *rebuild)
+	}
+	t.Logf("%s back in sync %v after its restart; %d verified ops ran meanwhile, longest gap %v",
+		owner.id, time.Since(restarted).Round(time.Millisecond), opsInSync-opsAtRestart, g.take().Round(time.Millisecond))
+	if opsInSync == opsAtRestart {
+		t.Fatal("the load made no progress while the copy was rebuilt")
+	}
+	load.WaitOps(200)
+	load.Finish()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Byte for byte: stop every daemon cleanly (drained and closed), then
+	// compare the three backing files.
+	vs, err := volStatus(c2)
+	if err != nil || vs.Owner != next.id || vs.InSync != 3 {
+		t.Fatalf("volume before the comparison: %+v %v", vs, err)
+	}
+	files := map[string]string{}
+	for _, r := range vs.ReplicaStatus {
+		for _, p := range ps {
+			if p.id == r.Node {
+				files[p.id] = filepath.Join(p.dir, "cluster", "volumes", r.Path)
+			}
+		}
+	}
+	// The owner first: its shutdown flushes the mirror through the legs,
+	// which need the copies' nodes up.
+	for _, p := range append([]*proc{next}, owner, rest[1]) {
+		if err := p.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Wait(60 * time.Second); err != nil {
+			t.Errorf("%s exit: %v", p.id, err)
+		}
+	}
+	want, err := os.ReadFile(files[next.id])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != replVolumeSize {
+		t.Fatalf("%s's copy is %d bytes, want %d", next.id, len(want), replVolumeSize)
+	}
+	for id, f := range files {
+		got, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			i := 0
+			for i < min(len(got), len(want)) && got[i] == want[i] {
+				i++
+			}
+			t.Errorf("%s's copy (%d bytes) differs from the new owner %s's from byte %d", id, len(got), next.id, i)
+		}
+	}
+	if len(files) != 3 {
+		t.Fatalf("copies %v, want 3", files)
+	}
+}
