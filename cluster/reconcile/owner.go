@@ -103,11 +103,17 @@ func mirrorState(s string) mirror.State {
 	return mirror.Faulted
 }
 
+// errFaultedCopy is the deadLeg error of a copy that was faulted in the
+// catalogue when the owner's stack was built (buildOwner does not open it).
+var errFaultedCopy = errors.New("copy faulted in the catalogue: reconnected once the owner serves")
+
 // buildOwner opens the owner's stack of replicated volume v over local
 // (the local copy, which it then owns, and closes on error): the mirror with a leg per other
 // copy, each opened before it returns (waiting up to legOpenWait for
 // copies the catalogue counts, so that a fresh owner does not fault a
-// copy whose node has not yet applied the failover).
+// copy whose node has not yet applied the failover). A copy the
+// catalogue calls faulted gets a deadLeg at once and the next pass
+// (Kick) reconnects it: the failover does not wait for the lost owner.
 func (r *Reconciler) buildOwner(ctx context.Context, v catalog.Volume, local blockdev.Backend, nodes map[string]catalog.Node) (*ownerVol, error) {
 	if r.o.OpenLeg == nil {
 		local.Close()
@@ -133,12 +139,24 @@ func (r *Reconciler) buildOwner(ctx context.Context, v catalog.Volume, local blo
 		}
 	}
 	res := make(chan opened, len(remote))
+	skipped := false
 	for _, rep := range remote {
-		wait := rep.State != catalog.ReplicaFaulted
+		if rep.State == catalog.ReplicaFaulted {
+			// Not opened here: the catalogue serves without it, and its
+			// node is often the owner just lost, which would hold the
+			// failover (and the hosts' I/O) for openLeg's whole timeout.
+			// ensureLegs reconnects it from the next pass on.
+			res <- opened{node: rep.Node, err: errFaultedCopy}
+			skipped = true
+			continue
+		}
 		go func() {
-			b, err := r.openLeg(ctx, v, rep.Node, ov.epoch, nodes, wait)
+			b, err := r.openLeg(ctx, v, rep.Node, ov.epoch, nodes, true)
 			res <- opened{rep.Node, b, err}
 		}()
+	}
+	if skipped {
+		defer r.Kick()
 	}
 	got := map[string]opened{}
 	for range remote {
@@ -152,7 +170,9 @@ func (r *Reconciler) buildOwner(ctx context.Context, v catalog.Volume, local blo
 		if o.err != nil {
 			l.dead = true
 			b = &deadLeg{bs: local.BlockSize(), blocks: local.Blocks(), err: o.err}
-			r.log.Warn("replica unreachable; serving without it until it returns", "volume", v.Name, "replica", rep.Node, "err", o.err)
+			if o.err != errFaultedCopy {
+				r.log.Warn("replica unreachable; serving without it until it returns", "volume", v.Name, "replica", rep.Node, "err", o.err)
+			}
 		}
 		if err := m.AddLeg(rep.Node, b, mirrorState(rep.State)); err != nil {
 			b.Close()
