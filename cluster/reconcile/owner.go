@@ -220,8 +220,28 @@ func (r *Reconciler) openLeg(ctx context.Context, v catalog.Volume, node string,
 			return nil, err
 		case <-time.After(delay):
 		}
+		if r.deposed(v.Name, epoch) {
+			// No copy will admit this node at epoch any more: serve (for
+			// the moment the next pass needs to take it down) without it.
+			return nil, fmt.Errorf("%w (no longer the owner at epoch %d in the catalogue)", err, epoch)
+		}
 		delay = min(2*delay, time.Second)
 	}
+}
+
+// deposed reports whether the catalogue no longer has this node own
+// volume name at epoch: a failover committed while a new owner waited for
+// its copies, or a restarted node's first pass ran on a catalogue that
+// raft had not yet brought up to date (it would wait legOpenWait for
+// copies that fence it, and serve nothing meanwhile, not even its copy as
+// a replica for the real owner to rebuild).
+func (r *Reconciler) deposed(name string, epoch uint64) bool {
+	gone := false
+	r.o.Catalog.View(func(st *catalog.State) {
+		v, ok := st.Volumes[name]
+		gone = !ok || v.Node != r.o.NodeID || v.OwnerEpoch() != epoch
+	})
+	return gone
 }
 
 // ensureLegs brings the owner's mirror to the catalogue's copies and

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"bytes"
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -84,5 +85,84 @@ func TestFailoverDoesNotWaitForLostOwner(t *testing.T) {
 	}
 	if !bytes.Equal(readBytes(t, c.file("n1"), 30, len(q)), q) {
 		t.Fatal("the rebuilt copy lacks the write it missed")
+	}
+}
+
+// lagView is a node's catalogue that raft has not yet brought up to date:
+// the state frozen at some index until caughtUp, then the leader's.
+type lagView struct {
+	stale    *catalog.State
+	live     *leader
+	caughtUp atomic.Bool
+}
+
+func (l *lagView) View(fn func(*catalog.State)) {
+	if l.caughtUp.Load() {
+		l.live.View(fn)
+		return
+	}
+	fn(l.stale)
+}
+func (l *lagView) Watch() (<-chan struct{}, func()) { return l.live.Watch() }
+
+// TestRestartedOldOwnerStopsWaitingWhenDeposed (issue 16 item 4): the
+// lost owner n1 restarts, and its first pass runs on the catalogue it had
+// before the failover (raft has not caught it up yet): it builds the
+// owner's stack at epoch 1, whose copies no longer admit it. When the
+// catalogue catches up (n2 owns the volume at epoch 2), that pass stops
+// waiting for the copies at once rather than after legOpenWait, and the
+// next pass serves n1's copy to n2, so that n2 can rebuild it.
+func TestRestartedOldOwnerStopsWaitingWhenDeposed(t *testing.T) {
+	c := newCluster(t, "n1", "n2", "n3")
+	c.createReplicated(t, "n1", "n2", "n3")
+	if err := c.sync("n2", "n3"); err != nil {
+		t.Fatal(err)
+	}
+	n1 := c.nodes["n1"]
+	lv := &lagView{live: c.l}
+	c.l.View(func(st *catalog.State) { lv.stale = st.Clone() })
+	n1.r.o.Catalog = lv
+	const wait = 30 * time.Second
+	n1.r.legWait = wait
+	tried := make(chan struct{}, 16)
+	open := n1.r.o.OpenLeg
+	n1.r.o.OpenLeg = func(ctx context.Context, lt LegTarget) (blockdev.Backend, error) {
+		b, err := open(ctx, lt)
+		if err != nil {
+			select {
+			case tried <- struct{}{}:
+			default:
+			}
+		}
+		return b, err
+	}
+	c.l.apply(t, catalog.Command{Op: catalog.OpFailover, Name: "rv", NodeID: "n2", Epoch: 1,
+		State: catalog.ReplicaFaulted, Message: "owner unreachable"})
+	if err := c.sync("n3", "n2"); err != nil {
+		t.Fatal(err)
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- n1.r.Sync(context.Background()) }()
+	for range 2 { // the stale pass tries the copies, which refuse epoch 1
+		<-tried
+	}
+	lv.caughtUp.Store(true)
+	timer := time.NewTimer(wait / 2)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		t.Fatalf("the restarted node's stale pass still waits for its copies %v after the catalogue caught up", wait/2)
+	}
+	if err := c.sync("n1"); err != nil {
+		t.Fatal(err)
+	}
+	rs, ok := n1.tgt.Subsystem(catalog.ReplicaNQN("rv"))
+	if !ok || !slices.Equal(rs.Hosts(), []string{catalog.OwnerHostNQN("n2", 2)}) {
+		t.Fatal("the restarted node does not serve its copy to the new owner at epoch 2")
+	}
+	if got := c.ana(t, "n1"); got != nvme.ANAStateInaccessible {
+		t.Fatalf("restarted old owner's export ANA state %d", got)
 	}
 }
