@@ -63,7 +63,12 @@
 //   - Failover: the stack is rebuilt for the new role and epoch. A path
 //     that stops serving turns inaccessible before its namespace changes;
 //     one that starts serving builds the mirror (waiting a bounded time
-//     for copies the catalogue counts) before it turns optimized.
+//     for copies the catalogue counts, not for faulted ones, and no longer
+//     once the catalogue deposes it) before it turns optimized. A new
+//     owner stack first confirms its epoch with the leader (an
+//     epoch-checked OpSetVolumeState); a refusal fences it, so a
+//     restarted old owner whose catalogue is behind never serves its
+//     outdated copy.
 //
 // The data-path fence of a deposed owner: the first step of every pass
 // removes each replica subsystem whose admitted host is not the owner at

@@ -166,3 +166,34 @@ func TestRestartedOldOwnerStopsWaitingWhenDeposed(t *testing.T) {
 		t.Fatalf("restarted old owner's export ANA state %d", got)
 	}
 }
+
+// TestRestartedOldOwnerServesNoStaleCopy (issue 16: no read of stale
+// data): as above, but the restarted old owner's catalogue stays behind
+// for its whole first pass. Its copies refuse it, so it would serve its
+// own copy, which lacks the new owner's writes, ANA optimized: a host
+// reading through it would get stale data. The pass confirms the
+// ownership with the leader first, which refuses epoch 1, so the export
+// is inaccessible.
+func TestRestartedOldOwnerServesNoStaleCopy(t *testing.T) {
+	c := newCluster(t, "n1", "n2", "n3")
+	c.createReplicated(t, "n1", "n2", "n3")
+	if err := c.sync("n2", "n3"); err != nil {
+		t.Fatal(err)
+	}
+	n1 := c.nodes["n1"]
+	lv := &lagView{live: c.l}
+	c.l.View(func(st *catalog.State) { lv.stale = st.Clone() })
+	n1.r.o.Catalog = lv
+	c.l.apply(t, catalog.Command{Op: catalog.OpFailover, Name: "rv", NodeID: "n2", Epoch: 1,
+		State: catalog.ReplicaFaulted, Message: "owner unreachable"})
+	if err := c.sync("n3", "n2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.handle(t, "n2").WriteAt([][]byte{pattern(41, 4096)}, 3, 0); err != nil {
+		t.Fatal(err)
+	}
+	n1.r.Sync(context.Background()) // on the stale catalogue: n1 owns rv at epoch 1
+	if got := c.ana(t, "n1"); got != nvme.ANAStateInaccessible {
+		t.Fatalf("restarted old owner on a stale catalogue serves its outdated copy with ANA state %d", got)
+	}
+}

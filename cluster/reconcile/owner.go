@@ -182,8 +182,34 @@ func (r *Reconciler) buildOwner(ctx context.Context, v catalog.Volume, local blo
 		}
 		ov.legs[rep.Node] = l
 	}
+	r.confirmOwner(ctx, ov)
 	r.log.Info("replicated volume serving as owner", "volume", v.Name, "epoch", ov.epoch, "copies", len(remote)+1)
 	return ov, nil
+}
+
+// confirmOwner asks the leader, before ov serves, whether this node still
+// owns the volume at ov's epoch: it proposes the volume online with that
+// epoch. A node that restarted runs its first passes on the catalogue it
+// had, which may predate a failover away from it; its copies then refuse
+// it and its writes are fenced, but its reads would come from its own
+// outdated copy. The leader refuses the record (ErrStaleEpoch) and the
+// volume is fenced here: its export is inaccessible until the catalogue
+// catches up and the stack is rebuilt as a replica. Other errors (no
+// leader yet) leave it serving, as before.
+func (r *Reconciler) confirmOwner(ctx context.Context, ov *ownerVol) {
+	ctx, cancel := context.WithTimeout(ctx, faultTimeout)
+	defer cancel()
+	_, err := r.o.Proposer.Propose(ctx, catalog.Command{Op: catalog.OpSetVolumeState, Name: ov.name,
+		State: catalog.VolumeOnline, Epoch: ov.epoch})
+	switch {
+	case errors.Is(err, catalog.ErrStaleEpoch):
+		ov.memb.fenced.Store(true)
+		r.log.Error("not the owner any more: this node's catalogue is behind; the volume is not served until it catches up",
+			"volume", ov.name, "epoch", ov.epoch, "err", err)
+		r.Kick()
+	case err != nil:
+		r.log.Warn("ownership not confirmed by the leader; serving", "volume", ov.name, "epoch", ov.epoch, "err", err)
+	}
 }
 
 // openLeg opens the copy of v on node through Options.OpenLeg. With wait

@@ -176,6 +176,26 @@ func (c *checkedTarget) verifyPaused(t *testing.T, d time.Duration, what string)
 	return len(c.acked)
 }
 
+// waitPaths waits, waking on the session's path changes, until ok holds
+// for its paths; it fails the test after d.
+func waitPaths(t *testing.T, s *initiator.Session, d time.Duration, what string, ok func([]initiator.PathInfo) bool) {
+	t.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		ch := s.Changed()
+		ps := s.Paths()
+		if ok(ps) {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			t.Fatalf("waiting %v for %s: paths %+v", d, what, ps)
+		}
+	}
+}
+
 // TestReplicatedOwnerSIGKILL (issue 16, Must show 1): three rdmablkd
 // processes (soft provider) and a 3-copy volume exported in a subsystem
 // that admits one host NQN. Our initiator's Session, as that host, has two
@@ -291,11 +311,11 @@ func TestReplicatedOwnerSIGKILL(t *testing.T) {
 		return err == nil
 	})
 	defer s.Close()
-	verifyload.WaitPath(t, s, 0, initiator.PathLive, true, 60*time.Second)
-	verifyload.WaitPath(t, s, 1, initiator.PathLive, false, 60*time.Second)
-	if p := s.Paths()[1]; p.ANA != nvme.ANAStateInaccessible {
-		t.Fatalf("path to the copy node %s: ANA %v, want inaccessible", next.id, p.ANA)
-	}
+	waitPaths(t, s, 60*time.Second, "the owner's path optimized and preferred, the copy node's live and inaccessible",
+		func(ps []initiator.PathInfo) bool {
+			return ps[0].State == initiator.PathLive && ps[0].Preferred && ps[0].ANA == nvme.ANAStateOptimized &&
+				ps[1].State == initiator.PathLive && ps[1].ANA == nvme.ANAStateInaccessible
+		})
 
 	ct := newCheckedTarget(s)
 	g := &ct.g
