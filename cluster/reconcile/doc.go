@@ -63,12 +63,7 @@
 //   - Failover: the stack is rebuilt for the new role and epoch. A path
 //     that stops serving turns inaccessible before its namespace changes;
 //     one that starts serving builds the mirror (waiting a bounded time
-//     for copies the catalogue counts, not for faulted ones, and no longer
-//     once the catalogue deposes it) before it turns optimized. A new
-//     owner stack first confirms its epoch with the leader (an
-//     epoch-checked OpSetVolumeState); a refusal fences it, so a
-//     restarted old owner whose catalogue is behind never serves its
-//     outdated copy.
+//     for copies the catalogue counts) before it turns optimized.
 //
 // The data-path fence of a deposed owner: the first step of every pass
 // removes each replica subsystem whose admitted host is not the owner at
@@ -79,6 +74,14 @@
 // owner, needing that copy for an acknowledgement and unable to record
 // it faulted (its epoch is stale), acknowledges nothing
 // (TestDeposedOwnerAcknowledgesNothing).
+//
+// A new owner does not wait for copies the catalogue calls faulted (the
+// lost owner's, usually: the next pass reconnects them), and stops
+// waiting for the others once the catalogue deposes it. Before it serves
+// it confirms its epoch with the leader (an epoch-checked
+// OpSetVolumeState); a refusal fences it, so a restarted old owner whose
+// catalogue is behind never serves its outdated copy
+// (failover_wait_test.go).
 //
 // Discovery lists a subsystem at the listeners of every node that serves
 // it (State.SubsystemNodes) but this one, whose own the target lists, so
