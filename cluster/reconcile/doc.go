@@ -94,6 +94,14 @@
 // it faulted (its epoch is stale), acknowledges nothing
 // (TestDeposedOwnerAcknowledgesNothing).
 //
+// A new owner does not wait for copies the catalogue calls faulted (the
+// lost owner's, usually: the next pass reconnects them), and stops
+// waiting for the others once the catalogue deposes it. Before it serves
+// it confirms its epoch with the leader (an epoch-checked
+// OpSetVolumeState); a refusal fences it, so a restarted old owner whose
+// catalogue is behind never serves its outdated copy
+// (failover_wait_test.go).
+//
 // Discovery lists a subsystem at the listeners of every node that serves
 // it (State.SubsystemNodes) but this one, whose own the target lists, so
 // a host finds every path of a replicated volume.

@@ -124,11 +124,17 @@ func mirrorState(s string) mirror.State {
 	return mirror.Faulted
 }
 
+// errFaultedCopy is the deadLeg error of a copy that was faulted in the
+// catalogue when the owner's stack was built (buildOwner does not open it).
+var errFaultedCopy = errors.New("copy faulted in the catalogue: reconnected once the owner serves")
+
 // buildOwner opens the owner's stack of replicated volume v over local
 // (the local copy, which it then owns, and closes on error): the mirror with a leg per other
 // copy, each opened before it returns (waiting up to legOpenWait for
 // copies the catalogue counts, so that a fresh owner does not fault a
-// copy whose node has not yet applied the failover).
+// copy whose node has not yet applied the failover). A copy the
+// catalogue calls faulted gets a deadLeg at once and the next pass
+// (Kick) reconnects it: the failover does not wait for the lost owner.
 func (r *Reconciler) buildOwner(ctx context.Context, v catalog.Volume, local blockdev.Backend, nodes map[string]catalog.Node) (*ownerVol, error) {
 	if r.o.OpenLeg == nil {
 		local.Close()
@@ -154,12 +160,24 @@ func (r *Reconciler) buildOwner(ctx context.Context, v catalog.Volume, local blo
 		}
 	}
 	res := make(chan opened, len(remote))
+	skipped := false
 	for _, rep := range remote {
-		wait := rep.State != catalog.ReplicaFaulted
+		if rep.State == catalog.ReplicaFaulted {
+			// Not opened here: the catalogue serves without it, and its
+			// node is often the owner just lost, which would hold the
+			// failover (and the hosts' I/O) for openLeg's whole timeout.
+			// ensureLegs reconnects it from the next pass on.
+			res <- opened{node: rep.Node, err: errFaultedCopy}
+			skipped = true
+			continue
+		}
 		go func() {
-			b, err := r.openLeg(ctx, v, rep.Node, ov.epoch, nodes, wait)
+			b, err := r.openLeg(ctx, v, rep.Node, ov.epoch, nodes, true)
 			res <- opened{rep.Node, b, err}
 		}()
+	}
+	if skipped {
+		defer r.Kick()
 	}
 	got := map[string]opened{}
 	for range remote {
@@ -173,7 +191,9 @@ func (r *Reconciler) buildOwner(ctx context.Context, v catalog.Volume, local blo
 		if o.err != nil {
 			l.dead = true
 			b = &deadLeg{bs: local.BlockSize(), blocks: local.Blocks(), err: o.err}
-			r.log.Warn("replica unreachable; serving without it until it returns", "volume", v.Name, "replica", rep.Node, "err", o.err)
+			if o.err != errFaultedCopy {
+				r.log.Warn("replica unreachable; serving without it until it returns", "volume", v.Name, "replica", rep.Node, "err", o.err)
+			}
 		}
 		if err := m.AddLeg(rep.Node, b, mirrorState(rep.State)); err != nil {
 			b.Close()
@@ -183,12 +203,38 @@ func (r *Reconciler) buildOwner(ctx context.Context, v catalog.Volume, local blo
 		}
 		ov.legs[rep.Node] = l
 	}
+	r.confirmOwner(ctx, ov)
 	r.log.Info("replicated volume serving as owner", "volume", v.Name, "epoch", ov.epoch, "copies", len(remote)+1)
 	if needsResync(v, r.o.NodeID) && r.identical[v.Name] != ov.epoch {
 		r.startResync(ov)
 	}
 	delete(r.identical, v.Name)
 	return ov, nil
+}
+
+// confirmOwner asks the leader, before ov serves, whether this node still
+// owns the volume at ov's epoch: it proposes the volume online with that
+// epoch. A node that restarted runs its first passes on the catalogue it
+// had, which may predate a failover away from it; its copies then refuse
+// it and its writes are fenced, but its reads would come from its own
+// outdated copy. The leader refuses the record (ErrStaleEpoch) and the
+// volume is fenced here: its export is inaccessible until the catalogue
+// catches up and the stack is rebuilt as a replica. Other errors (no
+// leader yet) leave it serving, as before.
+func (r *Reconciler) confirmOwner(ctx context.Context, ov *ownerVol) {
+	ctx, cancel := context.WithTimeout(ctx, faultTimeout)
+	defer cancel()
+	_, err := r.o.Proposer.Propose(ctx, catalog.Command{Op: catalog.OpSetVolumeState, Name: ov.name,
+		State: catalog.VolumeOnline, Epoch: ov.epoch})
+	switch {
+	case errors.Is(err, catalog.ErrStaleEpoch):
+		ov.memb.fenced.Store(true)
+		r.log.Error("not the owner any more: this node's catalogue is behind; the volume is not served until it catches up",
+			"volume", ov.name, "epoch", ov.epoch, "err", err)
+		r.Kick()
+	case err != nil:
+		r.log.Warn("ownership not confirmed by the leader; serving", "volume", ov.name, "epoch", ov.epoch, "err", err)
+	}
 }
 
 // openLeg opens the copy of v on node through Options.OpenLeg. With wait
@@ -225,8 +271,28 @@ func (r *Reconciler) openLeg(ctx context.Context, v catalog.Volume, node string,
 			return nil, err
 		case <-time.After(delay):
 		}
+		if r.deposed(v.Name, epoch) {
+			// No copy will admit this node at epoch any more: serve (for
+			// the moment the next pass needs to take it down) without it.
+			return nil, fmt.Errorf("%w (no longer the owner at epoch %d in the catalogue)", err, epoch)
+		}
 		delay = min(2*delay, time.Second)
 	}
+}
+
+// deposed reports whether the catalogue no longer has this node own
+// volume name at epoch: a failover committed while a new owner waited for
+// its copies, or a restarted node's first pass ran on a catalogue that
+// raft had not yet brought up to date (it would wait legOpenWait for
+// copies that fence it, and serve nothing meanwhile, not even its copy as
+// a replica for the real owner to rebuild).
+func (r *Reconciler) deposed(name string, epoch uint64) bool {
+	gone := false
+	r.o.Catalog.View(func(st *catalog.State) {
+		v, ok := st.Volumes[name]
+		gone = !ok || v.Node != r.o.NodeID || v.OwnerEpoch() != epoch
+	})
+	return gone
 }
 
 // ensureLegs brings the owner's mirror to the catalogue's copies and
