@@ -69,8 +69,8 @@ type TransportConfig struct {
 	MaxDataBufferMemory string `mapstructure:"max_data_buffer_memory"`
 	// PollGroups: pollers that each own many queues (0: one per CPU).
 	PollGroups int `mapstructure:"poll_groups"`
-	// PollWait: how an idle poll group sleeps: "epoll" (default: in
-	// epoll_wait on its CQs' completion channels) or "channel". See
+	// PollWait: how an idle poll group sleeps: "channel" (default) or
+	// "epoll" (in epoll_wait on its CQs' completion channels). See
 	// rdma.Config.PollWait.
 	PollWait string `mapstructure:"poll_wait"`
 	// LockPollerThreads: lock each poll group to an OS thread (unset: no).

@@ -104,12 +104,17 @@ type Config struct {
 	// always ends up asleep and costs no CPU. 0 → DefaultPollSpins;
 	// negative → sleep as soon as a poll finds nothing.
 	PollSpins int
-	// PollWait is how an idle poll group sleeps: PollWaitEpoll (the
-	// default, where the provider's CQs implement verbs.FDNotifier) blocks
-	// the group's goroutine in epoll_wait on its CQs' completion channels
-	// and a bell eventfd, so the kernel wakes it directly; PollWaitChannel
-	// parks it on a Go channel that the CQs' event goroutines and
-	// everything else signal (one goroutine hand-off per wake-up).
+	// PollWait is how an idle poll group sleeps: PollWaitChannel (the
+	// default) parks it on a Go channel that the CQs' event goroutines
+	// and everything else signal (one goroutine hand-off per wake-up);
+	// PollWaitEpoll (where the provider's CQs implement verbs.FDNotifier)
+	// blocks the group's goroutine in epoll_wait on its CQs' completion
+	// channels and a bell eventfd, so the kernel wakes it directly. The
+	// lab measured epoll slower on a 1-vCPU guest (2026-11-25-0120/-0132
+	// perf-6.12: QD1 target CPU per I/O 3.5× nvmet's with epoll, 2.1× with
+	// channel, in the same order of the same round): a goroutine blocked
+	// in a system call makes Go hand its P to another thread and take it
+	// back on every wake-up, which costs more than the hand-off it saves.
 	PollWait string
 	// PollGroups is the number of poll groups: pollers that each own many
 	// queues (queues are assigned at connect to the group with the
@@ -192,7 +197,7 @@ func (c *Config) normalize(devMaxQPWR int) error {
 	}
 	switch c.PollWait {
 	case "":
-		c.PollWait = PollWaitEpoll
+		c.PollWait = PollWaitChannel
 	case PollWaitEpoll, PollWaitChannel:
 	default:
 		return fmt.Errorf("%w: PollWait %q (%s or %s)", ErrInvalidConfig, c.PollWait, PollWaitEpoll, PollWaitChannel)

@@ -82,16 +82,18 @@
 // the group once more per I/O. QueueConn.Complete queues the slot on the queue's
 // completion channel (capacity = slots, so Complete never blocks) and
 // rings the group's bell: a backend completion reaches the owning group
-// without a goroutine hand-off. How a group sleeps (Config.PollWait): by
-// default in epoll_wait on one epoll set holding its CQs' completion
-// channel descriptors (verbs.FDNotifier: the provider's own event
+// without a goroutine hand-off. How a group sleeps (Config.PollWait): on a
+// Go channel by default (below), or, with PollWait "epoll", in
+// epoll_wait on one epoll set holding its CQs' completion channel
+// descriptors (verbs.FDNotifier: the provider's own event
 // goroutine for the CQ is stopped while the group owns it) and an eventfd
 // bell (groupwait_linux.go), so a CQ event wakes the group's thread in
 // the kernel with no event goroutine, channel hand-off or extra read;
 // ringing costs two atomic operations while the group is awake and one
-// eventfd write while it sleeps. With PollWait "channel" (or a provider
-// without FDNotifier) it sleeps on a Go channel and CQ events go to it
-// through the provider's event goroutine (verbs.NotifyRouter). Each queue has one parked watcher goroutine that records its
+// eventfd write while it sleeps (measured slower in the lab: see
+// Config.PollWait). On the channel (also for a provider without
+// FDNotifier) CQ events reach the group through the provider's event
+// goroutine (verbs.NotifyRouter). Each queue has one parked watcher goroutine that records its
 // control events (core Close, connection end, drain) and timers (Fabrics
 // Connect, drain) as bits the group acts on. A queue that dies or has
 // drained leaves its group and is torn down (flushes awaited, core
