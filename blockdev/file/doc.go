@@ -109,7 +109,9 @@
 // already posted when io_uring_enter returns (a RAM-backed device
 // completes during the call): for the target this is the poll group,
 // which answers them in its next pass, with no wake-up of the reaper or
-// hand-off between goroutines. A completion that is
+// hand-off between goroutines — the Unplug also consumes the eventfd's
+// count for what it reaped (and reaps once more, for a completion whose
+// signal that read took), so the reaper is not woken for them. A completion that is
 // not a full transfer (error, short, EAGAIN) is redone through the
 // blocking path on a goroutine of its own, so that one volume's error
 // path does not hold up the others' completions on the shared reaper.

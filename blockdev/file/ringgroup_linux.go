@@ -190,8 +190,14 @@ type sharedRing struct {
 	evrc    syscall.RawConn
 	evRead  func(fd uintptr) bool // reads the eventfd; made once (no allocation per wait)
 	evBuf   [8]byte
-	evErr   error
-	inline  atomic.Uint64 // completions handled inline by Unplug (tests, stats)
+	// clearFn reads the eventfd once without waiting (reapInline, under
+	// reapMu, through evrc.Control) into clearBuf; cleared says it took a
+	// count.
+	clearFn  func(fd uintptr)
+	clearBuf [8]byte
+	cleared  bool
+	evErr    error
+	inline   atomic.Uint64 // completions handled inline by Unplug (tests, stats)
 
 	mu      sync.Mutex // guards the ring's submission side, slots, free, plugged, stopping
 	slots   []asyncSlot
@@ -255,6 +261,10 @@ func (a *sharedRing) setupEventFD() {
 		a.evErr = err
 		return true
 	}
+	a.clearFn = func(fd uintptr) {
+		n, err := unix.Read(int(fd), a.clearBuf[:])
+		a.cleared = err == nil && n == 8
+	}
 }
 
 // wait returns when completions may be waiting. Reaper only.
@@ -294,6 +304,19 @@ func (a *sharedRing) reapInline() {
 		return
 	}
 	n := a.drainLocked()
+	if n > 0 {
+		// The kernel signalled the eventfd for each completion just taken:
+		// consume the count, so that the reaper is not woken for nothing
+		// (an epoll_wait that has not collected the event yet re-checks the
+		// eventfd and drops it). A count taken here may also belong to a
+		// completion posted after that drain: the kernel commits the CQ
+		// tail before it signals, so it is visible now — drain again, or it
+		// would wait for a wake-up that this read took away.
+		a.cleared = false
+		if a.evrc.Control(a.clearFn) == nil && a.cleared {
+			n += a.drainLocked()
+		}
+	}
 	a.reapMu.Unlock()
 	if n > 0 {
 		a.inline.Add(uint64(n))
