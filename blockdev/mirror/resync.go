@@ -76,7 +76,7 @@ func (m *Mirror) Resync(ctx context.Context, opt RebuildOptions) (err error) {
 			}
 		}
 		vec[0] = buf[:size]
-		done, lerr, werrs := m.resyncRegion(legs, r, vec)
+		done, werrs, lerr := m.resyncRegion(legs, r, vec)
 		if lerr != nil {
 			return lerr
 		}
@@ -124,16 +124,16 @@ func (m *Mirror) inSync(l *leg) bool {
 
 // resyncRegion copies region r from the local leg to every leg of legs
 // that is still in sync, under r's exclusive lock; vec[0] is a buffer of
-// the region's length. It returns how many legs got the copy, the local
-// leg's read error, and the legs that failed (recorded faulted).
-func (m *Mirror) resyncRegion(legs []*leg, r uint64, vec [][]byte) (int, error, map[*leg]error) {
+// the region's length. It returns how many legs got the copy, the legs
+// that failed (recorded faulted), and the local leg's read error.
+func (m *Mirror) resyncRegion(legs []*leg, r uint64, vec [][]byte) (int, map[*leg]error, error) {
 	m.copyMu.Lock()
 	defer m.copyMu.Unlock()
 	m.locks.lockExclusive(r)
 	defer m.locks.unlockExclusive(r)
 	lba := r * m.bpr
 	if err := m.local.b.ReadAt(vec, lba); err != nil {
-		return 0, fmt.Errorf("mirror: resync: reading region %d from the local leg: %w", r, err), nil
+		return 0, nil, fmt.Errorf("mirror: resync: reading region %d from the local leg: %w", r, err)
 	}
 	var n int
 	var failed map[*leg]error
@@ -153,7 +153,7 @@ func (m *Mirror) resyncRegion(legs []*leg, r uint64, vec [][]byte) (int, error, 
 		}
 		failed[l] = err
 	}
-	return n, nil, failed
+	return n, failed, nil
 }
 
 func deleteLeg(legs []*leg, l *leg) []*leg {
