@@ -1,0 +1,121 @@
+#!/bin/bash
+# replica scenario, host VM: the kernel nvme-rdma host with native NVMe multipath against the
+# replicated volume the target VM's three-node rdmablkd cluster exports (scenario-replica-target.sh
+# has the protocol). Connects two paths, the owner n2 (lab.peer:4422, ANA optimized) and the copy
+# node n3 (:4423, inaccessible), starts fio randwrite 4 KiB QD16 + crc32c verify over
+# lab.verifysize (64M) on the multipath device, asks for the SIGKILL of n2 after lab.killafter s
+# (8), and records: every change of the paths' controller and ANA states (sysfs, sampled every
+# 0.2 s), fio's result, the longest interval without completed I/O (fio's IOPS log, 250 ms
+# windows), the kernel's log lines about the paths, `nvme list-subsys` before and after. After
+# n2 returned and its copy was rebuilt: list-subsys again and a verify-only read-back.
+. /mnt/share/scripts/lib.sh
+P=${LAB_PEER:?lab.peer=IP}; NQN=nqn.2026-11.io.rdmablk:replica; W=${LAB_WAIT:-1500}
+VS=${LAB_VERIFYSIZE:-64M}; KA=${LAB_KILLAFTER:-8}
+trap 'touch "$LAB_OUT/sampler.stop" "$LAB_OUT/init.done"' EXIT
+net_up; rxe_up || exit 1
+run modprobe nvme-rdma || exit 1
+mp=$(cat /sys/module/nvme_core/parameters/multipath 2>/dev/null)
+result replica.host.multipath "${mp:-none}"
+[ "$mp" = Y ] || fail "nvme_core multipath=$mp: native multipath is off"
+cp /etc/nvme/hostnqn "$LAB_OUT/host.nqn"
+for _ in $(seq "$W"); do [ -e "$LAB_OUT/target.ready" ] || [ -e "$LAB_OUT/target.exit" ] && break; nap 1; done
+[ -e "$LAB_OUT/target.ready" ] || { fail "target VM not ready"; exit 1; }
+read -r _ OP CP < "$LAB_OUT/target.ready"
+step "target ready: owner port $OP, copy port $CP"
+run ping -c 2 -W 5 "$P" || fail "ping $P"
+run nvme discover -t rdma -a "$P" -s "$OP" | tee "$LAB_OUT/discover.txt"
+result replica.host.discovery_ports "$(grep -A8 "subnqn: *$NQN" "$LAB_OUT/discover.txt" | sed -n 's/^trsvcid: *//p' | sort | tr '\n' ',' | sed 's/,$//')"
+for p in "$OP" "$CP"; do
+  run nvme connect -t rdma -n "$NQN" -a "$P" -s "$p" -c 2 || fail "connect path $p"
+done
+# paths_now: PATHS = "PORT:CTRLSTATE:ANASTATE ..." over the controllers of $NQN (builtins only)
+paths_now() {
+  local c sub st ad ana f
+  PATHS=
+  for c in /sys/class/nvme/nvme[0-9]*; do
+    read -r sub < "$c/subsysnqn" 2>/dev/null; [ "$sub" = "$NQN" ] || continue
+    read -r st < "$c/state"; read -r ad < "$c/address"
+    ad=${ad#*trsvcid=}; ad=${ad%%,*}
+    ana=-; for f in "$c"/nvme*c*n*/ana_state; do [ -e "$f" ] && read -r ana < "$f"; done
+    PATHS+="$ad:$st:$ana "
+  done
+  PATHS=${PATHS% }
+}
+want="$OP:live:optimized $CP:live:inaccessible"
+for _ in $(seq 300); do paths_now; [ "$(echo "$PATHS" | tr ' ' '\n' | sort | tr '\n' ' ')" = "$want " ] && break; sleep 0.2; done
+result replica.host.paths_before "$(echo "$PATHS" | tr ' ' ',')"
+NDEV=$(ls /dev/ | grep -E '^nvme[0-9]+n[0-9]+$' | head -1)
+[ -n "$NDEV" ] || { fail "no multipath namespace device"; exit 1; }
+NDEV=/dev/$NDEV
+run nvme list-subsys "$NDEV" | tee "$LAB_OUT/list-subsys-before.txt"
+[ "$(echo "$PATHS" | tr ' ' '\n' | sort | tr '\n' ' ')" = "$want " ] || fail "paths before: $PATHS, want $want"
+# sampler: the paths' states whenever they change, "UPTIME STATES", until sampler.stop
+sampler() {
+  local last= up
+  while [ ! -e "$LAB_OUT/sampler.stop" ]; do
+    paths_now
+    if [ "$PATHS" != "$last" ]; then read -r up _ < /proc/uptime; echo "$up $PATHS" >> "$LAB_OUT/paths-timeline.txt"; last=$PATHS; fi
+    nap 0.2
+  done
+}
+rm -f "$LAB_OUT/paths-timeline.txt" "$LAB_OUT/sampler.stop"
+sampler &
+SPID=$!
+DMESG_START=$(dmesg | wc -l)
+step "fio randwrite + crc32c verify over $VS on $NDEV; SIGKILL of the owner after ${KA}s"
+tf=$(ts)
+fio --name=replica --filename="$NDEV" --rw=randwrite --bs=4k --iodepth=16 --ioengine=libaio --direct=1 \
+    --size="$VS" --verify=crc32c --do_verify=1 --verify_fatal=1 --verify_state_save=0 \
+    --write_iops_log="$LAB_OUT/replica" --log_avg_msec=250 \
+    --output-format=json --output="$LAB_OUT/fio-replica.json" &
+FPID=$!
+sleep "$KA"
+if kill -0 $FPID 2>/dev/null; then
+  tk=$(ts); touch "$LAB_OUT/kill.now"
+  result replica.host.kill_asked_at_fio_s "$(awk -v a="$tk" -v b="$tf" 'BEGIN{printf "%.1f", a-b}')"
+  wait_file "$LAB_OUT/killed" 120 || fail "the target VM did not report the kill"
+  step "owner killed (seen here $(since "$tk")s after asking)"
+else fail "fio ended before the kill (lab.verifysize too small?)"; fi
+wait $FPID; frc=$?
+te=$(ts)
+err=$(awk '$1=="\"error\"" {gsub(",","",$3); print $3; exit}' "$LAB_OUT/fio-replica.json")
+result replica.fio.err "${err:-none}"
+[ $frc = 0 ] && [ "$err" = 0 ] || fail "fio rc=$frc err=$err"
+for d in write read; do
+  result replica.fio.$d.iops "$(json_field "$LAB_OUT/fio-replica.json" $d iops | awk '{printf "%.0f", $1}')"
+  result replica.fio.$d.ios "$(json_field "$LAB_OUT/fio-replica.json" $d total_ios)"
+  result replica.fio.$d.clat_max_ms "$(json_field "$LAB_OUT/fio-replica.json" $d clat_ns/max | awk '{printf "%.0f", $1/1e6}')"
+done
+result replica.fio.wall_s "$(awk -v a="$te" -v b="$tf" 'BEGIN{printf "%.1f", a-b}')"
+# the longest interval between 250 ms windows in which I/O completed, and where it began
+il=$(ls "$LAB_OUT"/replica_iops*.log 2>/dev/null | head -1)
+if [ -n "$il" ]; then
+  read -r gap at < <(awk -F, '$2+0 > 0 { t = $1+0; if (last != "" && t-last > max) { max = t-last; at = last }; last = t }
+                              END { printf "%.2f %.2f\n", max/1000, at/1000 }' "$il")
+  result replica.host.io_gap_s "$gap"; result replica.host.io_gap_at_fio_s "$at"
+fi
+paths_now; result replica.host.paths_after "$(echo "$PATHS" | tr ' ' ',')"
+run nvme list-subsys "$NDEV" | tee "$LAB_OUT/list-subsys-after.txt"
+case " $PATHS " in *" $CP:live:optimized "*) ;; *) fail "the copy node's path is not live optimized after the failover: $PATHS" ;; esac
+dmesg | tail -n +$((DMESG_START + 1)) | grep -iE 'nvme|rdma' > "$LAB_OUT/kernel-paths.txt"
+ioerr=$(dmesg | tail -n +$((DMESG_START + 1)) | grep -E 'I/O error|blk_update_request|critical|Buffer I/O')
+result replica.host.kernel_io_errors "$(echo -n "$ioerr" | grep -c .)"
+[ -z "$ioerr" ] || { echo "$ioerr"; fail "kernel logged I/O errors"; }
+bad=$(dmesg | tail -n +$((DMESG_START + 1)) | grep -E 'WARNING|BUG|Oops|Call Trace|tainted')
+[ -z "$bad" ] || { echo "$bad"; fail "kernel warnings"; }
+cut -c1-200 "$LAB_OUT/kernel-paths.txt" | head -60
+cat "$LAB_OUT/paths-timeline.txt"
+touch "$LAB_OUT/fio.done"
+
+step "waiting for n2 to return and its copy to be rebuilt"
+for _ in $(seq "$W"); do [ -e "$LAB_OUT/rebuilt" ] || [ -e "$LAB_OUT/rebuild.failed" ] || [ -e "$LAB_OUT/target.exit" ] && break; nap 1; done
+if [ -e "$LAB_OUT/rebuilt" ]; then
+  # n2's path reconnects (every 2 s) and comes back inaccessible
+  for _ in $(seq 300); do paths_now; case " $PATHS " in *" $OP:live:inaccessible "*) break ;; esac; sleep 0.2; done
+  result replica.host.paths_after_rebuild "$(echo "$PATHS" | tr ' ' ',')"
+  run nvme list-subsys "$NDEV" | tee "$LAB_OUT/list-subsys-after-rebuild.txt"
+  fio_job replica.reverify "$NDEV" randwrite 16 --size="$VS" --verify=crc32c --verify_only --verify_state_save=0
+fi
+touch "$LAB_OUT/sampler.stop"; wait $SPID
+run nvme disconnect -n "$NQN" || fail "nvme disconnect"
+[ "$FAILS" = 0 ]
