@@ -103,11 +103,11 @@ logtime() { # PATTERN FILE...: seconds (epoch) of the first matching line after 
   done < <(grep -h -E "$pat" "$@" | sort)
   return 1
 }
-for _ in $(seq 100); do grep -q "ANA state set.*nqn=$NQN.*state=1" "${LOG[n3]}" && break; sleep 0.2; done
+for _ in $(seq 100); do grep -q "ANA state set.*nqn=$NQN port=.*state=1" "${LOG[n3]}" && break; sleep 0.2; done
 if t=$(logtime 'volume failed over' "${LOG[n1]}" "${LOG[n3]}"); then
   result replica.target.kill_to_failover_commit_s "$(awk -v a="$t" -v b="$tk" 'BEGIN{printf "%.2f", a-b}')"
 else result replica.target.kill_to_failover_commit_s none; fi
-if t=$(logtime "ANA state set.*nqn=$NQN.*state=1" "${LOG[n3]}"); then
+if t=$(logtime "ANA state set.*nqn=$NQN port=.*state=1" "${LOG[n3]}"); then
   result replica.target.kill_to_ana_optimized_s "$(awk -v a="$t" -v b="$tk" 'BEGIN{printf "%.2f", a-b}')"
 else result replica.target.kill_to_ana_optimized_s none; fail "n3 never set $NQN optimized"; fi
 grep -h -E 'failed over|ANA state set|fault|epoch|rebuild|resync' "${LOG[n1]}" "${LOG[n3]}" | cut -c1-300 | tail -30
