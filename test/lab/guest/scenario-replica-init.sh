@@ -24,7 +24,8 @@ read -r _ OP CP < "$LAB_OUT/target.ready"
 step "target ready: owner port $OP, copy port $CP"
 run ping -c 2 -W 5 "$P" || fail "ping $P"
 run nvme discover -t rdma -a "$P" -s "$OP" | tee "$LAB_OUT/discover.txt"
-result replica.host.discovery_ports "$(grep -A8 "subnqn: *$NQN" "$LAB_OUT/discover.txt" | sed -n 's/^trsvcid: *//p' | sort | tr '\n' ',' | sed 's/,$//')"
+# (nvme-cli prints each entry's trsvcid before its subnqn)
+result replica.host.discovery_ports "$(awk -v n="$NQN" '$1 == "trsvcid:" {p = $2} $1 == "subnqn:" && $2 == n {print p}' "$LAB_OUT/discover.txt" | sort | paste -sd,)"
 for p in "$OP" "$CP"; do
   run nvme connect -t rdma -n "$NQN" -a "$P" -s "$p" -c 2 || fail "connect path $p"
 done
