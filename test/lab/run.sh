@@ -396,6 +396,8 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
     echo "| kill → failover committed by the leader (s, target guest clock, leader's log) | $(val replica.target.kill_to_failover_commit_s) |"
     echo "| kill → n3 sets the export ANA optimized (s, n3's log) | $(val replica.target.kill_to_ana_optimized_s) |"
     echo "| kill → \`volume status\` shows the new owner (s, polled) | $(val replica.target.owner_moved_poll_s) |"
+    echo "| host: owner's path leaves live → copy node's path ANA optimized (s, sysfs, 0.2 s samples) | $(val replica.host.owner_path_down_to_copy_optimized_s) |"
+    echo "| host: the copy node's path without its namespace meanwhile (s; the new owner re-attaches it) | $(val replica.host.copy_path_without_namespace_s) |"
     echo "| new owner | $(val replica.target.new_owner) |"
     echo "| paths after (port:controller:ANA) | $(val replica.host.paths_after) |"
     echo "| kernel I/O error lines | $(val replica.host.kernel_io_errors) |"
@@ -410,10 +412,10 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
     cat "$RO/paths-timeline.txt" 2>/dev/null
     echo '```'
     echo
-    echo "The host's kernel log from the start of fio (nvme/rdma lines):"
+    echo "The host's kernel log from the start of fio (nvme/rdma lines; $(grep -c 'requeuing I/O' "$RO/kernel-paths.txt" 2>/dev/null) \"no usable path - requeuing I/O\" lines left out):"
     echo
     echo '```'
-    cut -c1-180 "$RO/kernel-paths.txt" 2>/dev/null | head -40
+    grep -v 'requeuing I/O' "$RO/kernel-paths.txt" 2>/dev/null | cut -c1-180 | head -40
     echo '```'
     for f in list-subsys-before list-subsys-after list-subsys-after-rebuild volume-status-before volume-status-after-kill volume-status-after-rebuild; do
       [ -s "$RO/$f.txt" ] || continue

@@ -95,6 +95,18 @@ if [ -n "$il" ]; then
                               END { printf "%.2f %.2f\n", max/1000, at/1000 }' "$il")
   result replica.host.io_gap_s "$gap"; result replica.host.io_gap_at_fio_s "$at"
 fi
+# from the timeline (host clock): the owner's path leaving live -> the copy node's path optimized,
+# and how long the copy node's path had no namespace (its target re-attaching it for the new role)
+read -r down opt absent < <(awk -v op="$OP" -v cp="$CP" '
+  { for (i = 2; i <= NF; i++) { split($i, f, ":"); st[f[1]] = f[2]; ana[f[1]] = f[3] }
+    if (down == "" && st[op] != "live") down = $1
+    if (down != "" && opt == "" && ana[cp] == "optimized") opt = $1
+    if (ana[cp] == "-" && gone == "") gone = $1
+    if (ana[cp] != "-" && gone != "") { absent += $1 - gone; gone = "" } }
+  END { printf "%s %s %.2f\n", (down == "" ? "none" : down), (opt == "" || down == "" ? "none" : sprintf("%.2f", opt - down)), absent }' \
+  "$LAB_OUT/paths-timeline.txt")
+result replica.host.owner_path_down_to_copy_optimized_s "$opt"
+result replica.host.copy_path_without_namespace_s "$absent"
 paths_now; result replica.host.paths_after "$(echo "$PATHS" | tr ' ' ',')"
 run nvme list-subsys "$NDEV" | tee "$LAB_OUT/list-subsys-after.txt"
 case " $PATHS " in *" $CP:live:optimized "*) ;; *) fail "the copy node's path is not live optimized after the failover: $PATHS" ;; esac

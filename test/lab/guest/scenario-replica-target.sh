@@ -89,7 +89,7 @@ echo "$uk" > "$LAB_OUT/killed"
 for _ in $(seq 600); do "$B" volume status rep 2>/dev/null | head -1 | grep -q 'owner n2 ' || break; sleep 0.2; done
 result replica.target.owner_moved_poll_s "$(since "$uk")"
 run "$B" volume status rep | tee "$LAB_OUT/volume-status-after-kill.txt"
-newowner=$(head -1 "$LAB_OUT/volume-status-after-kill.txt" | sed -n 's/.*owner \([^ ]*\) .*/\1/p')
+newowner=$(grep '^volume rep:' "$LAB_OUT/volume-status-after-kill.txt" | sed -n 's/.*, owner \([^ ]*\) .*/\1/p')
 result replica.target.new_owner "${newowner:-none}"
 [ "$newowner" = n3 ] || fail "volume owner after the kill: ${newowner:-none}, want n3"
 # timings from the nodes' logs (slog text: time=RFC3339 first): the leader's failover record and
