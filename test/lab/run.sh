@@ -32,8 +32,8 @@
 #              ROUNDS (3), FIOTIME (10), VERIFYSIZE (64M). Not part of the default set.
 #   replica    issue 16: two guests; the target guest runs a three-node rdmablkd cluster (raft and API on
 #              loopback, one RDMA listener each on rxe0) with a replicated volume (lab.replicas copies,
-#              2: owner n2, copy n3); the other guest's kernel nvme-rdma host (native multipath) connects
-#              to the owner (ANA optimized) and the copy node (inaccessible) and runs fio randwrite +
+#              2: owner n2, copy n3; 3 adds n1); the other guest's kernel nvme-rdma host (native multipath)
+#              connects to the owner (ANA optimized) and the copy nodes (inaccessible) and runs fio randwrite +
 #              crc32c verify over VERIFYSIZE (64M) while the owner gets SIGKILL (lab.killafter, 8 s
 #              into fio): fio err=0 across the failover, the paths' ANA changes, the time without
 #              I/O; then the killed node returns and its copy is rebuilt and compared. Not part of
@@ -380,7 +380,7 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
     echo "one NVMe-oF/RDMA listener each on rxe0: n1 :4421, n2 :4422, n3 :4423; \`cluster.failover\`"
     echo "interval 1 s, grace 3 s), volume \`rep\` (128 MiB, files on tmpfs) with $(grep -c . "$RO"/copies.md5 2>/dev/null || echo '?') copies, owned by n2,"
     echo "exported to the host guest's NQN. Host guest: kernel nvme-rdma, native multipath"
-    echo "(nvme_core multipath=$(val replica.host.multipath)), \`nvme connect -c 2\` to n2 and n3; fio randwrite 4 KiB QD16"
+    echo "(nvme_core multipath=$(val replica.host.multipath)), \`nvme connect -c 2\` to n2 and every copy node; fio randwrite 4 KiB QD16"
     echo "libaio direct + crc32c verify over ${VERIFYSIZE:-64M}; n2 got SIGKILL $(val replica.host.kill_asked_at_fio_s) s into fio."
     echo
     echo "| figure | value |"
@@ -394,7 +394,7 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
     echo "| fio wall (s) | $(val replica.fio.wall_s) |"
     echo "| longest interval without completed I/O (s, 250 ms windows; at fio second) | $(val replica.host.io_gap_s) ($(val replica.host.io_gap_at_fio_s)) |"
     echo "| kill → failover committed by the leader (s, target guest clock, leader's log) | $(val replica.target.kill_to_failover_commit_s) |"
-    echo "| kill → n3 sets the export ANA optimized (s, n3's log) | $(val replica.target.kill_to_ana_optimized_s) |"
+    echo "| kill → the new owner sets the export ANA optimized (s, its log) | $(val replica.target.kill_to_ana_optimized_s) |"
     echo "| kill → \`volume status\` shows the new owner (s, polled) | $(val replica.target.owner_moved_poll_s) |"
     echo "| host: owner's path leaves live → copy node's path ANA optimized (s, sysfs, 0.2 s samples) | $(val replica.host.owner_path_down_to_copy_optimized_s) |"
     echo "| host: the copy node's path without its namespace meanwhile (s; the new owner re-attaches it) | $(val replica.host.copy_path_without_namespace_s) |"

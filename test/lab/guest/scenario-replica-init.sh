@@ -1,8 +1,8 @@
 #!/bin/bash
 # replica scenario, host VM: the kernel nvme-rdma host with native NVMe multipath against the
 # replicated volume the target VM's three-node rdmablkd cluster exports (scenario-replica-target.sh
-# has the protocol). Connects two paths, the owner n2 (lab.peer:4422, ANA optimized) and the copy
-# node n3 (:4423, inaccessible), starts fio randwrite 4 KiB QD16 + crc32c verify over
+# has the protocol). Connects a path to the owner n2 (lab.peer:4422, ANA optimized) and one to
+# every other port discovery lists for the subsystem (the copy nodes, inaccessible), starts fio randwrite 4 KiB QD16 + crc32c verify over
 # lab.verifysize (64M) on the multipath device, asks for the SIGKILL of n2 after lab.killafter s
 # (8), and records: every change of the paths' controller and ANA states (sysfs, sampled every
 # 0.2 s), fio's result, the longest interval without completed I/O (fio's IOPS log, 250 ms
@@ -20,13 +20,16 @@ result replica.host.multipath "${mp:-none}"
 cp /etc/nvme/hostnqn "$LAB_OUT/host.nqn"
 for _ in $(seq "$W"); do [ -e "$LAB_OUT/target.ready" ] || [ -e "$LAB_OUT/target.exit" ] && break; nap 1; done
 [ -e "$LAB_OUT/target.ready" ] || { fail "target VM not ready"; exit 1; }
-read -r _ OP CP < "$LAB_OUT/target.ready"
-step "target ready: owner port $OP, copy port $CP"
+read -r _ OP < "$LAB_OUT/target.ready"
+step "target ready: owner port $OP"
 run ping -c 2 -W 5 "$P" || fail "ping $P"
 run nvme discover -t rdma -a "$P" -s "$OP" | tee "$LAB_OUT/discover.txt"
 # (nvme-cli prints each entry's trsvcid before its subnqn)
-result replica.host.discovery_ports "$(awk -v n="$NQN" '$1 == "trsvcid:" {p = $2} $1 == "subnqn:" && $2 == n {print p}' "$LAB_OUT/discover.txt" | sort | paste -sd,)"
-for p in "$OP" "$CP"; do
+DP=$(awk -v n="$NQN" '$1 == "trsvcid:" {p = $2} $1 == "subnqn:" && $2 == n {print p}' "$LAB_OUT/discover.txt" | sort)
+result replica.host.discovery_ports "$(echo "$DP" | paste -sd,)"
+CPS=$(echo "$DP" | grep -vx "$OP")
+[ -n "$CPS" ] || fail "discovery lists no copy node's port"
+for p in "$OP" $CPS; do
   run nvme connect -t rdma -n "$NQN" -a "$P" -s "$p" -c 2 || fail "connect path $p"
 done
 # paths_now: PATHS = "PORT:CTRLSTATE:ANASTATE ..." over the controllers of $NQN (builtins only)
@@ -42,14 +45,15 @@ paths_now() {
   done
   PATHS=${PATHS% }
 }
-want="$OP:live:optimized $CP:live:inaccessible"
-for _ in $(seq 300); do paths_now; [ "$(echo "$PATHS" | tr ' ' '\n' | sort | tr '\n' ' ')" = "$want " ] && break; sleep 0.2; done
+want=$(for p in $CPS; do echo "$p:live:inaccessible"; done; echo "$OP:live:optimized")
+want=$(echo "$want" | sort | tr '\n' ' ')
+for _ in $(seq 300); do paths_now; [ "$(echo "$PATHS" | tr ' ' '\n' | sort | tr '\n' ' ')" = "$want" ] && break; sleep 0.2; done
 result replica.host.paths_before "$(echo "$PATHS" | tr ' ' ',')"
 NDEV=$(ls /dev/ | grep -E '^nvme[0-9]+n[0-9]+$' | head -1)
 [ -n "$NDEV" ] || { fail "no multipath namespace device"; exit 1; }
 NDEV=/dev/$NDEV
 run nvme list-subsys "$NDEV" | tee "$LAB_OUT/list-subsys-before.txt"
-[ "$(echo "$PATHS" | tr ' ' '\n' | sort | tr '\n' ' ')" = "$want " ] || fail "paths before: $PATHS, want $want"
+[ "$(echo "$PATHS" | tr ' ' '\n' | sort | tr '\n' ' ')" = "$want" ] || fail "paths before: $PATHS, want $want"
 # sampler: the paths' states whenever they change, "UPTIME STATES", until sampler.stop
 sampler() {
   local last= up
@@ -95,21 +99,24 @@ if [ -n "$il" ]; then
                               END { printf "%.2f %.2f\n", max/1000, at/1000 }' "$il")
   result replica.host.io_gap_s "$gap"; result replica.host.io_gap_at_fio_s "$at"
 fi
-# from the timeline (host clock): the owner's path leaving live -> the copy node's path optimized,
-# and how long the copy node's path had no namespace (its target re-attaching it for the new role)
-read -r down opt absent < <(awk -v op="$OP" -v cp="$CP" '
-  { for (i = 2; i <= NF; i++) { split($i, f, ":"); st[f[1]] = f[2]; ana[f[1]] = f[3] }
+# from the timeline (host clock): the owner's path leaving live -> a copy node's path optimized,
+# and how long a copy node's path had no namespace (its target re-attaching it for the new role)
+read -r down opt absent < <(awk -v op="$OP" '
+  { anyopt = 0; anygone = 0
+    for (i = 2; i <= NF; i++) { split($i, f, ":"); st[f[1]] = f[2]; ana[f[1]] = f[3]
+      if (f[1] != op && f[3] == "optimized") anyopt = 1
+      if (f[1] != op && f[3] == "-") anygone = 1 }
     if (down == "" && st[op] != "live") down = $1
-    if (down != "" && opt == "" && ana[cp] == "optimized") opt = $1
-    if (ana[cp] == "-" && gone == "") gone = $1
-    if (ana[cp] != "-" && gone != "") { absent += $1 - gone; gone = "" } }
+    if (down != "" && opt == "" && anyopt) opt = $1
+    if (anygone && gone == "") gone = $1
+    if (!anygone && gone != "") { absent += $1 - gone; gone = "" } }
   END { printf "%s %s %.2f\n", (down == "" ? "none" : down), (opt == "" || down == "" ? "none" : sprintf("%.2f", opt - down)), absent }' \
   "$LAB_OUT/paths-timeline.txt")
 result replica.host.owner_path_down_to_copy_optimized_s "$opt"
 result replica.host.copy_path_without_namespace_s "$absent"
 paths_now; result replica.host.paths_after "$(echo "$PATHS" | tr ' ' ',')"
 run nvme list-subsys "$NDEV" | tee "$LAB_OUT/list-subsys-after.txt"
-case " $PATHS " in *" $CP:live:optimized "*) ;; *) fail "the copy node's path is not live optimized after the failover: $PATHS" ;; esac
+case " $PATHS " in *":live:optimized "*) ;; *) fail "no copy node's path is live optimized after the failover: $PATHS" ;; esac
 dmesg | tail -n +$((DMESG_START + 1)) | grep -iE 'nvme|rdma' > "$LAB_OUT/kernel-paths.txt"
 ioerr=$(dmesg | tail -n +$((DMESG_START + 1)) | grep -E 'I/O error|blk_update_request|critical|Buffer I/O')
 result replica.host.kernel_io_errors "$(echo -n "$ioerr" | grep -c .)"
