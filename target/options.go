@@ -55,6 +55,15 @@ type Options struct {
 	// the controller's random bytes: lab and tests only (golden vectors
 	// computed by a real host, auth.Transcript). nil records nothing.
 	AuthTranscript func(*auth.Transcript)
+	// FirstCNTLID is the first controller ID every subsystem hands out
+	// (dynamic controller model, NVMe-oF 1.1 §3.3); later ones follow it
+	// and wrap within 1..0xFFEF. 0, or a reserved ID (0xFFF0 and above),
+	// means 1. Targets that serve the same subsystem to one host (the
+	// nodes of a cluster exporting a replicated volume) need different
+	// starting points: the Linux host refuses a second path whose
+	// controller ID another path of the subsystem already has
+	// ("Duplicate cntlid"), as nvmet's attr_cntlid_min/max ranges avoid.
+	FirstCNTLID uint16
 
 	// clock replaces the wall clock in tests (nil = wallClock).
 	clock clock
@@ -88,6 +97,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.FirmwareRevision == "" {
 		o.FirmwareRevision = DefaultFirmwareRevision
+	}
+	if o.FirstCNTLID < minCNTLID || o.FirstCNTLID > maxCNTLID {
+		o.FirstCNTLID = minCNTLID
 	}
 	if len(o.FirmwareRevision) > 8 {
 		o.FirmwareRevision = o.FirmwareRevision[:8]

@@ -85,7 +85,7 @@ func newSubsystem(t *Target, nqn, serial, model string, discovery bool) *Subsyst
 		hosts:      make(map[string]struct{}),
 		hostAuth:   make(map[string]*HostAuth),
 		ctrls:      make(map[uint16]*Controller),
-		nextCNTLID: 1,
+		nextCNTLID: t.opts.FirstCNTLID,
 	}
 	s.ns.Store(emptyTable)
 	return s

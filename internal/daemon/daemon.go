@@ -98,6 +98,7 @@ func (d *Daemon) start(cfg *Config) error {
 	if cfg.Cluster.Enabled {
 		disc = reconcile.NewDiscovery(cfg.Cluster.NodeID)
 		topts.Discovery = disc
+		topts.FirstCNTLID = nodeFirstCNTLID(cfg.Cluster.NodeID)
 	}
 	d.tgt = target.New(topts)
 

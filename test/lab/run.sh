@@ -37,6 +37,14 @@
 #              in round 1); writes results/<date>-frontends[-KERNEL].md (issue 13's goals). Boots
 #              the 6.12 kernel unless LAB_KERNEL says otherwise (ublk rows skipped on 6.1). Env:
 #              ROUNDS (3), FIOTIME (10), VERIFYSIZE (64M). Not part of the default set.
+#   replica    issue 16: two guests; the target guest runs a three-node rdmablkd cluster (raft and API on
+#              loopback, one RDMA listener each on rxe0) with a replicated volume (lab.replicas copies,
+#              2: owner n2, copy n3; 3 adds n1); the other guest's kernel nvme-rdma host (native multipath)
+#              connects to the owner (ANA optimized) and the copy nodes (inaccessible) and runs fio randwrite +
+#              crc32c verify over VERIFYSIZE (64M) while the owner gets SIGKILL (lab.killafter, 8 s
+#              into fio): fio err=0 across the failover, the paths' ANA changes, the time without
+#              I/O; then the killed node returns and its copy is rebuilt and compared. Not part of
+#              the default set.
 # REPORT_ONLY=<date>-run rewrites the results file of an earlier run from its outputs in $SHARE/out.
 # Env: FIOTIME (s per fio/bench job, 20; perf: 15), VERIFYSIZE (crc32c verify size, 128M; perf: 64M),
 #      LAB_KERNEL (6.1 or 6.12: the guest kernel), TIMEOUT (s per guest boot, derived from the above),
@@ -137,6 +145,8 @@ for s in $SCENARIOS; do
       rc=$?
       echo "$(cut -d' ' -f1-3 /proc/loadavg)" > "$SHARE/out/$RUN-frontends/load-after.txt"
       (exit $rc) ;;
+    replica) RUNID=$RUN-replica TIMEOUT=${TIMEOUT:-2700} GUESTARGS="lab.verifysize=${VERIFYSIZE:-64M} lab.wait=1500 ${LABARGS:-}" \
+        PAIR=replica bg "$HERE/twovm.sh" ;;
     verbstest)
       if [ -x "$SHARE/bin/ibverbs.test" ]; then
         RUNID=$RUN-$s GOBIN_ENV=RDMABLK_IBV_ADDR=10.0.2.15:0 bg "$HERE/run-gobin.sh" "$SHARE/bin/ibverbs.test" -test.v -test.count=1 -test.timeout=15m \
@@ -390,6 +400,64 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
     echo "paths $(val restart.paths), fio err=$(val restart.fio.err), kernel I/O error lines: $(val restart.kernel_io_errors),"
     echo "reconnects refused by rdmablkd (Connect Invalid Data Parameter / Property Set error): $(val restart.reconnects_refused),"
     echo "seconds from SIGTERM until both paths were live again: $(val restart.recover_s.1), $(val restart.recover_s.2)."
+  fi
+  if [[ " $SCENARIOS " == *" replica "* ]]; then
+    RO=$SHARE/out/$RUN-replica
+    echo
+    echo "## Replicated volume: SIGKILL of the owner under a multipath kernel host (two guests)"
+    echo
+    echo "Target guest: three rdmablkd cluster nodes (n1 bootstraps and leads; raft and API on loopback,"
+    echo "one NVMe-oF/RDMA listener each on rxe0: n1 :4421, n2 :4422, n3 :4423; \`cluster.failover\`"
+    echo "interval 1 s, grace 3 s), volume \`rep\` (128 MiB, files on tmpfs) with $(grep -c . "$RO"/copies.md5 2>/dev/null || echo '?') copies, owned by n2,"
+    echo "exported to the host guest's NQN. Host guest: kernel nvme-rdma, native multipath"
+    echo "(nvme_core multipath=$(val replica.host.multipath)), \`nvme connect -c 2\` to n2 and every copy node; fio randwrite 4 KiB QD16"
+    echo "libaio direct + crc32c verify over ${VERIFYSIZE:-64M}; n2 got SIGKILL $(val replica.host.kill_asked_at_fio_s) s into fio."
+    echo
+    echo "| figure | value |"
+    echo "| --- | --- |"
+    echo "| discovery (through n2) lists the subsystem at ports | $(val replica.host.discovery_ports) |"
+    echo "| paths before (port:controller:ANA) | $(val replica.host.paths_before) |"
+    echo "| **fio err across the kill** | **$(val replica.fio.err)** |"
+    echo "| fio write / read(verify) IOPS | $(val replica.fio.write.iops) / $(val replica.fio.read.iops) |"
+    echo "| fio write / read I/Os | $(val replica.fio.write.ios) / $(val replica.fio.read.ios) |"
+    echo "| fio max completion latency write / read (ms) | $(val replica.fio.write.clat_max_ms) / $(val replica.fio.read.clat_max_ms) |"
+    echo "| fio wall (s) | $(val replica.fio.wall_s) |"
+    echo "| longest interval without completed I/O (s, 250 ms windows; at fio second) | $(val replica.host.io_gap_s) ($(val replica.host.io_gap_at_fio_s)) |"
+    echo "| kill → failover committed by the leader (s, target guest clock, leader's log) | $(val replica.target.kill_to_failover_commit_s) |"
+    echo "| kill → the new owner sets the export ANA optimized (s, its log) | $(val replica.target.kill_to_ana_optimized_s) |"
+    echo "| kill → \`volume status\` shows the new owner (s, polled) | $(val replica.target.owner_moved_poll_s) |"
+    echo "| host: owner's path leaves live → copy node's path ANA optimized (s, sysfs, 0.2 s samples) | $(val replica.host.owner_path_down_to_copy_optimized_s) |"
+    echo "| host: the copy node's path without its namespace meanwhile (s; the new owner re-attaches it) | $(val replica.host.copy_path_without_namespace_s) |"
+    echo "| new owner | $(val replica.target.new_owner) |"
+    echo "| paths after (port:controller:ANA) | $(val replica.host.paths_after) |"
+    echo "| kernel I/O error lines | $(val replica.host.kernel_io_errors) |"
+    echo "| n2 restarted → its copy in sync again (s) | $(val replica.target.rebuild_s) |"
+    echo "| copies / distinct checksums after the rebuild | $(val replica.target.copies) / $(val replica.target.copies_distinct) |"
+    echo "| paths after the rebuild | $(val replica.host.paths_after_rebuild) |"
+    echo "| verify-only read-back after the rebuild: IOPS, err | $(val replica.reverify.iops), $(val replica.reverify.err) |"
+    echo
+    echo "The paths' states on the host (sysfs, sampled every 0.2 s; host guest uptime, port:controller:ANA):"
+    echo
+    echo '```'
+    cat "$RO/paths-timeline.txt" 2>/dev/null
+    echo '```'
+    echo
+    echo "The host's kernel log from the start of fio (nvme/rdma lines; $(grep -c 'requeuing I/O' "$RO/kernel-paths.txt" 2>/dev/null) \"no usable path - requeuing I/O\" lines left out):"
+    echo
+    echo '```'
+    grep -v 'requeuing I/O' "$RO/kernel-paths.txt" 2>/dev/null | cut -c1-180 | head -40
+    echo '```'
+    for f in list-subsys-before list-subsys-after list-subsys-after-rebuild volume-status-before volume-status-after-kill volume-status-after-rebuild; do
+      [ -s "$RO/$f.txt" ] || continue
+      echo
+      echo "\`$f\`:"
+      echo
+      echo '```'
+      cat "$RO/$f.txt"
+      echo '```'
+    done
+    fails=$(grep -h '^FAIL:' "$RO"/replica-*.log 2>/dev/null)
+    if [ -n "$fails" ]; then echo; echo "Guest failures:"; echo; echo '```'; echo "$fails"; echo '```'; fi
   fi
   if [[ " $SCENARIOS " == *" netns "* ]]; then
     echo
