@@ -39,7 +39,7 @@ start_daemon() {
 }
 attach() {
   local t0; t0=$(ts)
-  run "$B" connect --provider auto -a "$IP:4420" --nqn "$OURS" --name lab --device /dev/nbd0 \
+  run "$B" connect --provider auto -a "$IP:4420" --nqn "$OURS" --name lab --frontend nbd --device /dev/nbd0 \
       --reconnect-delay 1s --ctrl-loss-tmo 120s || { fail "rdmablk connect"; cat "$RDMABLK_RUN_DIR/lab.log"; return 1; }
   echo "connect took $(since "$t0")s"
   run "$B" list
