@@ -109,10 +109,7 @@ cluster:
 			return err
 		}
 	}
-	probe := ioJob{name: "probe", pattern: "rand", rw: "read", bs: 4096, qd: 1}
-	short := *o
-	short.runtime = 200 * time.Millisecond
-	if err := retry(30*time.Second, func() error { _, err := runOursNQN(ctx, &short, d, probe, clusterNQN); return err }); err != nil {
+	if err := waitServed(ctx, o, d, clusterNQN, 30*time.Second); err != nil {
 		return fmt.Errorf("cluster volume never served: %w", err)
 	}
 	for _, j := range clusterJobs {
@@ -157,4 +154,14 @@ func retry(d time.Duration, f func() error) error {
 		}
 		time.Sleep(200 * time.Millisecond) // polling an external process
 	}
+}
+
+// waitServed retries a 200 ms 4 KiB read job against nqn on d until one
+// succeeds (a volume the cluster just created is being reconciled) or
+// timeout passes.
+func waitServed(ctx context.Context, o *options, d *daemon, nqn string, timeout time.Duration) error {
+	probe := ioJob{name: "probe", pattern: "rand", rw: "read", bs: 4096, qd: 1}
+	short := *o
+	short.runtime = 200 * time.Millisecond
+	return retry(timeout, func() error { _, err := runOursNQN(ctx, &short, d, probe, nqn); return err })
 }

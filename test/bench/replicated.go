@@ -156,11 +156,8 @@ cluster:
 			return err
 		}
 	}
-	probe := ioJob{name: "probe", pattern: "rand", rw: "read", bs: 4096, qd: 1}
-	short := *o
-	short.runtime = 200 * time.Millisecond
 	for _, nqn := range []string{repl1NQN, repl2NQN} {
-		if err := retry(60*time.Second, func() error { _, err := runOursNQN(ctx, &short, a.d, probe, nqn); return err }); err != nil {
+		if err := waitServed(ctx, o, a.d, nqn, 60*time.Second); err != nil {
 			return fmt.Errorf("%s never served: %w", nqn, err)
 		}
 	}

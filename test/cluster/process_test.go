@@ -87,20 +87,8 @@ func TestThreeProcesses(t *testing.T) {
 		p.start(t)
 		ps = append(ps, p)
 	}
-	status := func(p *proc) (api.StatusResponse, error) {
-		c := p.client()
-		defer c.Close()
-		return c.Status(ctx(t))
-	}
-	eventually(t, 60*time.Second, "three members registered", func() bool {
-		for _, p := range ps {
-			st, err := status(p)
-			if err != nil || len(st.Members) != 3 || len(st.Nodes) != 3 || st.LeaderID == "" {
-				return false
-			}
-		}
-		return true
-	})
+	status := func(p *proc) (api.StatusResponse, error) { return p.status(t) }
+	waitMembers(t, ps)
 	var want []string
 	create := func(via *proc, name string) {
 		t.Helper()
@@ -166,4 +154,26 @@ func TestThreeProcesses(t *testing.T) {
 
 	leader.start(t)
 	eventually(t, 60*time.Second, "restarted node catches up", converged(ps...))
+}
+
+// status asks p's API for the cluster status.
+func (p *proc) status(t *testing.T) (api.StatusResponse, error) {
+	c := p.client()
+	defer c.Close()
+	return c.Status(ctx(t))
+}
+
+// waitMembers waits until every node of ps sees all of them as raft
+// members and registered nodes, and a leader.
+func waitMembers(t *testing.T, ps []*proc) {
+	t.Helper()
+	eventually(t, 60*time.Second, fmt.Sprintf("%d members registered", len(ps)), func() bool {
+		for _, p := range ps {
+			st, err := p.status(t)
+			if err != nil || len(st.Members) != len(ps) || len(st.Nodes) != len(ps) || st.LeaderID == "" {
+				return false
+			}
+		}
+		return true
+	})
 }

@@ -228,20 +228,8 @@ func TestReplicatedOwnerSIGKILL(t *testing.T) {
 		ps[i+1], data[i+1] = newReplProc(t, id, false, `"`+ps[0].api+`"`, tok)
 		ps[i+1].start(t)
 	}
-	status := func(p *proc) (api.StatusResponse, error) {
-		c := p.client()
-		defer c.Close()
-		return c.Status(ctx(t))
-	}
-	eventually(t, 60*time.Second, "three members registered", func() bool {
-		for _, p := range ps {
-			st, err := status(p)
-			if err != nil || len(st.Members) != 3 || len(st.Nodes) != 3 || st.LeaderID == "" {
-				return false
-			}
-		}
-		return true
-	})
+	status := func(p *proc) (api.StatusResponse, error) { return p.status(t) }
+	waitMembers(t, ps)
 
 	// The owner is a follower (its loss costs the failover grace, not an
 	// election too); the failover will pick the lowest other node ID.
