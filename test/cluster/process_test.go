@@ -23,7 +23,7 @@ type proc struct {
 const procConfig = `data_dir: %s
 log: {level: info, format: json}
 transport: {provider: soft}
-listeners: [{addr: "127.0.0.1:0"}]
+listeners: [{addr: %q}]
 volumes: []
 subsystems: []
 cluster:
@@ -36,7 +36,7 @@ cluster:
   resync: 2s
   auth: {node_token_file: %s}
   raft: {heartbeat_timeout: 500ms, election_timeout: 500ms, snapshot_threshold: 64}
-`
+%s`
 
 // procToken writes the node token the test's processes share (0600).
 func procToken(t *testing.T) string {
@@ -48,9 +48,15 @@ func procToken(t *testing.T) string {
 }
 
 func newProc(t *testing.T, id string, bootstrap bool, join, tokenFile string) *proc {
+	return newProcConfig(t, id, bootstrap, join, tokenFile, "127.0.0.1:0", "")
+}
+
+// newProcConfig is newProc with the data listener's address and extra
+// lines of the cluster section (indented two spaces, each ending in \n).
+func newProcConfig(t *testing.T, id string, bootstrap bool, join, tokenFile, listen, extra string) *proc {
 	p := &proc{id: id, dir: t.TempDir(), raft: testproc.FreePort(t), api: testproc.FreePort(t)}
 	p.cfg = filepath.Join(p.dir, "rdmablkd.yaml")
-	if err := os.WriteFile(p.cfg, fmt.Appendf(nil, procConfig, p.dir, id, p.raft, p.api, bootstrap, join, tokenFile), 0o600); err != nil {
+	if err := os.WriteFile(p.cfg, fmt.Appendf(nil, procConfig, p.dir, listen, id, p.raft, p.api, bootstrap, join, tokenFile, extra), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p.Daemon = testproc.New(t, testproc.BuildGoBinary(t, "github.com/rdmablk/rdmablk/cmd/rdmablkd"))

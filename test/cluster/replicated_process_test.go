@@ -21,29 +21,12 @@ import (
 	"github.com/rdmablk/rdmablk/verbs/soft"
 )
 
-// replConfig is procConfig with a fixed data listener (the session's
-// path to a node must survive its restart) and a short failover grace
-// and rebuild rate, so that the test sees a failover and a rebuild under
-// load within seconds.
-const replConfig = `data_dir: %s
-log: {level: info, format: json}
-transport: {provider: soft}
-listeners: [{addr: %q}]
-volumes: []
-subsystems: []
-cluster:
-  enabled: true
-  node_id: %s
-  raft_bind: %s
-  api_bind: %s
-  bootstrap: %v
-  join: [%s]
-  resync: 2s
-  auth: {node_token_file: %s}
-  raft: {heartbeat_timeout: 500ms, election_timeout: 500ms, snapshot_threshold: 64}
-  failover: {interval: 200ms, grace: 1s}
-  replication: {rebuild_bytes_per_second: %d}
-`
+// replCluster are the cluster settings TestReplicatedOwnerSIGKILL adds to
+// procConfig (with a fixed data listener: the session's path to a node
+// must survive its restart): a short failover grace and a rebuild rate
+// that let the test see a failover and a rebuild under load within
+// seconds.
+const replCluster = "  failover: {interval: 200ms, grace: 1s}\n  replication: {rebuild_bytes_per_second: %d}\n"
 
 // replRebuildRate is the copy rate of a rebuild in TestReplicatedOwnerSIGKILL:
 // a full copy of the volume takes about a second, long enough for the load
@@ -53,21 +36,10 @@ const (
 	replRebuildRate = 16 << 20
 )
 
-// newReplProc is newProc with replConfig; data is its data listener.
+// newReplProc is newProc with a fixed data listener (data) and replCluster.
 func newReplProc(t *testing.T, id string, bootstrap bool, join, tokenFile string) (p *proc, data string) {
-	p = &proc{id: id, dir: t.TempDir(), raft: testproc.FreePort(t), api: testproc.FreePort(t)}
 	data = testproc.FreePort(t)
-	p.cfg = filepath.Join(p.dir, "rdmablkd.yaml")
-	if err := os.WriteFile(p.cfg, fmt.Appendf(nil, replConfig, p.dir, data, id, p.raft, p.api, bootstrap, join, tokenFile,
-		replRebuildRate), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p.Daemon = testproc.New(t, testproc.BuildGoBinary(t, "github.com/rdmablk/rdmablk/cmd/rdmablkd"))
-	p.Name = id
-	if os.Getenv("RDMABLK_TEST_LOG") != "" {
-		p.Mirror = os.Stderr
-	}
-	return p, data
+	return newProcConfig(t, id, bootstrap, join, tokenFile, data, fmt.Sprintf(replCluster, replRebuildRate)), data
 }
 
 // gapMeter stamps the completions of the I/O that passes through it and
