@@ -109,10 +109,12 @@ type Config struct {
 	// and everything else signal (one goroutine hand-off per wake-up);
 	// PollWaitEpoll (where the provider's CQs implement verbs.FDNotifier)
 	// blocks the group's goroutine in epoll_wait on its CQs' completion
-	// channels and a bell eventfd, so the kernel wakes it directly. The
-	// lab measured epoll slower on a 1-vCPU guest (2026-11-25-0120/-0132
-	// perf-6.12: QD1 target CPU per I/O 3.5× nvmet's with epoll, 2.1× with
-	// channel, in the same order of the same round): a goroutine blocked
+	// channels and a bell eventfd, so the kernel wakes it directly. In
+	// the one lab round that compared them (2026-11-25-0120/-0132
+	// perf-6.12, 1-vCPU guest; the second run's host guest crashed after
+	// it) epoll was slower — QD1 target CPU per I/O 3.5× nvmet's with
+	// epoll, 2.1× with channel, same order, same round — an indication,
+	// not a measurement to build on. The likely cause: a goroutine blocked
 	// in a system call makes Go hand its P to another thread and take it
 	// back on every wake-up, which costs more than the hand-off it saves.
 	PollWait string
