@@ -13,6 +13,7 @@ import (
 
 	"github.com/rdmablk/rdmablk/blockdev"
 	"github.com/rdmablk/rdmablk/blockdev/uring"
+	"github.com/rdmablk/rdmablk/internal/nbsys"
 )
 
 // Ring group defaults.
@@ -253,17 +254,26 @@ func (a *sharedRing) setupEventFD() {
 		return
 	}
 	a.evf, a.evrc = f, rc
+	// The eventfd is non-blocking: its reads go through internal/nbsys,
+	// which does not wake the runtime's monitor thread per completion.
 	a.evRead = func(fd uintptr) bool {
-		_, err := unix.Read(int(fd), a.evBuf[:])
-		if err == unix.EAGAIN {
-			return false
+		for {
+			_, e := nbsys.Read(fd, a.evBuf[:])
+			switch e {
+			case 0:
+			case unix.EINTR:
+				continue
+			case unix.EAGAIN:
+				return false
+			default:
+				a.evErr = e
+			}
+			return true
 		}
-		a.evErr = err
-		return true
 	}
 	a.clearFn = func(fd uintptr) {
-		n, err := unix.Read(int(fd), a.clearBuf[:])
-		a.cleared = err == nil && n == 8
+		n, e := nbsys.Read(fd, a.clearBuf[:])
+		a.cleared = e == 0 && n == 8
 	}
 }
 

@@ -79,6 +79,12 @@ func (r *Ring) Prepare(e *SQE) error {
 // Submit publishes the prepared entries and tells the kernel about them
 // and about any entry an earlier failed Submit left unconsumed. It returns
 // how many the kernel consumed. Submitter side.
+//
+// Submission does not wait (no IORING_ENTER_GETEVENTS): io_uring issues
+// each entry without blocking and hands what would block to its own
+// workers, so the call is made without entering the Go scheduler's
+// syscall state (see internal/nbsys: that would wake the runtime's
+// monitor thread on every I/O of an otherwise idle target).
 func (r *Ring) Submit() (int, error) {
 	tail := *r.sqTail + r.pending
 	atomic.StoreUint32(r.sqTail, tail)
@@ -90,7 +96,7 @@ func (r *Ring) Submit() (int, error) {
 		return 0, nil
 	}
 	for {
-		got, _, e := syscall.Syscall6(sysEnter, uintptr(r.fd), uintptr(n), 0, 0, 0, 0)
+		got, _, e := syscall.RawSyscall6(sysEnter, uintptr(r.fd), uintptr(n), 0, 0, 0, 0)
 		switch e {
 		case 0:
 			return int(got), nil

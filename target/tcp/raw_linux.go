@@ -2,7 +2,8 @@ package tcp
 
 import (
 	"syscall"
-	"unsafe"
+
+	"github.com/rdmablk/rdmablk/internal/nbsys"
 )
 
 // rawOK: this platform has rawWritev and rawRead.
@@ -11,14 +12,17 @@ const rawOK = true
 // iovec is the kernel's struct iovec.
 type iovec = syscall.Iovec
 
-// maxIOV is the kernel's IOV_MAX: the most iovecs one writev takes.
-const maxIOV = 1024
+// rawWritev is one writev(2) of iov on the non-blocking descriptor fd,
+// made without entering the scheduler (internal/nbsys: the sockets are
+// non-blocking, so it cannot sleep).
+func rawWritev(fd uintptr, iov []iovec) (int, syscall.Errno) { return nbsys.Writev(fd, iov) }
 
-// rawWritev is one writev(2) of iov on the non-blocking descriptor fd.
-func rawWritev(fd uintptr, iov []iovec) (int, syscall.Errno) {
-	n, _, e := syscall.Syscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(unsafe.SliceData(iov))), uintptr(min(len(iov), maxIOV)))
-	return int(n), e
+// rawRead is one read(2) into p on the non-blocking descriptor fd, made
+// the same way.
+func rawRead(fd uintptr, p []byte) (int, error) {
+	n, e := nbsys.Read(fd, p)
+	if e != 0 {
+		return 0, e
+	}
+	return n, nil
 }
-
-// rawRead is one read(2) into p on the non-blocking descriptor fd.
-func rawRead(fd uintptr, p []byte) (int, error) { return syscall.Read(int(fd), p) }

@@ -1,0 +1,23 @@
+// Package nbsys makes the system calls of a non-blocking I/O path without
+// telling the Go scheduler about them: a read or a vectored write on a
+// descriptor in non-blocking mode (O_NONBLOCK), which returns EAGAIN
+// rather than sleep.
+//
+// Why: syscall.Syscall and unix.Read enter the scheduler's syscall state
+// (entersyscall/exitsyscall) so that a call that blocks gives its P to
+// another thread. On an otherwise idle process the first such call also
+// wakes the runtime's monitor thread (sysmon), which sleeps while every P
+// is idle: a futex wake and a context switch per I/O on a lightly loaded
+// target — on a one-CPU guest, the CPU the I/O itself needs (lab profile,
+// issue 14: entersyscall/exitsyscall and the futex under them ~8 % of the
+// NVMe/TCP target's samples at QD1). A call that cannot sleep needs none
+// of that. What it costs: while one runs, its goroutine holds its P and
+// cannot be preempted, so a call that does block (a descriptor that is
+// not in non-blocking mode) would stall that P and a stop-the-world — the
+// caller's contract is never to pass one. EINTR is returned, not retried.
+//
+// # Ownership, goroutines, buffers
+//
+// Stateless. Any goroutine; buffers are only read or written during the
+// call.
+package nbsys
