@@ -43,7 +43,10 @@
 //     the reader, when its batch ends) takes it into its next write. No
 //     wake-up of another goroutine sits between a completion and its
 //     response;
-//   - all those writes are non-blocking (a raw writev on the socket). A
+//   - all those writes are non-blocking (a raw writev on the socket,
+//     made, like the reader's socket reads, through internal/nbsys: a
+//     non-blocking call does not enter the scheduler's syscall state,
+//     which on an idle daemon woke the runtime's monitor thread per I/O). A
 //     write the socket does not take in full — the host reads slowly, or
 //     stopped reading while it writes — and the writes past four in a
 //     row are handed with the write token to the writer goroutine, which
