@@ -136,9 +136,11 @@ func (l *listener) acceptLoop() {
 			// A connection that sent no connect request yet holds a
 			// descriptor and a goroutine: a flood of them must not
 			// exhaust either (issue 10 items 1 and 2).
+			// Counted before the close: whoever sees the connection end
+			// (a test reading EOF) sees the count too.
+			l.refused.Add(1)
 			l.mu.Unlock()
 			c.Close()
-			l.refused.Add(1)
 			continue
 		}
 		l.pending[c] = struct{}{}
