@@ -47,13 +47,16 @@ func (ov *ownerVol) copiesIdentical() bool {
 }
 
 // startResync runs ov's mirror.Resync on a goroutine of its own, rate
-// limited like a rebuild, and logs its progress every
-// catalog.RebuildReportInterval (the catalogue records rebuild progress
-// only for syncing copies; a resync's copies stay in sync). stopOwner
-// cancels it and waits. A copy that fails during the resync is recorded
-// faulted by the mirror with every region dirty, so the usual rebuild
-// copies it whole; a resync stopped by the local copy failing is not
-// retried (the volume is down).
+// limited like a rebuild. Its progress goes to the catalogue like a
+// rebuild's (OpReportResync, fenced by ov's epoch): once at the start,
+// then every catalog.RebuildReportInterval, and a clearing report when
+// the resync ends (done or failed). A resync stopped because the stack
+// is torn down proposes nothing: a failover already cleared the record,
+// and a restarted owner's new resync replaces it. stopOwner cancels it
+// and waits. A copy that fails during the resync is recorded faulted by
+// the mirror with every region dirty, so the usual rebuild copies it
+// whole; a resync stopped by the local copy failing is not retried (the
+// volume is down).
 func (r *Reconciler) startResync(ov *ownerVol) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ov.resyncCancel = cancel
@@ -70,12 +73,35 @@ func (r *Reconciler) startResync(ov *ownerVol) {
 		}()
 		log.Info("resync started: making the in-sync copies identical to this owner's after a failover or restart",
 			"bytes_per_second", r.o.RebuildBytesPerSecond)
+		report := func(rb *catalog.Rebuild) {
+			pctx, pcancel := context.WithTimeout(ctx, faultTimeout)
+			defer pcancel()
+			if _, err := r.o.Proposer.Propose(pctx, catalog.Command{Op: catalog.OpReportResync, Name: ov.name,
+				Rebuild: rb, Epoch: ov.epoch}); err != nil && ctx.Err() == nil {
+				log.Debug("resync progress not reported", "err", err)
+			}
+		}
+		progress := func() *catalog.Rebuild {
+			p := ov.m.ResyncProgress()
+			if p.Started.IsZero() { // Resync has not counted yet: what it will copy
+				for _, ls := range ov.m.Legs() {
+					if !ls.Local && ls.State == mirror.InSync {
+						p.Total += int64(ov.m.Blocks()) * int64(ov.m.BlockSize())
+					}
+				}
+			}
+			return &catalog.Rebuild{Full: true, Copied: min(p.Done, p.Total), Total: p.Total, Rate: int64(p.Rate), Updated: time.Now()}
+		}
+		report(progress())
 		t := time.NewTicker(catalog.RebuildReportInterval)
 		defer t.Stop()
 		for {
 			select {
 			case err := <-done:
 				p := ov.m.ResyncProgress()
+				if ctx.Err() == nil {
+					report(nil) // ended on its own: done, or failed
+				}
 				switch {
 				case err == nil:
 					log.Info("resync done; copies identical", "bytes", p.Done, "seconds", p.Finished.Sub(p.Started).Seconds())
@@ -88,6 +114,7 @@ func (r *Reconciler) startResync(ov *ownerVol) {
 			case <-t.C:
 				p := ov.m.ResyncProgress()
 				log.Info("resync progress", "bytes", p.Done, "of", p.Total, "bytes_per_second", int64(p.Rate), "eta", p.ETA.Round(time.Second))
+				report(progress())
 			}
 		}
 	}()
