@@ -35,16 +35,16 @@ type Daemon struct {
 	tcpListeners []*tcp.Listener
 	addrs        []func() string
 	backends     []blockdev.Backend
-	member       *agent.Agent // nil unless cluster.enabled
+	member       *agent.Agent   // nil unless cluster.enabled
+	metrics      *metricsServer // nil unless metrics.listen (standalone)
+	transcript   *os.File       // target.dhchap_transcript, nil when off
+	// created are the volume files this start created (removed again if
+	// the start fails: they hold nothing yet).
+	created []string
 	// cntlid is the target's first controller ID and where it came from
 	// (cntlid.go); stopCNTLID stops the range watch (nil when none runs).
 	cntlid     cntlidChoice
 	stopCNTLID func()
-	metrics    *metricsServer // nil unless metrics.listen (standalone)
-	transcript *os.File       // target.dhchap_transcript, nil when off
-	// created are the volume files this start created (removed again if
-	// the start fails: they hold nothing yet).
-	created []string
 }
 
 // Start opens the volumes, builds the target and starts listening. On
