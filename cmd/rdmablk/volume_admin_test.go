@@ -202,3 +202,33 @@ func TestVolumeStatusResync(t *testing.T) {
 		t.Fatalf("json after the resync ended:\n%s", out)
 	}
 }
+
+// TestClusterStatusCNTLIDRanges: `cluster status --json` gives each
+// node's controller-ID range as the catalogue assigned it (disjoint).
+func TestClusterStatusCNTLIDRanges(t *testing.T) {
+	url, _ := startAPI(t)
+	root := newRoot()
+	var out, errb bytes.Buffer
+	root.SetArgs([]string{"cluster", "status", "--json", "--api", url})
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	if err := root.Execute(); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	var st struct {
+		Nodes []struct {
+			ID    string `json:"id"`
+			Index int    `json:"cntlid_index"`
+			First int    `json:"cntlid_first"`
+			Last  int    `json:"cntlid_last"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil || len(st.Nodes) != 4 {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for i, n := range st.Nodes {
+		if n.Index != i+1 || n.First != i*catalog.CNTLIDStride+1 || n.Last != (i+1)*catalog.CNTLIDStride {
+			t.Errorf("node %s: index %d, %d-%d", n.ID, n.Index, n.First, n.Last)
+		}
+	}
+}
