@@ -2,6 +2,8 @@ package reconcile
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/rdmablk/rdmablk/blockdev/mirror"
@@ -50,7 +52,8 @@ func (ov *ownerVol) copiesIdentical() bool {
 // limited like a rebuild. Its progress goes to the catalogue like a
 // rebuild's (OpReportResync, fenced by ov's epoch): once at the start,
 // then every catalog.RebuildReportInterval, and a clearing report when
-// the resync ends (done or failed). A resync stopped because the stack
+// the resync ends (done or failed; endResync retries it). A resync
+// stopped because the stack
 // is torn down proposes nothing: a failover already cleared the record,
 // and a restarted owner's new resync replaces it. stopOwner cancels it
 // and waits. A copy that fails during the resync is recorded faulted by
@@ -99,9 +102,6 @@ func (r *Reconciler) startResync(ov *ownerVol) {
 			select {
 			case err := <-done:
 				p := ov.m.ResyncProgress()
-				if ctx.Err() == nil {
-					report(nil) // ended on its own: done, or failed
-				}
 				switch {
 				case err == nil:
 					log.Info("resync done; copies identical", "bytes", p.Done, "seconds", p.Finished.Sub(p.Started).Seconds())
@@ -109,6 +109,9 @@ func (r *Reconciler) startResync(ov *ownerVol) {
 					log.Info("resync stopped", "bytes", p.Done, "of", p.Total)
 				default:
 					log.Warn("resync failed; failed copies are faulted and will be rebuilt whole", "err", err, "bytes", p.Done, "of", p.Total)
+				}
+				if ctx.Err() == nil {
+					r.endResync(ctx, ov, log) // ended on its own: done, or failed
 				}
 				return
 			case <-t.C:
@@ -118,4 +121,27 @@ func (r *Reconciler) startResync(ov *ownerVol) {
 			}
 		}
 	}()
+}
+
+// endResync clears ov's resync record (OpReportResync without progress),
+// retrying while the outcome is not final (no leader, say): a record left
+// behind would show a resync that no longer runs until the next failover.
+// It gives up when ctx ends (the stack is torn down) or the catalogue
+// refuses for good (a stale epoch: a failover cleared it; the volume is
+// gone or being deleted).
+func (r *Reconciler) endResync(ctx context.Context, ov *ownerVol, log *slog.Logger) {
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, catalog.RebuildReportInterval) {
+		pctx, cancel := context.WithTimeout(ctx, faultTimeout)
+		_, err := r.o.Proposer.Propose(pctx, catalog.Command{Op: catalog.OpReportResync, Name: ov.name, Epoch: ov.epoch})
+		cancel()
+		if err == nil || ctx.Err() != nil || errors.Is(err, catalog.ErrStaleEpoch) || errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrConflict) {
+			return
+		}
+		log.Debug("end of resync not recorded yet; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+	}
 }

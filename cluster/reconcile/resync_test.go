@@ -164,6 +164,8 @@ type resyncWatch struct {
 	l       *leader
 	mu      sync.Mutex
 	reports []resyncReport
+	// failEnds is how many clearing reports to fail (no leader).
+	failEnds int
 }
 
 type resyncReport struct {
@@ -173,6 +175,16 @@ type resyncReport struct {
 }
 
 func (w *resyncWatch) Propose(ctx context.Context, c catalog.Command) (catalog.Result, error) {
+	w.mu.Lock()
+	fail := c.Op == catalog.OpReportResync && c.Rebuild == nil && w.failEnds > 0
+	if fail {
+		w.failEnds--
+		w.reports = append(w.reports, resyncReport{c, errNoLeader, nil})
+	}
+	w.mu.Unlock()
+	if fail {
+		return catalog.Result{}, errNoLeader
+	}
 	res, err := w.l.Propose(ctx, c)
 	if c.Op == catalog.OpReportResync {
 		after := w.l.volume(c.Name).Clone().Resync
@@ -189,6 +201,8 @@ func (w *resyncWatch) list() []resyncReport {
 	return slices.Clone(w.reports)
 }
 
+var errNoLeader = errors.New("no leader")
+
 // ownerOf returns node id's owner stack of rv (nil when it has none).
 func (c *cluster) ownerOf(id string) *ownerVol {
 	r := c.nodes[id].r
@@ -203,14 +217,15 @@ func (c *cluster) ownerOf(id string) *ownerVol {
 // TestResyncProgressInCatalogue (issue 16: resync where admins look):
 // the new owner's resync after an unclean failover is recorded in the
 // catalogue (volume status reads it) from its start, fenced by the new
-// epoch, and cleared when it ends.
+// epoch, and cleared when it ends, also when the leader is missing at
+// first (the clearing report is retried).
 func TestResyncProgressInCatalogue(t *testing.T) {
 	c := newCluster(t, "n1", "n2", "n3")
 	c.createReplicated(t, "n1", "n2", "n3")
 	if err := c.sync("n2", "n3", "n1"); err != nil {
 		t.Fatal(err)
 	}
-	w := &resyncWatch{l: c.l}
+	w := &resyncWatch{l: c.l, failEnds: 2} // the end is recorded on the third try
 	c.nodes["n3"].r.o.Proposer = w
 	c.nodes["n1"].down.Store(true)
 	c.l.apply(t, catalog.Command{Op: catalog.OpFailover, Name: "rv", NodeID: "n3", Epoch: 1,
@@ -238,6 +253,9 @@ func TestResyncProgressInCatalogue(t *testing.T) {
 	}
 	if last.err != nil || last.c.Rebuild != nil || last.after != nil {
 		t.Fatalf("last report %+v: err %v, catalogue then %+v; want the record cleared", last.c, last.err, last.after)
+	}
+	if ends := reps[len(reps)-3:]; ends[0].c.Rebuild != nil || ends[0].err == nil || ends[1].c.Rebuild != nil || ends[1].err == nil {
+		t.Fatalf("the end was not retried after failed proposals: %+v", ends)
 	}
 	if v := c.l.volume("rv"); v.Resync != nil {
 		t.Fatalf("catalogue keeps a finished resync: %+v", v.Resync)
