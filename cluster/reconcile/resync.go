@@ -53,13 +53,12 @@ func (ov *ownerVol) copiesIdentical() bool {
 // rebuild's (OpReportResync, fenced by ov's epoch): once at the start,
 // then every catalog.RebuildReportInterval, and a clearing report when
 // the resync ends (done or failed; endResync retries it). A resync
-// stopped because the stack
-// is torn down proposes nothing: a failover already cleared the record,
-// and a restarted owner's new resync replaces it. stopOwner cancels it
-// and waits. A copy that fails during the resync is recorded faulted by
-// the mirror with every region dirty, so the usual rebuild copies it
-// whole; a resync stopped by the local copy failing is not retried (the
-// volume is down).
+// stopped because the stack is torn down proposes nothing: a failover
+// already cleared the record, and a restarted owner's new resync
+// replaces it. stopOwner cancels it and waits. A copy that fails during
+// the resync is recorded faulted by the mirror with every region dirty,
+// so the usual rebuild copies it whole; a resync stopped by the local
+// copy failing is not retried (the volume is down).
 func (r *Reconciler) startResync(ov *ownerVol) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ov.resyncCancel = cancel
@@ -127,14 +126,16 @@ func (r *Reconciler) startResync(ov *ownerVol) {
 // retrying while the outcome is not final (no leader, say): a record left
 // behind would show a resync that no longer runs until the next failover.
 // It gives up when ctx ends (the stack is torn down) or the catalogue
-// refuses for good (a stale epoch: a failover cleared it; the volume is
-// gone or being deleted).
+// answers with a verdict (a stale epoch: a failover cleared it; the
+// volume is gone or being deleted; a leader of an older version that
+// knows no such op).
 func (r *Reconciler) endResync(ctx context.Context, ov *ownerVol, log *slog.Logger) {
 	for delay := 100 * time.Millisecond; ; delay = min(2*delay, catalog.RebuildReportInterval) {
 		pctx, cancel := context.WithTimeout(ctx, faultTimeout)
 		_, err := r.o.Proposer.Propose(pctx, catalog.Command{Op: catalog.OpReportResync, Name: ov.name, Epoch: ov.epoch})
 		cancel()
-		if err == nil || ctx.Err() != nil || errors.Is(err, catalog.ErrStaleEpoch) || errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrConflict) {
+		if err == nil || ctx.Err() != nil || errors.Is(err, catalog.ErrStaleEpoch) || errors.Is(err, catalog.ErrNotFound) ||
+			errors.Is(err, catalog.ErrConflict) || errors.Is(err, catalog.ErrInvalid) || errors.Is(err, catalog.ErrVersion) {
 			return
 		}
 		log.Debug("end of resync not recorded yet; retrying", "err", err)
