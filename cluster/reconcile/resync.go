@@ -125,17 +125,23 @@ func (r *Reconciler) startResync(ov *ownerVol) {
 // endResync clears ov's resync record (OpReportResync without progress),
 // retrying while the outcome is not final (no leader, say): a record left
 // behind would show a resync that no longer runs until the next failover.
-// It gives up when ctx ends (the stack is torn down) or the catalogue
+// It gives up when ctx ends (the stack is torn down), when the catalogue
 // answers with a verdict (a stale epoch: a failover cleared it; the
 // volume is gone or being deleted; a leader of an older version that
-// knows no such op).
+// knows no such op), or after endResyncTries attempts (about half a
+// minute; logged).
 func (r *Reconciler) endResync(ctx context.Context, ov *ownerVol, log *slog.Logger) {
-	for delay := 100 * time.Millisecond; ; delay = min(2*delay, catalog.RebuildReportInterval) {
+	delay := 100 * time.Millisecond
+	for try := 1; ; try++ {
 		pctx, cancel := context.WithTimeout(ctx, faultTimeout)
 		_, err := r.o.Proposer.Propose(pctx, catalog.Command{Op: catalog.OpReportResync, Name: ov.name, Epoch: ov.epoch})
 		cancel()
 		if err == nil || ctx.Err() != nil || errors.Is(err, catalog.ErrStaleEpoch) || errors.Is(err, catalog.ErrNotFound) ||
 			errors.Is(err, catalog.ErrConflict) || errors.Is(err, catalog.ErrInvalid) || errors.Is(err, catalog.ErrVersion) {
+			return
+		}
+		if try == endResyncTries {
+			log.Warn("end of resync not recorded; volume status shows it until the next resync or failover", "err", err)
 			return
 		}
 		log.Debug("end of resync not recorded yet; retrying", "err", err)
@@ -144,5 +150,9 @@ func (r *Reconciler) endResync(ctx context.Context, ov *ownerVol, log *slog.Logg
 			return
 		case <-time.After(delay):
 		}
+		delay = min(2*delay, catalog.RebuildReportInterval)
 	}
 }
+
+// endResyncTries bounds endResync's attempts.
+const endResyncTries = 10
