@@ -27,14 +27,15 @@ import (
 // The target is built before the cluster member starts (the member
 // registers the target's ports), so the daemon learns the range from a
 // file the previous run wrote: cntlidFile in the cluster data directory,
-// rewritten whenever the catalogue's index for this node changes. A node
-// that has no range yet — its first start, before it joined or
-// registered; or one of more than catalog.MaxCNTLIDNodes — starts at an
-// ID hashed from its node ID, as before ranges existed, for this run
-// only: two such nodes collide with a small chance (for a node pair
-// whose subsystems each hand out N IDs, about 2N/65,519: 1.5 % for
-// N = 500), which costs the host that path, not data. From the next
-// start the node uses its range. A standalone daemon starts at 1.
+// rewritten whenever the catalogue's index for this node changes. On its
+// first start (no record: it has not joined or registered yet) a node
+// starts at an ID hashed from its node ID, as before ranges existed, for
+// that run; from the next start it uses its range. A node registered
+// when catalog.MaxCNTLIDNodes others hold every range gets none and
+// always starts hashed (warned). A hashed start may collide with another
+// node's IDs with a small chance (for a node pair whose subsystems each
+// hand out N IDs, about 2N/65,519: 1.5 % for N = 500), which costs the
+// host that path, not data. A standalone daemon starts at 1.
 //
 // The target wraps over the whole ID space, not the range: a node stays
 // inside its range until one subsystem on it has created more than
