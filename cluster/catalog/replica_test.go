@@ -580,6 +580,8 @@ func TestWrittenVersions(t *testing.T) {
 		{Command{Op: OpPurgeVolume, Name: "s"}, 1},
 		{Command{Op: OpPurgeVolume, Name: "s", NodeID: "n2"}, 2},
 		{Command{Op: OpRemoveReplica, Name: "m", NodeID: "n2"}, 2},
+		{Command{Op: OpReportResync, Name: "m"}, 2},
+		{Command{Op: OpRegisterNode, Node: &Node{ID: "n1", CNTLIDIndex: 3}}, 1},
 	} {
 		b, _ := tc.c.Encode()
 		if c, err := DecodeCommand(b); err != nil || c.V != tc.want {
