@@ -54,6 +54,30 @@ type VolumeStatus struct {
 	InSync   int `json:"in_sync"`
 	// ReplicaStatus lists the copies, the owner's first.
 	ReplicaStatus []ReplicaStatus `json:"replica_status"`
+	// Resync is the owner's resync after an unclean hand-off, while one
+	// runs (nil otherwise).
+	Resync *ResyncStatus `json:"resync,omitempty"`
+}
+
+// ResyncStatus is a running resync (catalog.Volume.Resync): after a
+// failover or an owner restart the owner copies its whole copy to the
+// other in-sync copies, which until it finishes may differ from it (and
+// from each other) in blocks of writes the lost owner never
+// acknowledged. Every acknowledged write is on every in-sync copy
+// throughout, so a failover during the resync is as safe as any: the new
+// owner abandons this resync and runs its own from its copy.
+type ResyncStatus struct {
+	// Source is the owner, whose copy the others are made identical to;
+	// Targets are the other in-sync copies now.
+	Source  string   `json:"source"`
+	Targets []string `json:"targets"`
+	// Progress is the owner's last report: Copied of Total bytes
+	// written to the copies (each region counted once per copy), with
+	// Percent done and ETASeconds left at the reported rate (omitted when
+	// the rate is unknown), as for a rebuild.
+	Progress   catalog.Rebuild `json:"progress"`
+	Percent    float64         `json:"percent"`
+	ETASeconds *float64        `json:"eta_seconds,omitempty"`
 }
 
 // ReplicaStatus is one copy of a volume.
@@ -87,6 +111,19 @@ func NewVolumeStatus(v catalog.Volume) VolumeStatus {
 		if r.Node != v.Node {
 			st.ReplicaStatus = append(st.ReplicaStatus, replicaStatus(r, false))
 		}
+	}
+	if v.Resync != nil {
+		rs := &ResyncStatus{Source: v.Node, Progress: *v.Resync, Percent: v.Resync.Percent()}
+		for _, n := range v.InSyncNodes() {
+			if n != v.Node {
+				rs.Targets = append(rs.Targets, n)
+			}
+		}
+		if eta, ok := v.Resync.ETA(); ok {
+			sec := eta.Seconds()
+			rs.ETASeconds = &sec
+		}
+		st.Resync = rs
 	}
 	return st
 }

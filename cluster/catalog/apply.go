@@ -21,7 +21,7 @@ func (s *State) Apply(c Command) (Result, error) {
 		return Result{}, fmt.Errorf("%w: command version %d", ErrVersion, c.V)
 	}
 	switch c.Op {
-	case OpSetReplicaState, OpReportRebuild, OpFailover, OpAddReplica, OpRemoveReplica:
+	case OpSetReplicaState, OpReportRebuild, OpReportResync, OpFailover, OpAddReplica, OpRemoveReplica:
 		if c.V < 2 {
 			return Result{}, fmt.Errorf("%w: %s needs command version 2, got %d", ErrVersion, c.Op, c.V)
 		}
@@ -61,6 +61,8 @@ func (s *State) Apply(c Command) (Result, error) {
 		return s.setReplicaState(c)
 	case OpReportRebuild:
 		return s.reportRebuild(c)
+	case OpReportResync:
+		return s.reportResync(c)
 	case OpFailover:
 		return s.failover(c)
 	case OpAddReplica:
@@ -99,6 +101,7 @@ func (s *State) registerNode(c Command) (Result, error) {
 		return Result{}, fmt.Errorf("%w: node needs a valid id (%s), api_addr and raft_addr", ErrInvalid, NamePattern)
 	}
 	nn := n.clone()
+	nn.CNTLIDIndex = s.cntlidIndex(n.ID)
 	s.Nodes[n.ID] = nn
 	out := nn.clone()
 	return Result{Node: &out}, nil

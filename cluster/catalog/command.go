@@ -22,7 +22,7 @@ type Op string
 
 // Operations. The fields of Command each one reads are listed.
 const (
-	OpRegisterNode    Op = "register_node"    // Node (replaces an existing entry with the same ID)
+	OpRegisterNode    Op = "register_node"    // Node (replaces an existing entry with the same ID, keeping its CNTLIDIndex)
 	OpRemoveNode      Op = "remove_node"      // NodeID; refused while it owns volumes or subsystems
 	OpCreateVolume    Op = "create_volume"    // Volume (Name, UUID, NGUID, Size, BlockSize, Path, Node)
 	OpResizeVolume    Op = "resize_volume"    // Name, Size (grow only)
@@ -39,10 +39,11 @@ const (
 	OpSetAllowAnyHost Op = "set_allow_any"    // NQN, Allow
 	OpSetANAState     Op = "set_ana_state"    // NQN, NodeID, State (one of the ANA* states)
 
-	// Replication (command version 2). The owner proposes the first two,
-	// carrying the Epoch it believes in (ErrStaleEpoch when stale).
+	// Replication (command version 2). The owner proposes the first
+	// three, carrying the Epoch it believes in (ErrStaleEpoch when stale).
 	OpSetReplicaState Op = "set_replica_state" // Name, NodeID (replica), State (Replica*), Message, Epoch, Rebuild (optional, → syncing)
 	OpReportRebuild   Op = "report_rebuild"    // Name, NodeID (syncing replica), Rebuild, Epoch
+	OpReportResync    Op = "report_resync"     // Name, Epoch, Rebuild (the owner's resync progress; nil: the resync ended)
 	OpFailover        Op = "failover"          // Name, NodeID (new owner, in sync), Epoch (0 or the current one), State ("" planned, "faulted": fault the old owner's replica), Message
 	OpAddReplica      Op = "add_replica"       // Name, Replica (Node, Path): joins syncing, full copy
 	OpRemoveReplica   Op = "remove_replica"    // Name, NodeID; never the owner
@@ -86,7 +87,7 @@ type Result struct {
 // V to it.
 func (c Command) Version() int {
 	switch c.Op {
-	case OpSetReplicaState, OpReportRebuild, OpFailover, OpAddReplica, OpRemoveReplica:
+	case OpSetReplicaState, OpReportRebuild, OpReportResync, OpFailover, OpAddReplica, OpRemoveReplica:
 		return 2
 	case OpPurgeVolume:
 		if c.NodeID != "" {

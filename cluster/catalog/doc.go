@@ -51,6 +51,43 @@
 //     OpRemoveReplica never removes the owner's copy or the last in-sync
 //     one, and lowers the desired count.
 //
+// # Resync after an unclean hand-off
+//
+// A new owner (after a failover, or the owner after a restart) copies its
+// whole copy to the other in-sync copies, because writes the lost owner
+// had in flight and never acknowledged may sit on some copies and not
+// others. It records the progress in Volume.Resync with OpReportResync
+// (the Rebuild figures, rate limited like rebuild reports: at the start,
+// then at most every RebuildReportInterval) and clears it (OpReportResync
+// without progress) when the resync ends, done or failed; OpFailover
+// clears it in the same command that moves the owner, since the old
+// owner's resync stops with its role. The record is for people (volume
+// status): while it is set, the in-sync copies hold every acknowledged
+// write but may still differ in blocks no host was ever told were
+// written. A second failover in that window is therefore as safe as any
+// — any content of those blocks is correct, the new owner's copy becomes
+// the one the others are made identical to, by a resync of its own —
+// and PickNewOwner need not (and does not) look at it: the resync's
+// source is always the owner, the node being replaced. A planned
+// failover during a resync costs a full pass more, nothing else.
+// Nodes of an older version 2 reject report_resync as an unknown op and
+// keep no record; nothing else depends on it.
+//
+// # Controller ID ranges
+//
+// Every node with a copy of a replicated volume serves its export
+// subsystem, so a host may reach one subsystem through several nodes and
+// (Linux) refuses a path whose controller ID another path already has.
+// OpRegisterNode gives a node, when it is first registered, the lowest
+// free Node.CNTLIDIndex (1 to MaxCNTLIDNodes) and keeps it on every later
+// registration (restarts); the index picks a range of CNTLIDStride IDs
+// (CNTLIDRange), so nodes' ranges are disjoint by construction. Indices
+// of removed nodes are reused; nodes beyond MaxCNTLIDNodes get none. The
+// index is chosen by Apply from the state, not carried in the command:
+// deterministic for every node that applies the same log (or snapshot).
+// Entries registered by older versions have none until the node
+// registers again.
+//
 // A subsystem exporting replicated volumes is served by every node with a
 // copy (State.SubsystemNodes), each with its ANA state. A tombstone is
 // forgotten when every copy's node has purged (OpPurgeVolume with NodeID).
@@ -59,7 +96,7 @@
 //
 // Volume.Epoch starts at 1 and every change of owner (OpFailover, nothing
 // else) increments it. Every command an owner proposes about its
-// volume's copies (OpSetReplicaState, OpReportRebuild) carries the epoch
+// volume's copies (OpSetReplicaState, OpReportRebuild, OpReportResync) carries the epoch
 // it believes in, and Apply rejects it with ErrStaleEpoch unless that is
 // the volume's epoch now. So an owner that was partitioned away or
 // deposed can never commit "copy X faulted" after it was replaced: it

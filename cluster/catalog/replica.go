@@ -162,6 +162,10 @@ func cloneReplicas(rs []Replica) []Replica {
 // clone returns a deep copy.
 func (v Volume) clone() Volume {
 	v.ReplicaSet = cloneReplicas(v.ReplicaSet)
+	if v.Resync != nil {
+		rs := *v.Resync
+		v.Resync = &rs
+	}
 	return v
 }
 
@@ -222,6 +226,9 @@ func (v *Volume) checkReplicas() error {
 	}
 	if !owner {
 		return fmt.Errorf("%w: volume %q: the owner %s holds no replica", ErrConflict, v.Name, v.Node)
+	}
+	if v.Resync != nil {
+		return v.Resync.validate()
 	}
 	return nil
 }

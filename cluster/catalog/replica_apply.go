@@ -139,6 +139,26 @@ func (s *State) reportRebuild(c Command) (Result, error) {
 	return s.storeVolume(v)
 }
 
+// reportResync records (c.Rebuild set) or clears (nil: the resync ended,
+// done or given up) the owner's resync progress on volume c.Name.
+func (s *State) reportResync(c Command) (Result, error) {
+	v, err := s.ownerCommand(c)
+	if err != nil {
+		return Result{}, err
+	}
+	if c.Rebuild == nil {
+		v.Resync = nil
+		return s.storeVolume(v)
+	}
+	if len(v.InSyncNodes()) < 2 {
+		return Result{}, fmt.Errorf("%w: volume %q: resync progress, but the owner %s holds the only in-sync copy", ErrConflict, v.Name, v.Node)
+	}
+	rs := *c.Rebuild
+	rs.Full = true
+	v.Resync = &rs
+	return s.storeVolume(v)
+}
+
 // failover makes c.NodeID the owner of volume c.Name and of every other
 // volume exported by the same subsystem (a subsystem's namespaces share
 // one ANA state per node, so they move together), bumps each one's epoch
@@ -194,6 +214,7 @@ func (s *State) failover(c Command) (Result, error) {
 		}
 		g.Node = c.NodeID
 		g.Epoch++
+		g.Resync = nil // the old owner's: the new one starts its own
 		if err := g.checkReplicas(); err != nil {
 			return Result{}, err
 		}

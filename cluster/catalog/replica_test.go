@@ -303,6 +303,10 @@ func TestReplicaCommandJSON(t *testing.T) {
 			`{"v":2,"op":"set_replica_state","node_id":"n2","name":"r","state":"syncing","epoch":3,"rebuild":{"copied":0,"total":4096}}`},
 		{Command{Op: OpReportRebuild, Name: "r", NodeID: "n2", Epoch: 3, Rebuild: &Rebuild{Full: true, Copied: 1024, Total: 4096, Rate: 512, Updated: at}},
 			`{"v":2,"op":"report_rebuild","node_id":"n2","name":"r","epoch":3,"rebuild":{"full":true,"copied":1024,"total":4096,"rate":512,"updated":"2026-11-24T22:00:00Z"}}`},
+		{Command{Op: OpReportResync, Name: "r", Epoch: 3, Rebuild: &Rebuild{Copied: 2048, Total: 8192, Rate: 1024, Updated: at}},
+			`{"v":2,"op":"report_resync","name":"r","epoch":3,"rebuild":{"copied":2048,"total":8192,"rate":1024,"updated":"2026-11-24T22:00:00Z"}}`},
+		{Command{Op: OpReportResync, Name: "r", Epoch: 3},
+			`{"v":2,"op":"report_resync","name":"r","epoch":3}`},
 		{Command{Op: OpFailover, Name: "r", NodeID: "n3", Epoch: 3, State: ReplicaFaulted, Message: "owner lost"},
 			`{"v":2,"op":"failover","node_id":"n3","name":"r","state":"faulted","message":"owner lost","epoch":3}`},
 		{Command{Op: OpAddReplica, Name: "r", Replica: &Replica{Node: "n4", Path: "r.img"}},
@@ -452,6 +456,8 @@ func FuzzReplicaApply(f *testing.F) {
 		replicaCmd(OpSetReplicaState, "n2", ReplicaFaulted, 1),
 		replicaCmd(OpFailover, "n3", ReplicaFaulted, 1),
 		{V: CommandVersion, Op: OpReportRebuild, Name: "r", NodeID: "n2", Epoch: 1, Rebuild: &Rebuild{Copied: 1, Total: 2}},
+		{V: CommandVersion, Op: OpReportResync, Name: "r", Epoch: 1, Rebuild: &Rebuild{Copied: 1, Total: 2}},
+		{V: CommandVersion, Op: OpReportResync, Name: "r", Epoch: 1},
 		{V: CommandVersion, Op: OpAddReplica, Name: "r", Replica: &Replica{Node: "n4", Path: "r.img"}},
 		{V: CommandVersion, Op: OpRemoveReplica, Name: "r", NodeID: "n3"},
 		{V: CommandVersion, Op: OpPurgeVolume, Name: "r", NodeID: "n3"},
@@ -469,7 +475,14 @@ func FuzzReplicaApply(f *testing.F) {
 		if c.Op == OpSetReplicaState && c.NodeID == "n2" && c.State == ReplicaSyncing {
 			s.Apply(replicaCmd(OpSetReplicaState, "n2", ReplicaFaulted, 1))
 		}
+		if c.Op == OpFailover {
+			s.Apply(Command{V: CommandVersion, Op: OpReportResync, Name: "r", Epoch: 1, Rebuild: &Rebuild{Total: 1}})
+		}
+		owner := s.Volumes["r"].Node
 		s.Apply(c) // must not panic
+		if v := s.Volumes["r"]; v.Node != owner && v.Resync != nil {
+			t.Fatalf("%s moved the owner %s → %s and kept the old owner's resync", c.Op, owner, v.Node)
+		}
 		for _, v := range s.Volumes {
 			if v.State == VolumeDeleting {
 				continue
@@ -488,6 +501,56 @@ func FuzzReplicaApply(f *testing.F) {
 			t.Fatalf("%s: two optimized nodes: %v", c.Op, s.Subsystems[nqnA].ANA)
 		}
 	})
+}
+
+// TestResyncProgress: the owner records its resync's progress (fenced by
+// its epoch like every owner command), clears it when the resync ends,
+// and a failover clears it in the same command (the old owner's resync
+// is abandoned; the new owner starts its own from its copy).
+func TestResyncProgress(t *testing.T) {
+	s := cluster3(t)
+	at := time.Date(2026, 11, 24, 22, 0, 0, 0, time.UTC)
+	rep := func(epoch uint64, rb *Rebuild) Command {
+		return Command{V: CommandVersion, Op: OpReportResync, Name: "r", Epoch: epoch, Rebuild: rb}
+	}
+	res := mustApply(t, s, rep(1, &Rebuild{Copied: 1 << 20, Total: 4 << 20, Rate: 1 << 20, Updated: at}))
+	rs := s.Volumes["r"].Resync
+	if rs == nil || !rs.Full || rs.Percent() != 25 || res.Volume.Resync == nil || res.Volume.Resync == rs {
+		t.Fatalf("recorded %+v, answered %+v", rs, res.Volume.Resync)
+	}
+	if eta, ok := rs.ETA(); !ok || eta != 3*time.Second {
+		t.Fatalf("eta %v %v", eta, ok)
+	}
+	if c := s.Clone(); c.Volumes["r"].Resync == rs {
+		t.Fatal("Clone shares the resync record")
+	}
+	applyRejected(t, s, rep(1, &Rebuild{Copied: 5, Total: 4}), ErrInvalid, "copied > total")
+	applyRejected(t, s, rep(0, &Rebuild{Total: 4}), ErrInvalid, "no epoch")
+	applyRejected(t, s, rep(2, &Rebuild{Total: 4}), ErrStaleEpoch, "a future epoch")
+	applyRejected(t, s, Command{V: 1, Op: OpReportResync, Name: "r", Epoch: 1}, ErrVersion, "v2 op in a v1 command")
+	applyRejected(t, s, Command{V: CommandVersion, Op: OpReportResync, Name: "nope", Epoch: 1}, ErrNotFound, "no such volume")
+
+	// Ended: cleared (and clearing again is harmless).
+	mustApply(t, s, rep(1, nil))
+	mustApply(t, s, rep(1, nil))
+	if s.Volumes["r"].Resync != nil {
+		t.Fatalf("not cleared: %+v", s.Volumes["r"].Resync)
+	}
+
+	// A failover abandons the old owner's resync; the old owner can
+	// neither report nor clear any more; the new owner can.
+	mustApply(t, s, rep(1, &Rebuild{Copied: 1, Total: 4 << 20}))
+	mustApply(t, s, Command{V: CommandVersion, Op: OpFailover, Name: "r", NodeID: "n2", Epoch: 1, State: ReplicaFaulted, Message: "owner lost"})
+	if v := s.Volumes["r"]; v.Resync != nil || v.Epoch != 2 {
+		t.Fatalf("after failover %+v", v)
+	}
+	applyRejected(t, s, rep(1, &Rebuild{Copied: 2, Total: 4 << 20}), ErrStaleEpoch, "deposed owner reports its resync")
+	mustApply(t, s, rep(2, &Rebuild{Total: 4 << 20}))
+
+	// With no other in-sync copy there is nothing to resync.
+	mustApply(t, s, rep(2, nil))
+	mustApply(t, s, replicaCmd(OpSetReplicaState, "n3", ReplicaFaulted, 2))
+	applyRejected(t, s, rep(2, &Rebuild{Total: 4 << 20}), ErrConflict, "resync with the owner the only in-sync copy")
 }
 
 // TestVolumeStateEpoch: a volume state report that carries an epoch is
@@ -517,6 +580,8 @@ func TestWrittenVersions(t *testing.T) {
 		{Command{Op: OpPurgeVolume, Name: "s"}, 1},
 		{Command{Op: OpPurgeVolume, Name: "s", NodeID: "n2"}, 2},
 		{Command{Op: OpRemoveReplica, Name: "m", NodeID: "n2"}, 2},
+		{Command{Op: OpReportResync, Name: "m"}, 2},
+		{Command{Op: OpRegisterNode, Node: &Node{ID: "n1", CNTLIDIndex: 3}}, 1},
 	} {
 		b, _ := tc.c.Encode()
 		if c, err := DecodeCommand(b); err != nil || c.V != tc.want {

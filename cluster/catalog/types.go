@@ -38,6 +38,12 @@ type Node struct {
 	// volume directory (0 = unknown): a volume larger than it can never
 	// be written in full, so creating one is refused.
 	VolumeFSBytes int64 `json:"volume_fs_bytes,omitempty"`
+	// CNTLIDIndex picks the node's range of NVMe controller IDs
+	// (CNTLIDRange), 1 to MaxCNTLIDNodes; 0: none. Apply assigns it when
+	// the node is first registered (the lowest index no other node
+	// holds) and keeps it when the node registers again; a value carried
+	// in a command is ignored.
+	CNTLIDIndex int `json:"cntlid_index,omitempty"`
 }
 
 // Listener is one NVMe-oF port of a node, as its discovery log entries
@@ -87,6 +93,15 @@ type Volume struct {
 	// volume's replicas carries the epoch it believes in, and Apply
 	// rejects it with ErrStaleEpoch unless that is the current one.
 	Epoch uint64 `json:"epoch,omitempty"`
+	// Resync is the progress of the owner's resync (resync.go), as it
+	// last reported it with OpReportResync: after an unclean hand-off the
+	// owner copies its whole copy to the other in-sync copies, which
+	// until then may differ from it in blocks of writes that were never
+	// acknowledged. Copied and Total count bytes written to copies (each
+	// region once per copy resynced); Full is always set. Nil: no resync
+	// runs. OpFailover clears it (the new owner starts its own), and the
+	// owner clears it when the resync ends.
+	Resync *Rebuild `json:"resync,omitempty"`
 	// State is one of the Volume* states; Message explains VolumeError.
 	State   string `json:"state"`
 	Message string `json:"message,omitempty"`

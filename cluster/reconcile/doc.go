@@ -71,8 +71,11 @@
 //     own: every region of the owner's copy is copied to the other
 //     in-sync copies under live I/O (rate Options.RebuildBytesPerSecond),
 //     so writes the lost owner had in flight, on some copies only, leave
-//     no divergent blocks. Progress is logged every
-//     catalog.RebuildReportInterval; the copies stay in sync. A stack
+//     no divergent blocks. Progress is logged and proposed
+//     (catalog.OpReportResync, with the owner's epoch: Volume.Resync,
+//     shown by `rdmablk volume status`) at the start and every
+//     catalog.RebuildReportInterval, and cleared when the resync ends;
+//     a failover clears it in the catalogue. The copies stay in sync. A stack
 //     this process rebuilds at the epoch of one it closed with the copies
 //     known identical (a resize; no write failed half-way,
 //     mirror.MayDiverge, and any resync finished) skips it; a daemon

@@ -2,6 +2,8 @@ package reconcile
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/rdmablk/rdmablk/blockdev/mirror"
@@ -47,13 +49,16 @@ func (ov *ownerVol) copiesIdentical() bool {
 }
 
 // startResync runs ov's mirror.Resync on a goroutine of its own, rate
-// limited like a rebuild, and logs its progress every
-// catalog.RebuildReportInterval (the catalogue records rebuild progress
-// only for syncing copies; a resync's copies stay in sync). stopOwner
-// cancels it and waits. A copy that fails during the resync is recorded
-// faulted by the mirror with every region dirty, so the usual rebuild
-// copies it whole; a resync stopped by the local copy failing is not
-// retried (the volume is down).
+// limited like a rebuild. Its progress goes to the catalogue like a
+// rebuild's (OpReportResync, fenced by ov's epoch): once at the start,
+// then every catalog.RebuildReportInterval, and a clearing report when
+// the resync ends (done or failed; endResync retries it). A resync
+// stopped because the stack is torn down proposes nothing: a failover
+// already cleared the record, and a restarted owner's new resync
+// replaces it. stopOwner cancels it and waits. A copy that fails during
+// the resync is recorded faulted by the mirror with every region dirty,
+// so the usual rebuild copies it whole; a resync stopped by the local
+// copy failing is not retried (the volume is down).
 func (r *Reconciler) startResync(ov *ownerVol) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ov.resyncCancel = cancel
@@ -70,6 +75,26 @@ func (r *Reconciler) startResync(ov *ownerVol) {
 		}()
 		log.Info("resync started: making the in-sync copies identical to this owner's after a failover or restart",
 			"bytes_per_second", r.o.RebuildBytesPerSecond)
+		report := func(rb *catalog.Rebuild) {
+			pctx, pcancel := context.WithTimeout(ctx, faultTimeout)
+			defer pcancel()
+			if _, err := r.o.Proposer.Propose(pctx, catalog.Command{Op: catalog.OpReportResync, Name: ov.name,
+				Rebuild: rb, Epoch: ov.epoch}); err != nil && ctx.Err() == nil {
+				log.Debug("resync progress not reported", "err", err)
+			}
+		}
+		progress := func() *catalog.Rebuild {
+			p := ov.m.ResyncProgress()
+			if p.Started.IsZero() { // Resync has not counted yet: what it will copy
+				for _, ls := range ov.m.Legs() {
+					if !ls.Local && ls.State == mirror.InSync {
+						p.Total += int64(ov.m.Blocks()) * int64(ov.m.BlockSize())
+					}
+				}
+			}
+			return &catalog.Rebuild{Full: true, Copied: min(p.Done, p.Total), Total: p.Total, Rate: int64(p.Rate), Updated: time.Now()}
+		}
+		report(progress())
 		t := time.NewTicker(catalog.RebuildReportInterval)
 		defer t.Stop()
 		for {
@@ -84,11 +109,50 @@ func (r *Reconciler) startResync(ov *ownerVol) {
 				default:
 					log.Warn("resync failed; failed copies are faulted and will be rebuilt whole", "err", err, "bytes", p.Done, "of", p.Total)
 				}
+				if ctx.Err() == nil {
+					r.endResync(ctx, ov, log) // ended on its own: done, or failed
+				}
 				return
 			case <-t.C:
 				p := ov.m.ResyncProgress()
 				log.Info("resync progress", "bytes", p.Done, "of", p.Total, "bytes_per_second", int64(p.Rate), "eta", p.ETA.Round(time.Second))
+				report(progress())
 			}
 		}
 	}()
 }
+
+// endResync clears ov's resync record (OpReportResync without progress),
+// retrying while the outcome is not final (no leader, say): a record left
+// behind would show a resync that no longer runs until the next failover.
+// It gives up when ctx ends (the stack is torn down), when the catalogue
+// answers with a verdict (a stale epoch: a failover cleared it; the
+// volume is gone or being deleted; a leader of an older version that
+// knows no such op), or after endResyncTries attempts (about half a
+// minute; logged).
+func (r *Reconciler) endResync(ctx context.Context, ov *ownerVol, log *slog.Logger) {
+	delay := 100 * time.Millisecond
+	for try := 1; ; try++ {
+		pctx, cancel := context.WithTimeout(ctx, faultTimeout)
+		_, err := r.o.Proposer.Propose(pctx, catalog.Command{Op: catalog.OpReportResync, Name: ov.name, Epoch: ov.epoch})
+		cancel()
+		if err == nil || ctx.Err() != nil || errors.Is(err, catalog.ErrStaleEpoch) || errors.Is(err, catalog.ErrNotFound) ||
+			errors.Is(err, catalog.ErrConflict) || errors.Is(err, catalog.ErrInvalid) || errors.Is(err, catalog.ErrVersion) {
+			return
+		}
+		if try == endResyncTries {
+			log.Warn("end of resync not recorded; volume status shows it until the next resync or failover", "err", err)
+			return
+		}
+		log.Debug("end of resync not recorded yet; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, catalog.RebuildReportInterval)
+	}
+}
+
+// endResyncTries bounds endResync's attempts.
+const endResyncTries = 10

@@ -2,8 +2,11 @@ package reconcile
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,6 +153,164 @@ func TestShutdownDoesNotWaitForRaft(t *testing.T) {
 	for _, cmd := range c.l.proposed[before:] {
 		if cmd.Op == catalog.OpSetReplicaState {
 			t.Fatalf("shutdown proposed %s %s %s", cmd.Op, cmd.NodeID, cmd.State)
+		}
+	}
+}
+
+// resyncWatch is a Proposer in front of the test leader that records,
+// for every OpReportResync, the error the leader answered and the
+// volume's resync record right after it.
+type resyncWatch struct {
+	l       *leader
+	mu      sync.Mutex
+	reports []resyncReport
+	// failEnds is how many clearing reports to fail (no leader).
+	failEnds int
+}
+
+type resyncReport struct {
+	c     catalog.Command
+	err   error
+	after *catalog.Rebuild
+}
+
+func (w *resyncWatch) Propose(ctx context.Context, c catalog.Command) (catalog.Result, error) {
+	w.mu.Lock()
+	fail := c.Op == catalog.OpReportResync && c.Rebuild == nil && w.failEnds > 0
+	if fail {
+		w.failEnds--
+		w.reports = append(w.reports, resyncReport{c, errNoLeader, nil})
+	}
+	w.mu.Unlock()
+	if fail {
+		return catalog.Result{}, errNoLeader
+	}
+	res, err := w.l.Propose(ctx, c)
+	if c.Op == catalog.OpReportResync {
+		after := w.l.volume(c.Name).Clone().Resync
+		w.mu.Lock()
+		w.reports = append(w.reports, resyncReport{c, err, after})
+		w.mu.Unlock()
+	}
+	return res, err
+}
+
+func (w *resyncWatch) list() []resyncReport {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.reports)
+}
+
+var errNoLeader = errors.New("no leader")
+
+// ownerOf returns node id's owner stack of rv (nil when it has none).
+func (c *cluster) ownerOf(id string) *ownerVol {
+	r := c.nodes[id].r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v := r.vols["rv"]; v != nil {
+		return v.own
+	}
+	return nil
+}
+
+// TestResyncProgressInCatalogue (issue 16: resync where admins look):
+// the new owner's resync after an unclean failover is recorded in the
+// catalogue (volume status reads it) from its start, fenced by the new
+// epoch, and cleared when it ends, also when the leader is missing at
+// first (the clearing report is retried).
+func TestResyncProgressInCatalogue(t *testing.T) {
+	c := newCluster(t, "n1", "n2", "n3")
+	c.createReplicated(t, "n1", "n2", "n3")
+	if err := c.sync("n2", "n3", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	w := &resyncWatch{l: c.l, failEnds: 2} // the end is recorded on the third try
+	c.nodes["n3"].r.o.Proposer = w
+	c.nodes["n1"].down.Store(true)
+	c.l.apply(t, catalog.Command{Op: catalog.OpFailover, Name: "rv", NodeID: "n3", Epoch: 1,
+		State: catalog.ReplicaFaulted, Message: "owner lost"})
+	if err := c.sync("n2", "n3"); err != nil {
+		t.Fatal(err)
+	}
+	own := c.ownerOf("n3")
+	if own == nil || own.resyncDone == nil {
+		t.Fatal("no resync started")
+	}
+	select {
+	case <-own.resyncDone:
+	case <-time.After(60 * time.Second):
+		t.Fatal("resync did not finish")
+	}
+	reps := w.list()
+	if len(reps) < 2 {
+		t.Fatalf("%d resync reports, want a start and an end", len(reps))
+	}
+	first, last := reps[0], reps[len(reps)-1]
+	size := c.l.volume("rv").Size // one other in-sync copy (n2): each byte once
+	if first.err != nil || first.c.Epoch != 2 || first.after == nil || !first.after.Full || first.after.Total != size || first.after.Updated.IsZero() {
+		t.Fatalf("first report %+v: err %v, catalogue then %+v", first.c, first.err, first.after)
+	}
+	if last.err != nil || last.c.Rebuild != nil || last.after != nil {
+		t.Fatalf("last report %+v: err %v, catalogue then %+v; want the record cleared", last.c, last.err, last.after)
+	}
+	if ends := reps[len(reps)-3:]; ends[0].c.Rebuild != nil || ends[0].err == nil || ends[1].c.Rebuild != nil || ends[1].err == nil {
+		t.Fatalf("the end was not retried after failed proposals: %+v", ends)
+	}
+	if v := c.l.volume("rv"); v.Resync != nil {
+		t.Fatalf("catalogue keeps a finished resync: %+v", v.Resync)
+	}
+}
+
+// TestResyncAbandonedOnRoleChange: a planned failover while the owner's
+// resync runs (slowly) clears the record in the same command; the
+// deposed owner's resync stops without proposing anything more, and the
+// record that remains, if any, is the new owner's.
+func TestResyncAbandonedOnRoleChange(t *testing.T) {
+	c := newCluster(t, "n1", "n2", "n3")
+	c.createReplicated(t, "n1", "n2", "n3")
+	if err := c.sync("n2", "n3", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	w := &resyncWatch{l: c.l}
+	for _, id := range []string{"n2", "n3"} {
+		c.nodes[id].r.o.Proposer = w
+		c.nodes[id].r.o.RebuildBytesPerSecond = 64 << 10 // 4 MiB to two copies: minutes
+	}
+	c.nodes["n1"].down.Store(true)
+	c.l.apply(t, catalog.Command{Op: catalog.OpFailover, Name: "rv", NodeID: "n3", Epoch: 1,
+		State: catalog.ReplicaFaulted, Message: "owner lost"})
+	if err := c.sync("n2", "n3"); err != nil {
+		t.Fatal(err)
+	}
+	own := c.ownerOf("n3")
+	if own == nil || own.resyncDone == nil {
+		t.Fatal("no resync started")
+	}
+	c.l.apply(t, catalog.Command{Op: catalog.OpFailover, Name: "rv", NodeID: "n2", Epoch: 2})
+	if v := c.l.volume("rv"); v.Resync != nil {
+		t.Fatalf("failover kept the old owner's resync %+v", v.Resync)
+	}
+	if err := c.sync("n3", "n2"); err != nil { // n3 tears its stack down (waits for its resync), n2 builds one
+		t.Fatal(err)
+	}
+	select {
+	case <-own.resyncDone:
+	default:
+		t.Fatal("the deposed owner's resync still runs")
+	}
+	for _, r := range w.list() {
+		if r.c.Epoch == 2 && r.c.Rebuild == nil {
+			t.Fatalf("the deposed owner proposed the end of its resync: %+v", r.c)
+		}
+		if r.c.Epoch == 2 && r.err == nil && c.l.volume("rv").Epoch == 3 && r.after == nil {
+			t.Fatalf("report %+v left no record", r.c)
+		}
+	}
+	if v := c.l.volume("rv"); v.Resync != nil {
+		reps := w.list()
+		if last := reps[len(reps)-1]; last.c.Epoch != 3 || last.err != nil {
+			t.Fatalf("record %+v after the failover, last report %+v (%v)", v.Resync, last.c, last.err)
 		}
 	}
 }

@@ -124,14 +124,18 @@ func newClusterCmd(g *globals) *cobra.Command {
 			s := v.(statusView).StatusResponse
 			fmt.Fprintf(w, "node\t%s (%s)\nleader\t%s %s\nterm\t%d\ncommit index\t%d\napplied index\t%d\n\n",
 				s.ID, s.State, s.LeaderID, s.LeaderAddr, s.Term, s.CommitIndex, s.AppliedIndex)
-			fmt.Fprintln(w, "ID\tSTATE\tLAST CONTACT\tRAFT\tAPI\tVOTER\tLISTENERS")
+			fmt.Fprintln(w, "ID\tSTATE\tLAST CONTACT\tRAFT\tAPI\tVOTER\tLISTENERS\tCNTLIDS")
 			api := map[string]string{}
 			ls := map[string]int{}
+			ids := map[string]string{}
 			for _, n := range s.Nodes {
-				api[n.ID], ls[n.ID] = n.APIAddr, len(n.Listeners)
+				api[n.ID], ls[n.ID], ids[n.ID] = n.APIAddr, len(n.Listeners), "-"
+				if first, last, ok := n.CNTLIDRange(); ok {
+					ids[n.ID] = fmt.Sprintf("%d-%d", first, last)
+				}
 			}
 			for _, m := range s.Members { // sorted by ID by the server
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%v\t%d\n", m.ID, m.State, lastContact(m), m.RaftAddr, api[m.ID], m.Voter, ls[m.ID])
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%v\t%d\t%s\n", m.ID, m.State, lastContact(m), m.RaftAddr, api[m.ID], m.Voter, ls[m.ID], ids[m.ID])
 			}
 		})
 	var id, raftAddr, apiAddr string
@@ -184,6 +188,11 @@ type nodeView struct {
 	RaftAddr      string         `json:"raft_addr"`
 	VolumeFSBytes int64          `json:"volume_fs_bytes,omitempty"`
 	Listeners     []listenerView `json:"listeners,omitempty"`
+	// CNTLIDIndex and the range it picks (catalog.CNTLIDRange): the
+	// controller IDs the node hands out from its next start on.
+	CNTLIDIndex int    `json:"cntlid_index,omitempty"`
+	CNTLIDFirst uint16 `json:"cntlid_first,omitempty"`
+	CNTLIDLast  uint16 `json:"cntlid_last,omitempty"`
 }
 
 type listenerView struct {
@@ -197,7 +206,8 @@ type listenerView struct {
 func listenerViews(ns []catalog.Node) []nodeView {
 	out := make([]nodeView, 0, len(ns))
 	for _, n := range ns {
-		v := nodeView{ID: n.ID, APIAddr: n.APIAddr, RaftAddr: n.RaftAddr, VolumeFSBytes: n.VolumeFSBytes}
+		v := nodeView{ID: n.ID, APIAddr: n.APIAddr, RaftAddr: n.RaftAddr, VolumeFSBytes: n.VolumeFSBytes, CNTLIDIndex: n.CNTLIDIndex}
+		v.CNTLIDFirst, v.CNTLIDLast, _ = n.CNTLIDRange()
 		for _, l := range n.Listeners {
 			v.Listeners = append(v.Listeners, listenerView{PortID: l.PortID, TrType: trType(l.TrType), AdrFam: adrFam(l.AdrFam), TrAddr: l.TrAddr, TrSvcID: l.TrSvcID})
 		}

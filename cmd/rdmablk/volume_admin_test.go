@@ -154,3 +154,81 @@ func equalPrefix(got, want []string) bool {
 	}
 	return true
 }
+
+// TestVolumeStatusResync: while the owner resyncs the other in-sync
+// copies after an unclean hand-off, `volume status` says so (table: a
+// "resyncing" line with percent, MiB and ETA; JSON: "resync"), and
+// nothing once the owner reports the end.
+func TestVolumeStatusResync(t *testing.T) {
+	url, f := startAPI(t)
+	if _, err := volumeCLI(t, url, "create", "db", "--size", "10M", "--replicas", "3", "--replica-nodes", "n2,n3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Apply(catalog.Command{V: catalog.CommandVersion, Op: catalog.OpReportResync, Name: "db", Epoch: 1,
+		Rebuild: &catalog.Rebuild{Copied: 8 << 20, Total: 20 << 20, Rate: 1 << 20}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := volumeCLI(t, url, "status", "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 6 || lines[1] != "resyncing from n1 to n2,n3: 40.0% (8.0 MiB of 20.0 MiB), ETA 12s" {
+		t.Fatalf("status table:\n%s", out)
+	}
+	out, err = volumeCLI(t, url, "status", "db", "-o", "json")
+	var js map[string]any
+	if err != nil || json.Unmarshal([]byte(out), &js) != nil {
+		t.Fatalf("status -o json: %v\n%s", err, out)
+	}
+	checkKeys(t, "volume status", js, "")
+	rs, _ := js["resync"].(map[string]any)
+	prog, _ := rs["progress"].(map[string]any)
+	if rs["source"] != "n1" || rs["percent"] != float64(40) || rs["eta_seconds"] != float64(12) || prog["total"] != float64(20<<20) || len(rs["targets"].([]any)) != 2 {
+		t.Fatalf("status json resync: %s", out)
+	}
+
+	// No rate yet: ETA unknown. Then the end: the line goes.
+	f.Apply(catalog.Command{V: catalog.CommandVersion, Op: catalog.OpReportResync, Name: "db", Epoch: 1, Rebuild: &catalog.Rebuild{Total: 20 << 20}})
+	if out, _ := volumeCLI(t, url, "status", "db"); !strings.Contains(out, "resyncing from n1 to n2,n3: 0.0% (0.0 MiB of 20.0 MiB), ETA unknown\n") {
+		t.Fatalf("status without a rate:\n%s", out)
+	}
+	f.Apply(catalog.Command{V: catalog.CommandVersion, Op: catalog.OpReportResync, Name: "db", Epoch: 1})
+	out, _ = volumeCLI(t, url, "status", "db")
+	if strings.Contains(out, "resync") {
+		t.Fatalf("status after the resync ended:\n%s", out)
+	}
+	if out, _ := volumeCLI(t, url, "status", "db", "-o", "json"); strings.Contains(out, `"resync"`) {
+		t.Fatalf("json after the resync ended:\n%s", out)
+	}
+}
+
+// TestClusterStatusCNTLIDRanges: `cluster status --json` gives each
+// node's controller-ID range as the catalogue assigned it (disjoint).
+func TestClusterStatusCNTLIDRanges(t *testing.T) {
+	url, _ := startAPI(t)
+	root := newRoot()
+	var out, errb bytes.Buffer
+	root.SetArgs([]string{"cluster", "status", "--json", "--api", url})
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	if err := root.Execute(); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	var st struct {
+		Nodes []struct {
+			ID    string `json:"id"`
+			Index int    `json:"cntlid_index"`
+			First int    `json:"cntlid_first"`
+			Last  int    `json:"cntlid_last"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil || len(st.Nodes) != 4 {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for i, n := range st.Nodes {
+		if n.Index != i+1 || n.First != i*catalog.CNTLIDStride+1 || n.Last != (i+1)*catalog.CNTLIDStride {
+			t.Errorf("node %s: index %d, %d-%d", n.ID, n.Index, n.First, n.Last)
+		}
+	}
+}

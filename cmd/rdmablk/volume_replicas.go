@@ -17,7 +17,7 @@ import (
 // status, replica add/remove, failover.
 func addReplicaCmds(vol *cobra.Command, a *adminFlags) {
 	var output string
-	status := &cobra.Command{Use: "status NAME [-o json]", Short: "show a volume's replicas, their states, the owner and rebuild progress", Args: cobra.ExactArgs(1)}
+	status := &cobra.Command{Use: "status NAME [-o json]", Short: "show a volume's replicas, their states, the owner, rebuild and resync progress", Args: cobra.ExactArgs(1)}
 	status.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json (as --json)")
 	status.RunE = func(cmd *cobra.Command, args []string) error {
 		switch output {
@@ -61,12 +61,21 @@ func addReplicaCmds(vol *cobra.Command, a *adminFlags) {
 	vol.AddCommand(status, replica, failover)
 }
 
-// volumeStatusTable prints a volume's summary line, then one row per
-// copy: node, state, owner marker, rebuild progress and ETA.
+// volumeStatusTable prints a volume's summary line, a resync line while
+// the owner resyncs the other in-sync copies, then one row per copy:
+// node, state, owner marker, rebuild progress and ETA.
 func volumeStatusTable(w io.Writer, v any) {
 	st := v.(api.VolumeStatus)
 	fmt.Fprintf(w, "volume %s: %d bytes, %s, owner %s (epoch %d), %d of %d replicas in sync\n",
 		st.Volume.Name, st.Volume.Size, st.Volume.State, st.Owner, st.Epoch, st.InSync, st.Replicas)
+	if rs := st.Resync; rs != nil {
+		eta := "unknown"
+		if rs.ETASeconds != nil {
+			eta = time.Duration(*rs.ETASeconds * float64(time.Second)).Round(time.Second).String()
+		}
+		fmt.Fprintf(w, "resyncing from %s to %s: %.1f%% (%s of %s), ETA %s\n", rs.Source, strings.Join(rs.Targets, ","),
+			rs.Percent, mib(rs.Progress.Copied), mib(rs.Progress.Total), eta)
+	}
 	fmt.Fprintln(w, "NODE\tSTATE\tOWNER\tREBUILD\tETA\tMESSAGE")
 	for _, r := range st.ReplicaStatus {
 		owner, rebuild, eta := "", "-", "-"
@@ -87,3 +96,6 @@ func volumeStatusTable(w io.Writer, v any) {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Node, r.State, owner, rebuild, eta, strings.ReplaceAll(r.Message, "\t", " "))
 	}
 }
+
+// mib formats a byte count in MiB with one decimal.
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

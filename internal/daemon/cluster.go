@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 
 	"github.com/rdmablk/rdmablk/cluster/agent"
 	"github.com/rdmablk/rdmablk/cluster/api"
@@ -18,10 +17,7 @@ import (
 // mode). The listeners are already registered as target ports.
 func startCluster(cfg *Config, tgt *target.Target, disc *reconcile.Discovery, provider verbs.Provider, log *slog.Logger) (*agent.Agent, error) {
 	cc := cfg.Cluster
-	dir := cc.DataDir
-	if dir == "" {
-		dir = filepath.Join(cfg.DataDir, "cluster")
-	}
+	dir := clusterDir(cfg)
 	var srvTLS, cliTLS *tls.Config
 	if cc.TLS.CertFile != "" {
 		var err error

@@ -41,6 +41,10 @@ type Daemon struct {
 	// created are the volume files this start created (removed again if
 	// the start fails: they hold nothing yet).
 	created []string
+	// cntlid is the target's first controller ID and where it came from
+	// (cntlid.go); stopCNTLID stops the range watch (nil when none runs).
+	cntlid     cntlidChoice
+	stopCNTLID func()
 }
 
 // Start opens the volumes, builds the target and starts listening. On
@@ -98,8 +102,9 @@ func (d *Daemon) start(cfg *Config) error {
 	if cfg.Cluster.Enabled {
 		disc = reconcile.NewDiscovery(cfg.Cluster.NodeID)
 		topts.Discovery = disc
-		topts.FirstCNTLID = nodeFirstCNTLID(cfg.Cluster.NodeID)
 	}
+	d.cntlid = chooseFirstCNTLID(cfg, log)
+	topts.FirstCNTLID = d.cntlid.first
 	d.tgt = target.New(topts)
 
 	vols := map[string]blockdev.Backend{}
@@ -195,6 +200,7 @@ func (d *Daemon) start(cfg *Config) error {
 			return err
 		}
 		d.member = m
+		d.stopCNTLID = watchCNTLIDRange(m.Node, cfg.Cluster.NodeID, filepath.Join(clusterDir(cfg), cntlidFile), d.cntlid, log)
 		// The agent may register its own build info one day: keep theirs.
 		if err := m.Metrics.Registry().Register(buildInfo()); err != nil {
 			log.Debug("rdmablk_build_info not registered", "err", err)
@@ -276,6 +282,10 @@ func (d *Daemon) Close() error {
 	if d.metrics != nil {
 		errs = append(errs, d.metrics.close())
 		d.metrics = nil
+	}
+	if d.stopCNTLID != nil {
+		d.stopCNTLID()
+		d.stopCNTLID = nil
 	}
 	if d.member != nil {
 		errs = append(errs, d.member.Stop())

@@ -22,7 +22,7 @@
 // role needed. A node forwarding a write sends the caller's roles along;
 // the leader believes them only from a node. internal/apply takes only
 // the commands nodes propose (registration of themselves, volume state,
-// purge, and an owner's replica states, rebuild progress and failover,
+// purge, and an owner's replica states, rebuild and resync progress and failover,
 // fenced by its ownership epoch): everything else is built by the leader
 // from typed requests.
 // A join is checked first (Options.VerifyJoin): the node must answer as
@@ -45,7 +45,8 @@
 // target picks one with catalog.PickNewOwner among reachable in-sync
 // copies and carries the epoch it saw, so a concurrent move makes it fail
 // (409) rather than move the volume twice. GET /v1/volumes/{name}/status
-// answers api.VolumeStatus (copies, owner, rebuild percent and ETA).
+// answers api.VolumeStatus (copies, owner, rebuild percent and ETA, and
+// the owner's resync while one runs).
 // A stale ownership epoch is 409 with code "stale_epoch".
 //
 // RunFailoverWatch is the automatic failover policy: on the leader, every

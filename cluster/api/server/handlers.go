@@ -223,6 +223,7 @@ var internalOps = map[catalog.Op]bool{
 	catalog.OpPurgeVolume:     true,
 	catalog.OpSetReplicaState: true, // the owner, with its epoch
 	catalog.OpReportRebuild:   true, // the owner, with its epoch
+	catalog.OpReportResync:    true, // the owner, with its epoch
 	catalog.OpFailover:        true, // an owner whose own copy failed, or the leader's failover watch
 }
 

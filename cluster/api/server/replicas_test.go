@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -139,6 +140,23 @@ func TestReplicatedVolumeAPI(t *testing.T) {
 	}
 	if err := (&api.Error{Code: api.CodeStaleEpoch}); !errors.Is(err, catalog.ErrStaleEpoch) {
 		t.Fatal("stale_epoch does not match catalog.ErrStaleEpoch")
+	}
+
+	// The owner n1 (epoch 3) reports its resync through internal/apply
+	// (as a follower forwards it); volume status shows it; the deposed
+	// n2 cannot.
+	st2, eb, _ = call(t, New(Options{Node: g.f}), "POST", "/v1/internal/apply", "",
+		`{"command":{"v":2,"op":"report_resync","name":"db","epoch":3,"rebuild":{"copied":262144,"total":1048576,"rate":262144}}}`)
+	if st2 != 200 {
+		t.Fatalf("resync report: %d %+v", st2, eb)
+	}
+	st, _ = g.c.VolumeStatus(ctx(t), "db")
+	if rs := st.Resync; rs == nil || rs.Source != "n1" || !slices.Equal(rs.Targets, []string{"n2"}) || rs.Percent != 25 || rs.ETASeconds == nil || *rs.ETASeconds != 3 || !rs.Progress.Full {
+		t.Fatalf("resync status %+v", st.Resync)
+	}
+	_, err = New(Options{Node: g.f}).Propose(ctx(t), catalog.Command{Op: catalog.OpReportResync, Name: "db", Epoch: 2})
+	if !errors.Is(err, catalog.ErrStaleEpoch) {
+		t.Fatalf("deposed owner clears the resync: %v", err)
 	}
 }
 
