@@ -35,4 +35,7 @@
 //	<DataDir>/raft/raft.db        raft log and stable store (bbolt)
 //	<DataDir>/raft/snapshots/     raft snapshots
 //	<DataDir>/volumes/<name>.img  backing files of the volumes this node owns
+//	<DataDir>/cntlid-range.json   this node's controller-ID range index
+//	                              (written by rdmablkd from the catalogue,
+//	                              read at its next start)
 package agent
