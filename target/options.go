@@ -57,13 +57,18 @@ type Options struct {
 	AuthTranscript func(*auth.Transcript)
 	// FirstCNTLID is the first controller ID every subsystem hands out
 	// (dynamic controller model, NVMe-oF 1.1 §3.3); later ones follow it
-	// and wrap within 1..0xFFEF. 0, or a reserved ID (0xFFF0 and above),
-	// means 1. Targets that serve the same subsystem to one host (the
+	// and wrap within FirstCNTLID..LastCNTLID. 0, or a reserved ID (0xFFF0
+	// and above), means 1. Targets that serve the same subsystem to one host (the
 	// nodes of a cluster exporting a replicated volume) need different
 	// starting points: the Linux host refuses a second path whose
 	// controller ID another path of the subsystem already has
 	// ("Duplicate cntlid"), as nvmet's attr_cntlid_min/max ranges avoid.
 	FirstCNTLID uint16
+	// LastCNTLID, when not 0, makes FirstCNTLID..LastCNTLID the range
+	// controller IDs wrap within (cntlid.go); 0 (or a value below
+	// FirstCNTLID or above 0xFFEF) leaves the whole space.
+	// Target.SetCNTLIDRange changes the range at run time.
+	LastCNTLID uint16
 
 	// clock replaces the wall clock in tests (nil = wallClock).
 	clock clock
@@ -100,6 +105,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.FirstCNTLID < minCNTLID || o.FirstCNTLID > maxCNTLID {
 		o.FirstCNTLID = minCNTLID
+	}
+	if o.LastCNTLID < o.FirstCNTLID || o.LastCNTLID > maxCNTLID {
+		o.LastCNTLID = 0
 	}
 	if len(o.FirmwareRevision) > 8 {
 		o.FirmwareRevision = o.FirmwareRevision[:8]

@@ -430,36 +430,6 @@ func (s *Subsystem) isRemoved() bool {
 	return s.removed
 }
 
-// Controller ID space (NVMe base spec: 0xFFF0..0xFFFF are reserved).
-const (
-	minCNTLID = 1
-	maxCNTLID = 0xFFEF
-)
-
-// addController allocates a controller ID and registers c. It returns
-// false when the ID space is exhausted, the subsystem was removed or the
-// target is closing.
-func (s *Subsystem) addController(c *Controller) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.removed || s.t.closed.Load() {
-		return false
-	}
-	for range maxCNTLID {
-		id := s.nextCNTLID
-		s.nextCNTLID++
-		if s.nextCNTLID > maxCNTLID {
-			s.nextCNTLID = minCNTLID
-		}
-		if _, used := s.ctrls[id]; !used {
-			c.id = id
-			s.ctrls[id] = c
-			return true
-		}
-	}
-	return false
-}
-
 // controller returns the live controller with ID id.
 func (s *Subsystem) controller(id uint16) *Controller {
 	s.mu.Lock()

@@ -32,6 +32,7 @@ type Target struct {
 	// to no single namespace (flush of every namespace).
 	noSpaceLogged atomic.Int64
 	queueSeq      atomic.Uint32 // assigns queues to counter shards
+	cntlids       atomic.Uint32 // controller ID range, packCNTLIDRange(first, last) (cntlid.go)
 	stats         counters
 
 	mu         sync.Mutex // guards ports, subsystems and queues
@@ -50,6 +51,11 @@ func New(opts Options) *Target {
 		ports:      make(map[uint16]Port),
 		subsystems: make(map[string]*Subsystem),
 		queues:     make(map[*Queue]struct{}),
+	}
+	if opts.LastCNTLID != 0 {
+		t.cntlids.Store(packCNTLIDRange(opts.FirstCNTLID, opts.LastCNTLID))
+	} else {
+		t.cntlids.Store(packCNTLIDRange(minCNTLID, maxCNTLID))
 	}
 	t.disc = newSubsystem(t, nvme.DiscoveryNQN, defaultSerial(nvme.DiscoveryNQN), "rdmablk discovery", true)
 	t.disc.allowAny = true

@@ -15,31 +15,33 @@ import (
 	"github.com/rdmablk/rdmablk/cluster/catalog"
 )
 
-// Controller IDs (target.Options.FirstCNTLID). Every node with a copy of
-// a replicated volume serves the volume's export subsystem, and a Linux
-// host connected to two of them refuses the second path if both gave it
-// the same controller ID ("Duplicate cntlid"). So each cluster node
-// starts handing out controller IDs at the first ID of its own range,
-// which the catalogue assigns when the node is first registered
-// (catalog.Node.CNTLIDIndex, catalog.CNTLIDRange: 2047 IDs each, disjoint
-// by construction).
+// Controller IDs (target.Options.FirstCNTLID/LastCNTLID,
+// Target.SetCNTLIDRange). Every node with a copy of a replicated volume
+// serves the volume's export subsystem, and a Linux host connected to two
+// of them refuses the second path if both gave it the same controller ID
+// ("Duplicate cntlid"). So each cluster node hands out controller IDs
+// from its own range, which the catalogue assigns when the node is first
+// registered (catalog.Node.CNTLIDIndex, catalog.CNTLIDRange: 2047 IDs
+// each, disjoint by construction); its subsystems wrap within it.
 //
 // The target is built before the cluster member starts (the member
-// registers the target's ports), so the daemon learns the range from a
-// file the previous run wrote: cntlidFile in the cluster data directory,
-// rewritten whenever the catalogue's index for this node changes. On its
-// first start (no record: it has not joined or registered yet) a node
-// starts at an ID hashed from its node ID, as before ranges existed, for
-// that run; from the next start it uses its range. A node registered
-// when catalog.MaxCNTLIDNodes others hold every range gets none and
-// always starts hashed (warned). A hashed start may collide with another
-// node's IDs with a small chance (for a node pair whose subsystems each
-// hand out N IDs, about 2N/65,519: 1.5 % for N = 500), which costs the
-// host that path, not data. A standalone daemon starts at 1.
+// registers the target's ports), so the daemon starts with the range
+// recorded by the previous run (cntlidFile in the cluster data
+// directory), and watchCNTLIDRange applies the catalogue's range to the
+// running target as soon as the node is registered, and records it. On a
+// node's first start (no record) the target starts at an ID hashed from
+// the node ID over the whole space until the watch sees the registration
+// (moments after the member starts): a controller created in that window
+// — normally none, since hosts learn of a new node's subsystems through
+// the catalogue it is only joining — gets an ID from the hashed start. A node
+// registered when catalog.MaxCNTLIDNodes others hold every range gets
+// none and keeps the hashed start (warned): its IDs may collide with
+// another node's with a small chance (for a node pair whose subsystems
+// each hand out N IDs, about 2N/65,519: 1.5 % for N = 500), which costs
+// the host that path, not data. A standalone daemon uses 1..0xFFEF.
 //
-// The target wraps over the whole ID space, not the range: a node stays
-// inside its range until one subsystem on it has created more than
-// catalog.CNTLIDStride controllers since the process started.
+// A range holds 2047 IDs; a subsystem with that many live controllers on
+// one node refuses the next Fabrics Connect until one goes.
 
 // cntlidFile is the name, in the cluster data directory, of the record
 // of this node's controller-ID range index.
@@ -145,16 +147,18 @@ type catalogueView interface {
 
 var _ catalogueView = (*cluster.Node)(nil)
 
-// watchCNTLIDRange records this node's range index from the catalogue in
-// cntlidFile whenever it differs from what is recorded, for the next
-// start; inUse is the choice this run made. It runs on a goroutine of its
-// own until the returned stop is called; stop takes a last look at the
-// catalogue and returns when the goroutine has ended.
-func watchCNTLIDRange(cat catalogueView, id, path string, inUse cntlidChoice, log *slog.Logger) (stop func()) {
+// watchCNTLIDRange applies this node's range from the catalogue to the
+// running target (apply: Target.SetCNTLIDRange) as soon as the node is
+// registered and whenever its index changes, and records the index in
+// cntlidFile for the next start; inUse is the choice this run started
+// with. It runs on a goroutine of its own until the returned stop is
+// called; stop takes a last look at the catalogue and returns when the
+// goroutine has ended.
+func watchCNTLIDRange(cat catalogueView, id, path string, inUse cntlidChoice, apply func(first, last uint16) error, log *slog.Logger) (stop func()) {
 	ch, unwatch := cat.Watch()
 	done := make(chan struct{})
 	quit := make(chan struct{})
-	recorded := inUse.index
+	recorded, applied := inUse.index, inUse.index
 	warned, last := false, false
 	go func() {
 		defer close(done)
@@ -169,18 +173,23 @@ func watchCNTLIDRange(cat catalogueView, id, path string, inUse cntlidChoice, lo
 				warned = true
 				log.Warn("controller IDs: the catalogue has no range for this node (it holds more than the nodes that get one); a host connected to two nodes serving one subsystem may refuse a path (\"Duplicate cntlid\")",
 					"max_nodes", catalog.MaxCNTLIDNodes, "first", inUse.first)
-			case n.CNTLIDIndex != 0 && n.CNTLIDIndex != recorded:
-				if err := writeCNTLIDRecord(path, cntlidRecord{Node: id, Index: n.CNTLIDIndex}); err != nil {
-					log.Warn("controller IDs: range not recorded for the next start", "file", path, "err", err)
+			case n.CNTLIDIndex != 0 && n.CNTLIDIndex != applied:
+				first, last, _ := n.CNTLIDRange()
+				if err := apply(first, last); err != nil {
+					log.Warn("controller IDs: the catalogue's range not applied", "first", first, "last", last, "err", err)
 					break
 				}
-				recorded = n.CNTLIDIndex
-				first, last, _ := n.CNTLIDRange()
-				if first == inUse.first {
-					log.Info("controller IDs: range assigned by the catalogue recorded", "first", first, "last", last, "index", n.CNTLIDIndex)
+				applied = n.CNTLIDIndex
+				if applied != inUse.index {
+					log.Info("controller IDs: new controllers get IDs from this node's range, assigned by the catalogue",
+						"first", first, "last", last, "index", applied, "started_at", inUse.first)
+				}
+			}
+			if applied != 0 && applied != recorded {
+				if err := writeCNTLIDRecord(path, cntlidRecord{Node: id, Index: applied}); err != nil {
+					log.Warn("controller IDs: range not recorded for the next start", "file", path, "err", err)
 				} else {
-					log.Info("controller IDs: range assigned by the catalogue recorded; it is used from the next start",
-						"first", first, "last", last, "index", n.CNTLIDIndex, "first_in_use", inUse.first)
+					recorded = applied
 				}
 			}
 			if last {

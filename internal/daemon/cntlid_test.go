@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rdmablk/rdmablk/cluster/catalog"
+	"github.com/rdmablk/rdmablk/target"
 )
 
 // TestNodeFirstCNTLID: the fallback start of a node without a range (its
@@ -110,7 +111,9 @@ func TestWatchCNTLIDRange(t *testing.T) {
 	path := filepath.Join(dir, cntlidFile)
 	f := &fakeCatalogue{st: catalog.New(), ch: make(chan struct{}, 1), views: make(chan struct{}, 64)}
 	f.register(t, "n1")
-	stop := watchCNTLIDRange(f, "n2", path, cntlidChoice{first: nodeFirstCNTLID("n2")}, slog.New(slog.DiscardHandler))
+	var applied [][2]uint16
+	apply := func(first, last uint16) error { applied = append(applied, [2]uint16{first, last}); return nil }
+	stop := watchCNTLIDRange(f, "n2", path, cntlidChoice{first: nodeFirstCNTLID("n2")}, apply, slog.New(slog.DiscardHandler))
 	defer stop()
 	<-f.views // the first look: n2 is not registered
 	// A pass that started after a View has finished the one before it.
@@ -128,6 +131,9 @@ func TestWatchCNTLIDRange(t *testing.T) {
 	if rec, err := readCNTLIDRecord(path); err != nil || rec != (cntlidRecord{Node: "n2", Index: 2}) {
 		t.Fatalf("record %+v %v, want n2's index 2", rec, err)
 	}
+	if f2, l2, _ := catalog.CNTLIDRange(2); len(applied) != 1 || applied[0] != [2]uint16{f2, l2} {
+		t.Fatalf("ranges applied to the target: %v, want [%d %d] once", applied, f2, l2)
+	}
 	// n2 is removed and registered again after n3 took index 2... and n1 left.
 	f.mu.Lock()
 	f.st.Apply(catalog.Command{V: 1, Op: catalog.OpRemoveNode, NodeID: "n2"})
@@ -137,6 +143,9 @@ func TestWatchCNTLIDRange(t *testing.T) {
 	stop()
 	if rec, err := readCNTLIDRecord(path); err != nil || rec != (cntlidRecord{Node: "n2", Index: 3}) {
 		t.Fatalf("after re-registering: record %+v %v, want index 3", rec, err)
+	}
+	if f3, l3, _ := catalog.CNTLIDRange(3); len(applied) != 2 || applied[1] != [2]uint16{f3, l3} {
+		t.Fatalf("ranges applied to the target: %v, want index 3's [%d %d] last", applied, f3, l3)
 	}
 }
 
@@ -205,9 +214,18 @@ func TestClusterNodesCNTLIDRanges(t *testing.T) {
 	var want [2]int
 	d1.Cluster().Node.View(func(st *catalog.State) { want = [2]int{st.Nodes["n1"].CNTLIDIndex, st.Nodes["n2"].CNTLIDIndex} })
 	waitApplied(t, d2, "n2")
+	tgts := []*target.Target{d1.tgt, d2.tgt} // Close forgets them
 	for _, d := range []*Daemon{d2, d1} {
 		if err := d.Close(); err != nil {
 			t.Fatal(err)
+		}
+	}
+	// The first run's targets moved to their ranges once registered
+	// (Close's last look at the catalogue has applied it).
+	for i, tg := range tgts {
+		f, l, _ := catalog.CNTLIDRange(want[i])
+		if gf, gl := tg.CNTLIDRange(); gf != f || gl != l {
+			t.Fatalf("node %d's first run: target range %d-%d, want its catalogue range %d-%d", i+1, gf, gl, f, l)
 		}
 	}
 	for round := range 2 {

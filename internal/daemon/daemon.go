@@ -105,6 +105,9 @@ func (d *Daemon) start(cfg *Config) error {
 	}
 	d.cntlid = chooseFirstCNTLID(cfg, log)
 	topts.FirstCNTLID = d.cntlid.first
+	if _, last, ok := catalog.CNTLIDRange(d.cntlid.index); ok {
+		topts.LastCNTLID = last
+	}
 	d.tgt = target.New(topts)
 
 	vols := map[string]blockdev.Backend{}
@@ -200,7 +203,7 @@ func (d *Daemon) start(cfg *Config) error {
 			return err
 		}
 		d.member = m
-		d.stopCNTLID = watchCNTLIDRange(m.Node, cfg.Cluster.NodeID, filepath.Join(clusterDir(cfg), cntlidFile), d.cntlid, log)
+		d.stopCNTLID = watchCNTLIDRange(m.Node, cfg.Cluster.NodeID, filepath.Join(clusterDir(cfg), cntlidFile), d.cntlid, d.tgt.SetCNTLIDRange, log)
 		// The agent may register its own build info one day: keep theirs.
 		if err := m.Metrics.Registry().Register(buildInfo()); err != nil {
 			log.Debug("rdmablk_build_info not registered", "err", err)

@@ -15,17 +15,17 @@
 // volume files that this start created.
 //
 // Controller IDs (cntlid.go): standalone, the target hands out
-// controller IDs from 1; a cluster node from the first ID of the range
-// the catalogue assigned it (catalog.Node.CNTLIDIndex), which it learns
-// from <cluster data dir>/cntlid-range.json, written by the previous run
-// whenever the catalogue's index for the node changed. On its first start
-// (no record yet) a node starts at an ID hashed from its node ID, for
-// that run only.
+// controller IDs from 1..0xFFEF; a cluster node from the range the
+// catalogue assigned it (catalog.Node.CNTLIDIndex): it starts with the
+// range recorded in <cluster data dir>/cntlid-range.json by the previous
+// run, and applies (Target.SetCNTLIDRange) and records the catalogue's
+// as soon as its registration is seen. On its first start (no record
+// yet) a node starts at an ID hashed from its node ID until then.
 //
 // Goroutines: the metrics endpoint runs one http.Server goroutine
 // (started by Start, stopped by Close); in cluster mode one goroutine
-// watches the catalogue for this node's controller-ID range and records
-// it (started by Start, stopped by Close before the member); the target,
+// watches the catalogue for this node's controller-ID range, applies it
+// to the target and records it (started by Start, stopped by Close before the member); the target,
 // listeners and cluster member run their own (see their packages).
 //
 // Ownership: the Daemon owns every backend it opened and closes them after
