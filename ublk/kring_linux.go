@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/rdmablk/rdmablk/blockdev/uring"
+	"github.com/rdmablk/rdmablk/internal/nbsys"
 )
 
 // kring is a queue's real io_uring: 128-byte SQEs (the control commands
@@ -78,9 +79,14 @@ func (k *kring) reap(out []uring.CQE) int {
 	return j
 }
 
+// wake adds 1 to the eventfd. The eventfd is in blocking mode (see
+// newKring), but a write blocks only if the counter would reach 2^64-1,
+// which the queue's reads keep it far from: so the write is made without
+// entering the scheduler (internal/nbsys), as a backend completion
+// goroutine does it once per completed request.
 func (k *kring) wake() {
 	one := [8]byte{1}
-	syscall.Write(k.efd, one[:]) // blocks only if the counter would reach 2^64-1
+	nbsys.Write(uintptr(k.efd), one[:])
 }
 
 func (k *kring) closeRing() error { return k.r.Close() }

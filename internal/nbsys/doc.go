@@ -1,7 +1,7 @@
 // Package nbsys makes the system calls of a non-blocking I/O path without
-// telling the Go scheduler about them: a read or a vectored write on a
-// descriptor in non-blocking mode (O_NONBLOCK), which returns EAGAIN
-// rather than sleep.
+// telling the Go scheduler about them: a read or a write on a descriptor
+// in non-blocking mode (O_NONBLOCK), which returns EAGAIN rather than
+// sleep, or a write that cannot sleep (adding 1 to an eventfd).
 //
 // Why: syscall.Syscall and unix.Read enter the scheduler's syscall state
 // (entersyscall/exitsyscall) so that a call that blocks gives its P to

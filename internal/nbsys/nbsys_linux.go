@@ -29,3 +29,15 @@ func Writev(fd uintptr, iov []syscall.Iovec) (int, syscall.Errno) {
 	}
 	return int(n), 0
 }
+
+// Write is one write(2) of p on fd, which must be in non-blocking mode or
+// one a write cannot sleep on (an eventfd adding 1 to a counter that its
+// reader keeps far below 2^64-1). It returns the bytes written or the
+// errno.
+func Write(fd uintptr, p []byte) (int, syscall.Errno) {
+	n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), 0
+}

@@ -29,6 +29,12 @@ func TestReadWritev(t *testing.T) {
 	if n, e := Read(uintptr(r), buf); e != syscall.EAGAIN || n != 0 {
 		t.Fatalf("read of an empty pipe: %d, %v; want 0, EAGAIN", n, e)
 	}
+	if n, e := Write(uintptr(w), []byte("<")); e != 0 || n != 1 {
+		t.Fatalf("write: %d, %v", n, e)
+	}
+	if n, e := Read(uintptr(r), buf); e != 0 || string(buf[:n]) != "<" {
+		t.Fatalf("read: %q, %v", buf[:n], e)
+	}
 	a, b := []byte("hello, "), []byte("world")
 	if n, e := Writev(uintptr(w), []syscall.Iovec{iov(a), iov(b)}); e != 0 || n != len(a)+len(b) {
 		t.Fatalf("writev: %d, %v", n, e)
