@@ -346,3 +346,73 @@ func hammerDo(h *host, sqe nvme.SQE, data []byte) nvme.Status {
 		}
 	}
 }
+
+// fixedMem is a mem backend with the asynchronous and fixed-buffer
+// paths, counting registrations and fixed I/O.
+type fixedMem struct {
+	*mem.Backend
+	regs, unregs, fixedIOs atomic.Int32
+}
+
+func (*fixedMem) NonBlocking() bool { return false } // take the asynchronous path
+
+func (f *fixedMem) SubmitRead(buf []byte, lba uint64, c blockdev.Completion) bool {
+	go func() { c.IODone(f.ReadAt([][]byte{buf}, lba)) }()
+	return true
+}
+
+func (f *fixedMem) SubmitWrite(buf []byte, lba uint64, fl blockdev.WriteFlags, c blockdev.Completion) bool {
+	go func() { c.IODone(f.WriteAt([][]byte{buf}, lba, fl)) }()
+	return true
+}
+
+func (f *fixedMem) RegisterFixed([]byte) (blockdev.FixedRegion, error) {
+	return blockdev.FixedRegion(f.regs.Add(1)), nil
+}
+
+func (f *fixedMem) UnregisterFixed(blockdev.FixedRegion) { f.unregs.Add(1) }
+
+func (f *fixedMem) SubmitReadFixed(buf []byte, lba uint64, reg blockdev.FixedRegion, c blockdev.Completion) bool {
+	if reg != 0 { // 0: the core has no registration, a plain op
+		f.fixedIOs.Add(1)
+	}
+	return f.SubmitRead(buf, lba, c)
+}
+
+func (f *fixedMem) SubmitWriteFixed(buf []byte, lba uint64, fl blockdev.WriteFlags, reg blockdev.FixedRegion, c blockdev.Completion) bool {
+	if reg != 0 {
+		f.fixedIOs.Add(1)
+	}
+	return f.SubmitWrite(buf, lba, fl, c)
+}
+
+// TestReplacedBackendsFixedBuffers: a queue that stays connected across
+// many backend swaps (failovers back and forth) keeps using fixed
+// buffers on each new backend: registrations with backends no namespace
+// runs on any more are dropped when the queue's table is full.
+func TestReplacedBackendsFixedBuffers(t *testing.T) {
+	cur := &fixedMem{Backend: mem.New(64, 512)}
+	s := newIOSetup(t, Options{}, NamespaceConfig{NSID: 1, Backend: cur})
+	region := make([]byte, 4096)
+	s.io.q.SetDataRegion(region)
+	all := []*fixedMem{cur}
+	for i := range 3 * maxFixed {
+		s.io.expect(rw(nvme.IORead, 1, 0, 1, 0), region[:512], nvme.StatusSuccess)
+		if n := cur.fixedIOs.Load(); n != 1 {
+			t.Fatalf("swap %d: %d fixed-buffer I/Os on the serving backend, want 1", i, n)
+		}
+		next := &fixedMem{Backend: mem.New(64, 512)}
+		if err := s.sub.ReplaceNamespaceBackend(1, next); err != nil {
+			t.Fatal(err)
+		}
+		cur = next
+		all = append(all, next)
+	}
+	live := 0
+	for _, b := range all {
+		live += int(b.regs.Load() - b.unregs.Load())
+	}
+	if live > maxFixed {
+		t.Fatalf("%d registrations alive, at most %d wanted", live, maxFixed)
+	}
+}
