@@ -158,13 +158,20 @@ func TestFailoverKeepsExportNamespace(t *testing.T) {
 
 	// While the new owner connects to the copies (mid-pass), its export
 	// namespace must be there.
-	var during []string
+	var (
+		mu     sync.Mutex // OpenLeg runs on the pass's goroutines
+		during []string
+		opened int
+	)
 	open := n2.r.o.OpenLeg
 	n2.r.o.OpenLeg = func(ctx context.Context, lt LegTarget) (blockdev.Backend, error) {
 		ts, ok := n2.tgt.Subsystem(exportNQN)
+		mu.Lock()
+		opened++
 		if !ok || !slices.Equal(ts.Namespaces(), []uint32{1}) {
 			during = append(during, fmt.Sprintf("opening the leg to %s: export subsystem %v, namespaces %v", lt.Node, ok, ts.Namespaces()))
 		}
+		mu.Unlock()
 		return open(ctx, lt)
 	}
 	c.nodes["n1"].down.Store(true)
@@ -173,9 +180,14 @@ func TestFailoverKeepsExportNamespace(t *testing.T) {
 	if err := c.sync("n3", "n2"); err != nil {
 		t.Fatal(err)
 	}
+	mu.Lock()
+	if opened == 0 {
+		t.Error("the new owner opened no leg: nothing observed mid-pass")
+	}
 	for _, d := range during {
 		t.Error(d)
 	}
+	mu.Unlock()
 	if ov := n2.r.vols["rv"]; ov == nil || ov.role != roleOwner || ov.epoch != 2 {
 		t.Fatalf("n2's stack after the failover: %+v", ov)
 	}
