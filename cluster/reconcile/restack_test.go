@@ -165,11 +165,15 @@ func TestFailoverKeepsExportNamespace(t *testing.T) {
 	)
 	open := n2.r.o.OpenLeg
 	n2.r.o.OpenLeg = func(ctx context.Context, lt LegTarget) (blockdev.Backend, error) {
+		var ids []uint32
 		ts, ok := n2.tgt.Subsystem(exportNQN)
+		if ok {
+			ids = ts.Namespaces()
+		}
 		mu.Lock()
 		opened++
-		if !ok || !slices.Equal(ts.Namespaces(), []uint32{1}) {
-			during = append(during, fmt.Sprintf("opening the leg to %s: export subsystem %v, namespaces %v", lt.Node, ok, ts.Namespaces()))
+		if !slices.Equal(ids, []uint32{1}) {
+			during = append(during, fmt.Sprintf("opening the leg to %s: export subsystem %v, namespaces %v", lt.Node, ok, ids))
 		}
 		mu.Unlock()
 		return open(ctx, lt)
