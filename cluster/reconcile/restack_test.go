@@ -359,3 +359,70 @@ func TestPlannedFailoverUnderIO(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicaAddServesThroughout: adding a copy to a single-copy volume
+// turns its owner's stack into a mirror under the live namespace; the
+// path stays optimized and attached throughout (it used to be detached
+// and served nothing until the mirror was built), and writes reach the
+// new copy afterwards.
+func TestReplicaAddServesThroughout(t *testing.T) {
+	c := newCluster(t, "n1", "n2")
+	v, err := catalog.NewVolume(catalog.VolumeSpec{Name: "rv", Size: 4 << 20, Node: "n1"}, hexID("urv"), hexID("grv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.l.apply(t, catalog.Command{Op: catalog.OpCreateVolume, Volume: &v})
+	c.l.apply(t, catalog.Command{Op: catalog.OpCreateSubsystem, Subsystem: &catalog.Subsystem{NQN: exportNQN, Node: "n1", AllowAnyHost: true}})
+	c.l.apply(t, catalog.Command{Op: catalog.OpAddNamespace, NQN: exportNQN, Name: "rv"})
+	if err := c.sync("n1", "n2"); err != nil {
+		t.Fatal(err)
+	}
+	n1 := c.nodes["n1"]
+	h := connectExport(t, n1.tgt, 1)
+	before := h.identifyNS(t)
+	var (
+		mu     sync.Mutex
+		during []string
+		opened int
+	)
+	open := n1.r.o.OpenLeg
+	n1.r.o.OpenLeg = func(ctx context.Context, lt LegTarget) (blockdev.Backend, error) {
+		var ids []uint32
+		ts, ok := n1.tgt.Subsystem(exportNQN)
+		if ok {
+			ids = ts.Namespaces()
+		}
+		mu.Lock()
+		opened++
+		if !ok || !slices.Equal(ids, []uint32{1}) || ts.ANAState(1, target.DefaultANAGroup) != nvme.ANAStateOptimized {
+			during = append(during, fmt.Sprintf("opening the leg to %s: namespaces %v, not optimized", lt.Node, ids))
+		}
+		mu.Unlock()
+		return open(ctx, lt)
+	}
+	c.l.apply(t, catalog.Command{Op: catalog.OpAddReplica, Name: "rv", Replica: &catalog.Replica{Node: "n2", Path: "rv.img"}})
+	if err := c.sync("n2", "n1"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if opened == 0 {
+		t.Error("the owner opened no leg: nothing observed mid-pass")
+	}
+	for _, d := range during {
+		t.Error(d)
+	}
+	mu.Unlock()
+	if ov := n1.r.vols["rv"]; ov == nil || ov.role != roleOwner {
+		t.Fatalf("n1's stack after the replica add: %+v", ov)
+	}
+	if after := h.identifyNS(t); !bytes.Equal(before, after) {
+		t.Fatal("Identify Namespace differs across the replica add")
+	}
+	p := pattern(23, 4096)
+	var w nvme.SQE
+	w.SetRW(nvme.IOWrite, 1, 40, uint32(len(p)/c.l.volume("rv").BlockSize), 0)
+	h.io[0].do(t, w, nvme.DirHostToCtrl, slices.Clone(p))
+	if !bytes.Equal(readBytes(t, c.file("n2"), 40, len(p)), p) {
+		t.Fatal("a write after the replica add is not on the new copy")
+	}
+}
