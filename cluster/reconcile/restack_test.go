@@ -394,8 +394,12 @@ func TestReplicaAddServesThroughout(t *testing.T) {
 		}
 		mu.Lock()
 		opened++
-		if !ok || !slices.Equal(ids, []uint32{1}) || ts.ANAState(1, target.DefaultANAGroup) != nvme.ANAStateOptimized {
-			during = append(during, fmt.Sprintf("opening the leg to %s: namespaces %v, not optimized", lt.Node, ids))
+		var ana uint8
+		if ok {
+			ana = ts.ANAState(1, target.DefaultANAGroup)
+		}
+		if !slices.Equal(ids, []uint32{1}) || ana != nvme.ANAStateOptimized {
+			during = append(during, fmt.Sprintf("opening the leg to %s: namespaces %v, ANA state %d (want [1], optimized)", lt.Node, ids, ana))
 		}
 		mu.Unlock()
 		return open(ctx, lt)
