@@ -17,7 +17,13 @@
 // and the core runs every command on that one (its fast paths stay
 // visible); the wrapper keeps its owner's lifetime rules. Resizing a
 // namespace (Subsystem.ResizeNamespace) grows that backend in place
-// through blockdev.Resizer.
+// through blockdev.Resizer. Subsystem.ReplaceNamespaceBackend puts
+// another backend under an attached namespace (same NSID and
+// identifiers, no event unless it grew): commands already on the old
+// backend drain first, and from its return the core never touches the
+// old backend again, as after RemoveNamespace; a command that read the
+// namespace table before the swap runs on the new backend, its ANA state
+// checked again.
 //
 // A transport (target/rdma, later target/tcp) owns each Request and its
 // Data buffer (see transport.go). The core uses a Request from the call to

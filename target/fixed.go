@@ -39,7 +39,10 @@ func (q *Queue) fixedFor(b blockdev.FixedBuffers) blockdev.FixedRegion {
 		}
 	}
 	if q.nFixed == maxFixed {
-		return 0
+		q.pruneFixed()
+		if q.nFixed == maxFixed {
+			return 0
+		}
 	}
 	reg, err := b.RegisterFixed(q.region)
 	if err != nil {
@@ -63,4 +66,43 @@ func (q *Queue) dropFixed() {
 		q.fixed[i] = fixedReg{}
 	}
 	q.nFixed = 0
+}
+
+// pruneFixed drops the registrations with backends that no namespace of
+// the queue's subsystem runs on any more (detached, or replaced by
+// ReplaceNamespaceBackend, as a replicated volume's failovers do on a
+// queue that stays connected), so that the backends in their place get
+// fixed buffers too. I/Os still in flight against a dropped registration
+// complete normally (as for dropFixed). Transport goroutine only; called
+// when the table is full, so never per I/O.
+func (q *Queue) pruneFixed() {
+	c := q.ctrl.Load()
+	if c == nil {
+		return
+	}
+	tbl := c.subsys.ns.Load()
+	kept := 0
+	for i := range q.nFixed {
+		f := q.fixed[i]
+		q.fixed[i] = fixedReg{}
+		if tbl.usesFixed(f.b) {
+			q.fixed[kept] = f
+			kept++
+			continue
+		}
+		if f.reg != 0 {
+			f.b.UnregisterFixed(f.reg)
+		}
+	}
+	q.nFixed = kept
+}
+
+// usesFixed reports whether a namespace of t runs on b.
+func (t *nsTable) usesFixed(b blockdev.FixedBuffers) bool {
+	for _, n := range t.byID {
+		if n != nil && n.fixed == b {
+			return true
+		}
+	}
+	return false
 }

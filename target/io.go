@@ -37,52 +37,34 @@ func (q *Queue) execIO(r *Request, c *Controller) bool {
 	if n == nil {
 		return q.completeInline(r, nvme.StatusInvalidNamespace.WithDNR())
 	}
-	if st := c.anaStatus(n.anaGroup); st != nvme.StatusSuccess {
-		// The group is not accessible through this port (ana.go).
-		return q.completeInline(r, st)
-	}
 	rc := &r.core
-	switch op {
-	case nvme.IORead, nvme.IOWrite:
-		st := q.parseRW(r, n, op == nvme.IOWrite)
-		if st != nvme.StatusSuccess {
+	for replaced := 0; ; replaced++ {
+		if st := c.anaStatus(n.anaGroup); st != nvme.StatusSuccess {
+			// The group is not accessible through this port (ana.go).
 			return q.completeInline(r, st)
 		}
-	case nvme.IOWriteZeroes:
-		if n.readOnly {
-			return q.completeInline(r, nvme.StatusNamespaceWriteProtected.WithDNR())
+		if done, ok := q.parseIO(r, n, op); !ok {
+			return done
 		}
-		if r.Length != 0 {
-			return q.completeInline(r, nvme.StatusDataSGLLengthInvalid.WithDNR())
+		if n.ref.enter() {
+			break
 		}
-		cmd := nvme.RWCmd{SQE: sqe}
-		slba, nlb := cmd.SLBA(), uint64(cmd.NLB())
-		if !blockdev.RangeOK(slba, nlb, n.backend.Blocks()) {
-			return q.completeInline(r, nvme.StatusLBAOutOfRange.WithDNR())
-		}
-		rc.kind, rc.slba, rc.nlb = kindWriteZeroes, slba, nlb
-	case nvme.IOFlush:
-		if r.Length != 0 {
-			return q.completeInline(r, nvme.StatusDataSGLLengthInvalid.WithDNR())
-		}
-		rc.kind = kindFlush
-	case nvme.IODatasetMgmt:
-		cmd := nvme.DSMCmd{SQE: sqe}
-		if cmd.Attributes()&nvme.DSMAttrDeallocate == 0 {
-			// Only hints (IDR/IDW): nothing to do.
-			return q.completeInline(r, nvme.StatusSuccess)
-		}
-		st := q.parseDSM(r, n, cmd.NR())
-		if st != nvme.StatusSuccess {
-			return q.completeInline(r, st)
-		}
-	}
-	if !n.ref.enter() {
-		// Removed since the table was loaded. When the target or the
-		// subsystem is going away that is not the host's doing: refuse
-		// with a path error it retries elsewhere.
+		// Removed or replaced since the table was loaded. When the
+		// target or the subsystem is going away that is not the host's
+		// doing: refuse with a path error it retries elsewhere.
 		if q.t.closed.Load() || c.gone.Load() {
 			return q.completeInline(r, statusRefused)
+		}
+		if n.next.Load() != nil {
+			// Its backend was replaced (ReplaceNamespaceBackend): run
+			// on the namespace serving now, checked afresh. Commands
+			// that keep losing to further swaps get a path error.
+			if replaced == maxReplaced {
+				return q.completeInline(r, statusRefused)
+			}
+			if n = c.subsys.ns.Load().get(nsid); n != nil {
+				continue
+			}
 		}
 		return q.completeInline(r, nvme.StatusInvalidNamespace.WithDNR())
 	}
@@ -94,6 +76,49 @@ func (q *Queue) execIO(r *Request, c *Controller) bool {
 		return false
 	}
 	return q.runOrSubmit(r, n.inline)
+}
+
+// parseIO checks an I/O command against namespace n and fills the request
+// core. ok false: the command was completed (done is execIO's result).
+func (q *Queue) parseIO(r *Request, n *namespace, op uint8) (done, ok bool) {
+	sqe := &r.SQE
+	rc := &r.core
+	switch op {
+	case nvme.IORead, nvme.IOWrite:
+		st := q.parseRW(r, n, op == nvme.IOWrite)
+		if st != nvme.StatusSuccess {
+			return q.completeInline(r, st), false
+		}
+	case nvme.IOWriteZeroes:
+		if n.readOnly {
+			return q.completeInline(r, nvme.StatusNamespaceWriteProtected.WithDNR()), false
+		}
+		if r.Length != 0 {
+			return q.completeInline(r, nvme.StatusDataSGLLengthInvalid.WithDNR()), false
+		}
+		cmd := nvme.RWCmd{SQE: sqe}
+		slba, nlb := cmd.SLBA(), uint64(cmd.NLB())
+		if !blockdev.RangeOK(slba, nlb, n.backend.Blocks()) {
+			return q.completeInline(r, nvme.StatusLBAOutOfRange.WithDNR()), false
+		}
+		rc.kind, rc.slba, rc.nlb = kindWriteZeroes, slba, nlb
+	case nvme.IOFlush:
+		if r.Length != 0 {
+			return q.completeInline(r, nvme.StatusDataSGLLengthInvalid.WithDNR()), false
+		}
+		rc.kind = kindFlush
+	case nvme.IODatasetMgmt:
+		cmd := nvme.DSMCmd{SQE: sqe}
+		if cmd.Attributes()&nvme.DSMAttrDeallocate == 0 {
+			// Only hints (IDR/IDW): nothing to do.
+			return q.completeInline(r, nvme.StatusSuccess), false
+		}
+		st := q.parseDSM(r, n, cmd.NR())
+		if st != nvme.StatusSuccess {
+			return q.completeInline(r, st), false
+		}
+	}
+	return false, true
 }
 
 // parseRW checks a Read or Write and fills the request core.
@@ -180,9 +205,9 @@ func run(r *Request) nvme.Status {
 		}
 		return nvme.StatusSuccess
 	case kindFlushAll:
-		return rc.status(flushAll(rc.tbl))
+		return rc.status(flushAll(rc.tbl, false))
 	case kindShutdown:
-		rc.ctrl.shutdownDone(flushAll(rc.tbl))
+		rc.ctrl.shutdownDone(flushAll(rc.tbl, true))
 		return nvme.StatusSuccess
 	case kindAuthSend, kindAuthRecv:
 		return runAuth(r)
@@ -205,12 +230,31 @@ func (rc *requestCore) status(err error) nvme.Status {
 }
 
 // flushAll flushes every namespace of tbl that is still attached and
-// returns the first error.
-func flushAll(tbl *nsTable) error {
+// returns the first error. A namespace whose backend was replaced since
+// tbl was loaded (ReplaceNamespaceBackend) is flushed in its current
+// form when follow is set (a shutdown's flush); otherwise the flush
+// fails with a path error the host retries (errReplacedDuringFlush): a
+// host's Flush must reach the backends that serve when it runs.
+func flushAll(tbl *nsTable, follow bool) error {
 	var first error
 	for _, n := range tbl.byID {
-		if n == nil || !n.ref.enter() {
+		if n == nil {
 			continue
+		}
+		if !n.ref.enter() {
+			if n.next.Load() == nil {
+				continue // detached: nothing of the host's left to flush
+			}
+			if !follow {
+				if first == nil {
+					first = errReplacedDuringFlush
+				}
+				continue
+			}
+			var ok bool
+			if n, ok = n.current(); !ok {
+				continue
+			}
 		}
 		if err := n.backend.Flush(); err != nil && first == nil {
 			first = err

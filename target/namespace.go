@@ -51,8 +51,9 @@ type NamespaceConfig struct {
 	ANAGroup uint32
 }
 
-// namespace is an attached namespace. Every field except ref is immutable
-// after creation; it is shared by the I/O path of every queue.
+// namespace is an attached namespace. Every field except ref, next and
+// the counters is immutable after creation; it is shared by the I/O path
+// of every queue.
 type namespace struct {
 	nsid     uint32
 	subNQN   string
@@ -70,10 +71,15 @@ type namespace struct {
 	eui64    [8]byte
 	anaGroup uint32 // 1..MaxANAGroup
 
-	// ref counts commands using the backend; closed by removal, whose
-	// caller waits for the drain before telling the owner it may close
-	// the backend.
+	// ref counts commands using the backend; closed by removal or
+	// replacement, whose caller waits for the drain before telling the
+	// owner it may close the backend.
 	ref gate
+	// next is the namespace that took this one's place when its backend
+	// was replaced (Subsystem.ReplaceNamespaceBackend), set before ref
+	// closes: a command that loaded the table before the swap and finds
+	// ref closed runs on next instead (io.go). nil: not replaced.
+	next atomic.Pointer[namespace]
 
 	// noSpace counts Capacity Exceeded completions; noSpaceLogged is the
 	// UnixNano of the last log line about them (nospace.go).

@@ -7,7 +7,9 @@
 //
 //  0. Fences (replicated volumes, below): replica subsystems admitting a
 //     deposed owner are removed, and stacks built for another role or
-//     ownership epoch are taken down, before anything else.
+//     ownership epoch are retired (their export paths inaccessible unless
+//     they serve through the change) or, when no export namespace holds
+//     them, taken down, before anything else.
 //  1. Volumes with a copy here and not deleted: the backing file is created
 //     sparse (or grown) under the volume directory and opened; a volume
 //     whose size grew is re-opened at the new size and swapped in under
@@ -60,10 +62,23 @@
 //     Options.RebuildBytesPerSecond), progress proposed with
 //     OpReportRebuild at most every catalog.RebuildReportInterval, and a
 //     rebuilt copy proposed in sync; the mirror is told once committed.
-//   - Failover: the stack is rebuilt for the new role and epoch. A path
-//     that stops serving turns inaccessible before its namespace changes;
-//     one that starts serving builds the mirror (waiting a bounded time
-//     for copies the catalogue counts) before it turns optimized.
+//   - Failover (restack.go): the stack is rebuilt for the new role and
+//     epoch under the export namespaces, which stay attached throughout
+//     with the same NSID, UUID and NGUID (no Namespace Attribute Changed
+//     event; a kernel multipath host whose other path is dead keeps its
+//     device): only the backend is swapped, local copy ↔ mirror, through
+//     target.Subsystem.ReplaceNamespaceBackend, which waits for the
+//     commands already on the old backend before the old stack is closed.
+//     A path that stops serving turns inaccessible before its backend
+//     changes (from then on its I/O is answered Asymmetric Access
+//     Inaccessible, which hosts retry on another path, and a command that
+//     raced the swap is checked again on the new backend); one that
+//     starts serving builds the mirror (waiting a bounded time for copies
+//     the catalogue counts, confirming its epoch), swaps it in, and only
+//     then turns optimized. Adding or removing copies (single ↔ owner)
+//     and an owner's resize swap the same way with the path serving
+//     throughout (same epoch). If the new stack cannot be opened, the old
+//     one is detached and closed, and the next pass retries.
 //   - Resync (resync.go): an owner stack built for a volume that was
 //     served before (not "creating": a failover, automatic or planned —
 //     neither quiesces the old owner first — or this node's restart)
@@ -124,7 +139,11 @@
 // # Ownership
 //
 // The Reconciler owns the backends it opened and closes them after the
-// target no longer uses them (RemoveNamespace returned) or on Close. It
+// target no longer uses them (RemoveNamespace or ReplaceNamespaceBackend
+// returned) or on Close. While a stack is rebuilt under its namespaces
+// the old and the new stack are open at once (two descriptors of the
+// copy's file; an owner's old and new mirror hold legs to the same
+// copies at the same epoch) until the swap returns. It
 // owns the subsystems it added to the target; others (static ones from
 // the daemon config) are never touched.
 //

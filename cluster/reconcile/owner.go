@@ -205,11 +205,18 @@ func (r *Reconciler) buildOwner(ctx context.Context, v catalog.Volume, local blo
 	}
 	r.confirmOwner(ctx, ov)
 	r.log.Info("replicated volume serving as owner", "volume", v.Name, "epoch", ov.epoch, "copies", len(remote)+1)
+	return ov, nil
+}
+
+// resyncIfNeeded starts the resync of ov, a new owner stack of v
+// (resync.go), unless v needs none or this process closed a stack at
+// ov's epoch with the copies identical. The caller has closed the stack
+// ov replaces, if any.
+func (r *Reconciler) resyncIfNeeded(v catalog.Volume, ov *ownerVol) {
 	if needsResync(v, r.o.NodeID) && r.identical[v.Name] != ov.epoch {
 		r.startResync(ov)
 	}
 	delete(r.identical, v.Name)
-	return ov, nil
 }
 
 // confirmOwner asks the leader, before ov serves, whether this node still

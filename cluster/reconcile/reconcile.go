@@ -268,8 +268,12 @@ func (r *Reconciler) Sync(ctx context.Context) error {
 	}
 
 	// 0. Fences first: replica subsystems admitting a deposed owner, and
-	// stacks built for another role or epoch.
+	// stacks built for another role or epoch (restack.go): one attached
+	// to export namespaces is retired (its paths inaccessible unless
+	// they serve through the change) and rebuilt under them in step 1;
+	// any other is taken down.
 	errs = append(errs, r.fenceReplicas(d))
+	retired := map[string]*openVol{}
 	for name, ov := range r.vols {
 		v, ok := d.vols[name]
 		if !ok {
@@ -282,14 +286,20 @@ func (r *Reconciler) Sync(ctx context.Context) error {
 				// epoch); the mirror's Close need not propose them.
 				ov.own.memb.deposed.Store(true)
 			}
+			if r.attached(name) {
+				errs = append(errs, r.retire(name, ov, keepsServing(ov, role, v)))
+				retired[name] = ov
+				continue
+			}
 			errs = append(errs, r.teardown(name, ov))
 		}
 	}
 
-	// 1. Open or grow this node's copies.
+	// 1. Open or grow this node's copies; a retired stack's namespaces
+	// move to the new one.
 	for _, v := range d.vols {
 		role := r.roleOf(v)
-		err := r.ensureVolume(ctx, v, role, d.nodes, resized)
+		err := r.ensureVolume(ctx, v, role, d.nodes, resized, retired[v.Name])
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -454,8 +464,28 @@ func parseID(h string) [16]byte {
 
 // ensureVolume opens v's backing file (this node's copy) for role, or
 // grows it; as owner of a replicated volume it builds the mirror over it
-// or brings the mirror's legs to the catalogue.
-func (r *Reconciler) ensureVolume(ctx context.Context, v catalog.Volume, role string, nodes map[string]catalog.Node, resized map[string]bool) error {
+// or brings the mirror's legs to the catalogue. old, when not nil, is
+// the volume's retired stack (restack.go): the new one takes its place
+// under its namespaces and old is closed; if the new one cannot be
+// opened, old is taken down (teardown).
+func (r *Reconciler) ensureVolume(ctx context.Context, v catalog.Volume, role string, nodes map[string]catalog.Node, resized map[string]bool, old *openVol) error {
+	if old == nil {
+		return r.openVolume(ctx, v, role, nodes, resized, nil)
+	}
+	err := r.openVolume(ctx, v, role, nodes, resized, old)
+	if err != nil {
+		r.vols[v.Name] = old // teardown takes it out once detached
+		if terr := r.teardown(v.Name, old); terr != nil {
+			err = errors.Join(err, terr)
+		}
+	}
+	return err
+}
+
+// openVolume is ensureVolume's work; with old set, r.vols has no stack
+// for v and a successful open swaps the new one in under old's
+// namespaces.
+func (r *Reconciler) openVolume(ctx context.Context, v catalog.Volume, role string, nodes map[string]catalog.Node, resized map[string]bool, old *openVol) error {
 	ov := r.vols[v.Name]
 	if ov != nil && ov.size >= v.Size {
 		if ov.own != nil {
@@ -503,6 +533,14 @@ func (r *Reconciler) ensureVolume(ctx context.Context, v catalog.Volume, role st
 		nv.vb = newVolumeBackend(b, m)
 		r.vols[v.Name] = nv
 		r.log.Info("volume opened", "volume", v.Name, "path", p, "bytes", v.Size, "role", role, "epoch", nv.epoch)
+		if old != nil {
+			r.swapStack(v.Name, old, nv)
+		}
+		if nv.own != nil {
+			// After the old stack closed: closing it recorded whether
+			// it left the copies identical (resync.go).
+			r.resyncIfNeeded(v, nv.own)
+		}
 		return nil
 	}
 	if err := ov.vb.swap(b); err != nil {

@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/rdmablk/rdmablk/blockdev/mirror"
 	"github.com/rdmablk/rdmablk/cluster/catalog"
-	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/target"
 )
 
@@ -84,9 +82,11 @@ func (r *Reconciler) ensureReplicaSubsystem(v catalog.Volume) error {
 }
 
 // teardown takes a volume's stack out of service because this node's
-// role or the ownership epoch changed: every namespace serving it turns
+// role or the ownership epoch changed and it could not be rebuilt under
+// its namespaces (restack.go): a volume attached nowhere, or one whose
+// new stack failed to open. Every namespace serving it turns
 // inaccessible, is detached (RemoveNamespace waits for its commands) and
-// the stack is closed. The next step of the pass opens it anew.
+// the stack is closed. A later step or pass opens it anew.
 func (r *Reconciler) teardown(name string, ov *openVol) error {
 	var errs []error
 	nqn := catalog.ReplicaNQN(name)
@@ -96,15 +96,12 @@ func (r *Reconciler) teardown(name string, ov *openVol) error {
 		}
 		delete(r.rsubs, nqn)
 	}
+	r.inaccessible(name)
 	for k, vol := range r.ns {
 		if vol != name {
 			continue
 		}
-		ts, ok := r.o.Target.Subsystem(k.nqn)
-		if ok {
-			for _, p := range r.o.Target.Ports() {
-				ts.SetANAState(p.ID, target.DefaultANAGroup, nvme.ANAStateInaccessible)
-			}
+		if ts, ok := r.o.Target.Subsystem(k.nqn); ok {
 			if err := ts.RemoveNamespace(k.nsid); err != nil && !errors.Is(err, target.ErrNoNamespace) {
 				errs = append(errs, fmt.Errorf("volume %s: detach from %s: %w", name, k.nqn, err))
 				continue
@@ -115,16 +112,11 @@ func (r *Reconciler) teardown(name string, ov *openVol) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...) // still attached somewhere: retried next pass
 	}
-	if err := r.closeVol(ov); err != nil {
-		if ov.own != nil && ov.own.memb.deposed.Load() && errors.Is(err, mirror.ErrFenced) {
-			// Copies that fenced this node refused its final flush.
-			r.log.Info("deposed owner's mirror closed; copies that fenced it refused its final flush", "volume", name, "err", err)
-		} else {
-			r.log.Warn("closing volume", "volume", name, "err", err)
-		}
+	r.closeRetired(name, ov)
+	if r.vols[name] == ov {
+		delete(r.vols, name)
 	}
-	delete(r.vols, name)
-	r.log.Info("volume stack rebuilt for a new role or epoch", "volume", name, "was", ov.role, "epoch", ov.epoch)
+	r.log.Info("volume stack taken down for a new role or epoch", "volume", name, "was", ov.role, "epoch", ov.epoch)
 	return nil
 }
 
