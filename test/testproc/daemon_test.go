@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -72,9 +73,35 @@ func TestBuildGoBinaryCached(t *testing.T) {
 	}
 }
 
+// TestFreePort: the ports are loopback, outside the kernel's ephemeral
+// range (which a :0 listener or a connect could take meanwhile), and
+// reserved: a second call, while the first port is held, gets another.
 func TestFreePort(t *testing.T) {
-	host, port, err := net.SplitHostPort(FreePort(t))
-	if err != nil || host != "127.0.0.1" || port == "0" {
-		t.Fatalf("FreePort: host %q port %q err %v", host, port, err)
+	lo, hi := reservedRange()
+	seen := map[string]bool{}
+	for range 20 {
+		a := FreePort(t)
+		host, port, err := net.SplitHostPort(a)
+		if err != nil || host != "127.0.0.1" {
+			t.Fatalf("FreePort: %q %v", a, err)
+		}
+		n, _ := strconv.Atoi(port)
+		if n < lo || n >= hi {
+			t.Fatalf("FreePort: port %d outside %d-%d", n, lo, hi-1)
+		}
+		if seen[a] {
+			t.Fatalf("FreePort handed out %s twice while it was reserved", a)
+		}
+		seen[a] = true
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, p, _ := net.SplitHostPort(l.Addr().String()); p != "" {
+		if n, _ := strconv.Atoi(p); n >= lo && n < hi {
+			t.Fatalf("the kernel's :0 port %d lies in FreePort's range %d-%d", n, lo, hi-1)
+		}
 	}
 }
