@@ -31,6 +31,18 @@ type options struct {
 	skipTCP bool
 	// skipRepl skips the 2-replica vs 1-replica volume rows.
 	skipRepl bool
+	// replPin is how the replicated rows place their processes:
+	// "split" (node 1 and the load generator on CPU 0, node 2 on CPU 1),
+	// "none", or "both" (the row twice, split then none).
+	replPin string
+	// replProfile, when set, replaces the replicated rows' comparison by
+	// one CPU-profiled randwrite run on the 2-replica volume; both
+	// daemons' profiles are written to this directory.
+	replProfile string
+	// replProfileVol is the volume profiled: r2 (2 replicas) or r1.
+	replProfileVol string
+	// genCPUs confines `rdmablk bench` (nil: unpinned); set by a row.
+	genCPUs cpuSet
 }
 
 func main() {
@@ -47,6 +59,9 @@ func main() {
 	flag.BoolVar(&o.skipCluster, "skip-cluster", false, "skip the cluster volume vs static volume rows")
 	flag.BoolVar(&o.skipTCP, "skip-tcp", false, "skip the NVMe/TCP loopback rows (rdmablk bench -t tcp vs fio)")
 	flag.BoolVar(&o.skipRepl, "skip-replicated", false, "skip the 2-replica vs 1-replica volume rows (two-node cluster)")
+	flag.StringVar(&o.replPin, "repl-pin", "split", "replicated rows: split (node 1 + load generator on CPU 0, node 2 on CPU 1), none, or both")
+	flag.StringVar(&o.replProfile, "repl-profile", "", "instead of the replicated rows, profile one 2-replica randwrite run; write both daemons' CPU profiles to this directory")
+	flag.StringVar(&o.replProfileVol, "repl-profile-vol", "r2", "volume of -repl-profile: r2 (2 replicas) or r1 (1 replica)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (data file, config, logs)")
 	flag.StringVar(&o.benchDur, "benchtime", "1s", "go test -benchtime for the Go benchmarks")
 	flag.BoolVar(&quick, "quick", false, "smoke run: 2 s runs, 256 MiB file, 0.3 s benchtime")
