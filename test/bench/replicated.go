@@ -255,6 +255,13 @@ cluster:
 	if err := retry(60*time.Second, inSync); err != nil {
 		return err
 	}
+	jobs := append([]ioJob(nil), replJobs...)
+	if o.replQD > 0 {
+		for i := range jobs {
+			jobs[i].qd = o.replQD
+			jobs[i].name = strings.Replace(jobs[i].name, "QD32", fmt.Sprintf("QD%d", o.replQD), 1)
+		}
+	}
 	b := nodes[1].d
 	// run is one `rdmablk bench` on nqn, with the replica node's CPU
 	// time over it.
@@ -279,21 +286,21 @@ cluster:
 		if o.replProfileVol == "r1" {
 			nqn = repl1NQN
 		}
-		logf("replicated: profiling %s on %s (%s)", replJobs[1].name, nqn, pl.name)
+		logf("replicated: profiling %s on %s (%s)", jobs[1].name, nqn, pl.name)
 		load := loadAvg()
-		r, err := run(replJobs[1], nqn)
+		r, err := run(jobs[1], nqn)
 		if err != nil {
 			return err
 		}
 		if err := checkPins(); err != nil {
 			return err
 		}
-		ios := r.bytes / float64(replJobs[1].bs)
+		ios := r.bytes / float64(jobs[1].bs)
 		logf("replicated profile run: %.0f IOPS; CPU per I/O: owner %.1f µs, replica node %.1f µs, load generator %.1f µs; load %s → %s; %s",
 			r.iops, r.cpuTgt/ios*1e6, r.cpuPeer/ios*1e6, r.cpuInit/ios*1e6, load, loadAvg(), pl.threads)
 		return nil
 	}
-	for _, j := range replJobs {
+	for _, j := range jobs {
 		res := replResult{job: j, pin: pl, loadBefore: loadAvg()}
 		for i := range o.repeats {
 			logf("1 vs 2 replicas: %s: repeat %d/%d", j.name, i+1, o.repeats)
