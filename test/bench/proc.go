@@ -38,6 +38,33 @@ func procCPU(pid int) (float64, error) {
 	return float64(ut+st) / clockTicks, nil
 }
 
+// procSyscalls returns the read- and write-class system calls process
+// pid has made (syscr, syscw of /proc/<pid>/io: read, write, readv,
+// writev… — not io_uring_enter or epoll_wait).
+func procSyscalls(pid int) (r, w uint64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "syscr":
+			r = n
+		case "syscw":
+			w = n
+		}
+	}
+	return r, w, nil
+}
+
 // procRSS returns VmRSS of process pid in bytes.
 func procRSS(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

@@ -42,29 +42,44 @@ type replResult struct {
 
 // replPlacement is where the replicated rows' processes run.
 type replPlacement struct {
-	name           string // "split" or "none"
+	name           string // "split", "owner-alone" or "none"
 	owner, replica cpuSet // the two rdmablkd nodes
 	gen            cpuSet // `rdmablk bench`
 	threads        string // the pinning check after the runs
 }
 
-// replPlacements resolves -repl-pin.
+// The placements of -repl-pin. Three hosts (load generator, owner,
+// replica) on two CPUs: one CPU must hold two of them.
+var replPlacementsByName = map[string]replPlacement{
+	// split: the owner shares CPU 0 with the load generator, the replica
+	// has CPU 1 (the replica's work moves off the owner's CPU).
+	"split": {name: "split", owner: cpuSet{0}, replica: cpuSet{1}, gen: cpuSet{0}},
+	// owner-alone: the owner has CPU 0, the load generator shares CPU 1
+	// with the replica; every message between the three crosses CPUs in
+	// both runs, as it crosses hosts in a deployment.
+	"owner-alone": {name: "owner-alone", owner: cpuSet{0}, replica: cpuSet{1}, gen: cpuSet{1}},
+	"none":        {name: "none"},
+}
+
+// replPlacements resolves -repl-pin: a comma-separated list of
+// placements, "both" (split,none) or "all".
 func replPlacements(mode string) ([]replPlacement, error) {
-	split := replPlacement{name: "split", owner: cpuSet{0}, replica: cpuSet{1}, gen: cpuSet{0}}
-	none := replPlacement{name: "none"}
-	var out []replPlacement
 	switch mode {
-	case "split":
-		out = []replPlacement{split}
-	case "none":
-		out = []replPlacement{none}
 	case "both":
-		out = []replPlacement{split, none}
-	default:
-		return nil, fmt.Errorf("-repl-pin %q: want split, none or both", mode)
+		mode = "split,none"
+	case "all":
+		mode = "split,owner-alone,none"
 	}
-	if out[0].owner != nil && runtime.NumCPU() < 2 {
-		return nil, fmt.Errorf("-repl-pin %s needs 2 CPUs, this host has %d", mode, runtime.NumCPU())
+	var out []replPlacement
+	for _, n := range strings.Split(mode, ",") {
+		pl, ok := replPlacementsByName[strings.TrimSpace(n)]
+		if !ok {
+			return nil, fmt.Errorf("-repl-pin %q: want split, owner-alone or none (comma-separated), both or all", mode)
+		}
+		if pl.owner != nil && runtime.NumCPU() < 2 {
+			return nil, fmt.Errorf("-repl-pin %s needs 2 CPUs, this host has %d", pl.name, runtime.NumCPU())
+		}
+		out = append(out, pl)
 	}
 	return out, nil
 }
@@ -288,14 +303,28 @@ cluster:
 		}
 		logf("replicated: profiling %s on %s (%s)", jobs[1].name, nqn, pl.name)
 		load := loadAvg()
+		var sc [2][2]uint64
+		for i, n := range nodes {
+			var err error
+			if sc[i][0], sc[i][1], err = procSyscalls(n.d.pid()); err != nil {
+				return err
+			}
+		}
 		r, err := run(jobs[1], nqn)
 		if err != nil {
 			return err
 		}
+		ios := r.bytes / float64(jobs[1].bs)
+		for i, n := range nodes {
+			rd, wr, err := procSyscalls(n.d.pid())
+			if err != nil {
+				return err
+			}
+			logf("replicated profile run: %s: %.2f read-class and %.2f write-class system calls per I/O", n.id, float64(rd-sc[i][0])/ios, float64(wr-sc[i][1])/ios)
+		}
 		if err := checkPins(); err != nil {
 			return err
 		}
-		ios := r.bytes / float64(jobs[1].bs)
 		logf("replicated profile run: %.0f IOPS; CPU per I/O: owner %.1f µs, replica node %.1f µs, load generator %.1f µs; load %s → %s; %s",
 			r.iops, r.cpuTgt/ios*1e6, r.cpuPeer/ios*1e6, r.cpuInit/ios*1e6, load, loadAvg(), pl.threads)
 		return nil
@@ -345,7 +374,7 @@ func (r *report) replMarkdown(p func(format string, args ...any)) {
 	for k, x := range r.repl {
 		if k == 0 || x.pin.name != r.repl[k-1].pin.name {
 			if x.pin.owner != nil {
-				p("### Placement split: node 1 (owner) and the load generator on %s, node 2 (replica) on %s, GOMAXPROCS=1 each\n\n", x.pin.owner, x.pin.replica)
+				p("### Placement %s: node 1 (owner) on %s, node 2 (replica) on %s, the load generator on %s; GOMAXPROCS=1 each\n\n", x.pin.name, x.pin.owner, x.pin.replica, x.pin.gen)
 			} else {
 				p("### Placement none: every process on any CPU (the scheduler's choice)\n\n")
 			}
