@@ -177,6 +177,7 @@ data_dir: %s
 transport:
   provider: soft
   profile: default
+  poll_spins: %d
 listeners:
   - addr: %s
 volumes: []
@@ -189,7 +190,7 @@ cluster:
   bootstrap: %v
   join: [%s]
   auth: {node_token_file: %s}
-`, n.dir, n.addr, n.id, n.raft, n.api, i == 0, join, token)
+`, n.dir, o.replPollSpins, n.addr, n.id, n.raft, n.api, i == 0, join, token)
 		var extra []string
 		if o.replProfile != "" {
 			extra = []string{"--cpuprofile", filepath.Join(o.replProfile, n.id+".pprof")}
@@ -408,5 +409,5 @@ func (r *report) replMarkdown(p func(format string, args ...any)) {
 			p("\n")
 		}
 	}
-	p("Two rdmablkd processes form a two-node cluster on this host. Both volumes are owned by the first node; the 2-replica volume's second copy is on the other node, reached by the owner's mirror through our initiator (soft provider, loopback), so each write completes when both copies have it; reads are served by the owner's copy. The two volumes run back to back within each repeat, the first of the pair alternating (A B, B A, …); ratios are per repeat, then the median. The 2-replica volume is checked fully in sync before and after the runs. Each placement runs on a fresh cluster. Placement split stands in for separate hosts as far as two cores allow: the owner shares CPU 0 with the load generator in both runs, and the replica's work (receive, RDMA READ of the owner's buffer, backend write, response) moves to CPU 1 — the same pinning for the 1- and the 2-replica volume, so only the replica's work differs. The pinning is set with sched_setaffinity on the thread that forks each process, so every thread inherits it. The host is shared (other work may run on either CPU); the load average is recorded per row. CPU µs per I/O: utime+stime of each rdmablkd (/proc/<pid>/stat) and the load generator's rusage over the run, divided by the I/Os it completed; the soft provider's transport (loopback TCP, software RDMA READ) is part of both nodes' figures. Allocations per replicated write: `internal/replica` BenchmarkMirrorLegSubmitWrite (Go benchmarks below).\n\n")
+	p("Two rdmablkd processes form a two-node cluster on this host. Both volumes are owned by the first node; the 2-replica volume's second copy is on the other node, reached by the owner's mirror through our initiator (soft provider, loopback), so each write completes when both copies have it; reads are served by the owner's copy. The two volumes run back to back within each repeat, the first of the pair alternating (A B, B A, …); ratios are per repeat, then the median. The 2-replica volume is checked fully in sync before and after the runs. Each placement runs on a fresh cluster. Placement split stands in for separate hosts as far as two cores allow: the owner shares CPU 0 with the load generator in both runs, and the replica's work (receive the command with its 4 KiB in-capsule data — sent from the owner's registered buffer, zero copy on hardware, so no RDMA READ — backend write, response) moves to CPU 1. Placement owner-alone gives the owner CPU 0 and puts the load generator with the replica on CPU 1, so that in both runs every message between load generator, owner and replica crosses CPUs, as it would cross hosts. Each placement pins the 1- and the 2-replica runs alike, so only the replica's work differs. The pinning is set with sched_setaffinity on the thread that forks each process, so every thread inherits it. The host is shared (other work may run on either CPU); the load average is recorded per row. CPU µs per I/O: utime+stime of each rdmablkd (/proc/<pid>/stat) and the load generator's rusage over the run, divided by the I/Os it completed; the soft provider's transport (loopback TCP, software RDMA READ) is part of both nodes' figures. Allocations per replicated write: `internal/replica` BenchmarkMirrorLegSubmitWrite (Go benchmarks below).\n\n")
 }
