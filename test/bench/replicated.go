@@ -326,8 +326,8 @@ cluster:
 		if err := checkPins(); err != nil {
 			return err
 		}
-		logf("replicated profile run: %.0f IOPS; CPU per I/O: owner %.1f µs, replica node %.1f µs, load generator %.1f µs; load %s → %s; %s",
-			r.iops, r.cpuTgt/ios*1e6, r.cpuPeer/ios*1e6, r.cpuInit/ios*1e6, load, loadAvg(), pl.threads)
+		logf("replicated profile run: %.0f I/Os, %.0f IOPS; CPU per I/O: owner %.1f µs, replica node %.1f µs, load generator %.1f µs; load %s → %s; %s",
+			ios, r.iops, r.cpuTgt/ios*1e6, r.cpuPeer/ios*1e6, r.cpuInit/ios*1e6, load, loadAvg(), pl.threads)
 		return nil
 	}
 	for _, j := range jobs {
