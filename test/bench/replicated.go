@@ -311,10 +311,23 @@ cluster:
 				return err
 			}
 		}
+		b0, t0, err := cpuTimes()
+		if err != nil {
+			return err
+		}
 		r, err := run(jobs[1], nqn)
 		if err != nil {
 			return err
 		}
+		b1, t1, err := cpuTimes()
+		if err != nil {
+			return err
+		}
+		var busy []string
+		for i := range min(len(b0), len(b1)) {
+			busy = append(busy, fmt.Sprintf("CPU %d %.0f%%", i, 100*float64(b1[i]-b0[i])/float64(max(t1[i]-t0[i], 1))))
+		}
+		logf("replicated profile run: busy over the run (all processes of the host): %s", strings.Join(busy, ", "))
 		ios := r.bytes / float64(jobs[1].bs)
 		for i, n := range nodes {
 			rd, wr, err := procSyscalls(n.d.pid())
