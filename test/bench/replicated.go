@@ -105,6 +105,16 @@ func runReplicated(ctx context.Context, o *options, work string, rep *report) er
 			return fmt.Errorf("placement %s: %w", pl.name, err)
 		}
 		if o.replProfile != "" {
+			// The daemons have stopped: their profiles are written.
+			if x := rep.replProf; x != nil {
+				for i, path := range x.profiles {
+					c, t, err := profileBreakdown(ctx, path)
+					if err != nil {
+						return err
+					}
+					x.cats[i], x.total[i] = c, t
+				}
+			}
 			break
 		}
 	}
@@ -329,16 +339,25 @@ cluster:
 		}
 		logf("replicated profile run: busy over the run (all processes of the host): %s", strings.Join(busy, ", "))
 		ios := r.bytes / float64(jobs[1].bs)
+		var scPer [2][2]float64
 		for i, n := range nodes {
 			rd, wr, err := procSyscalls(n.d.pid())
 			if err != nil {
 				return err
 			}
+			scPer[i] = [2]float64{float64(rd-sc[i][0]) / ios, float64(wr-sc[i][1]) / ios}
 			logf("replicated profile run: %s: %.2f read-class and %.2f write-class system calls per I/O", n.id, float64(rd-sc[i][0])/ios, float64(wr-sc[i][1])/ios)
 		}
 		if err := checkPins(); err != nil {
 			return err
 		}
+		prof := &replProfile{vol: o.replProfileVol, pl: pl.name, run: r, ios: ios, busy: strings.Join(busy, ", "),
+			load: load, after: loadAvg(), threads: pl.threads}
+		for i, n := range nodes {
+			prof.profiles[i] = filepath.Join(o.replProfile, n.id+".pprof")
+		}
+		prof.syscalls = scPer
+		rep.replProf = prof
 		logf("replicated profile run: %.0f I/Os, %.0f IOPS; CPU per I/O: owner %.1f µs, replica node %.1f µs, load generator %.1f µs; load %s → %s; %s",
 			ios, r.iops, r.cpuTgt/ios*1e6, r.cpuPeer/ios*1e6, r.cpuInit/ios*1e6, load, loadAvg(), pl.threads)
 		return nil
@@ -381,6 +400,7 @@ cluster:
 // replMarkdown is the report's section for the replicated rows: one
 // table per placement.
 func (r *report) replMarkdown(p func(format string, args ...any)) {
+	r.replProfileMarkdown(p)
 	if len(r.repl) == 0 {
 		return
 	}
