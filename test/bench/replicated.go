@@ -92,6 +92,18 @@ func runReplicated(ctx context.Context, o *options, work string, rep *report) er
 		return err
 	}
 	if o.replProfile != "" {
+		if o.replProfileVol != "r1" && o.replProfileVol != "r2" {
+			return fmt.Errorf("-repl-profile-vol %q: want r1 or r2", o.replProfileVol)
+		}
+		// The daemons write their profiles there: absolute, whatever
+		// their working directory.
+		abs, err := filepath.Abs(o.replProfile)
+		if err != nil {
+			return err
+		}
+		po := *o
+		po.replProfile = abs
+		o = &po
 		if err := os.MkdirAll(o.replProfile, 0o755); err != nil {
 			return err
 		}
