@@ -66,7 +66,7 @@ func main() {
 	flag.BoolVar(&o.skipCluster, "skip-cluster", false, "skip the cluster volume vs static volume rows")
 	flag.BoolVar(&o.skipTCP, "skip-tcp", false, "skip the NVMe/TCP loopback rows (rdmablk bench -t tcp vs fio)")
 	flag.BoolVar(&o.skipRepl, "skip-replicated", false, "skip the 2-replica vs 1-replica volume rows (two-node cluster)")
-	flag.StringVar(&o.replPin, "repl-pin", "split", "replicated rows' placements, comma-separated: split (node 1 + load generator on CPU 0, node 2 on CPU 1), owner-alone (node 1 on CPU 0, load generator + node 2 on CPU 1), none (unpinned); both = split,none; all")
+	flag.StringVar(&o.replPin, "repl-pin", "split", "replicated rows' placements, comma-separated: split (node 1 + load generator on CPU 0, node 2 on CPU 1), owner-alone (node 1 on CPU 0, load generator + node 2 on CPU 1), one-cpu (all on CPU 0), none (unpinned); both = split,none; all")
 	flag.StringVar(&o.replProfile, "repl-profile", "", "instead of the replicated rows, profile one 2-replica randwrite run; write both daemons' CPU profiles to this directory")
 	flag.StringVar(&o.replProfileVol, "repl-profile-vol", "r2", "volume of -repl-profile: r2 (2 replicas) or r1 (1 replica)")
 	flag.IntVar(&o.replQD, "repl-qd", 0, "queue depth of the replicated rows (0: 32, the goal's); QD1 shows the latency a replica adds")

@@ -58,7 +58,11 @@ var replPlacementsByName = map[string]replPlacement{
 	// with the replica; every message between the three crosses CPUs in
 	// both runs, as it crosses hosts in a deployment.
 	"owner-alone": {name: "owner-alone", owner: cpuSet{0}, replica: cpuSet{1}, gen: cpuSet{1}},
-	"none":        {name: "none"},
+	// one-cpu: all three on CPU 0 — no message crosses CPUs, and the
+	// replica's work competes with the owner's (the 2-replica write's
+	// whole CPU cost, without cross-CPU wake-ups).
+	"one-cpu": {name: "one-cpu", owner: cpuSet{0}, replica: cpuSet{0}, gen: cpuSet{0}},
+	"none":    {name: "none"},
 }
 
 // replPlacements resolves -repl-pin: a comma-separated list of
@@ -74,9 +78,9 @@ func replPlacements(mode string) ([]replPlacement, error) {
 	for _, n := range strings.Split(mode, ",") {
 		pl, ok := replPlacementsByName[strings.TrimSpace(n)]
 		if !ok {
-			return nil, fmt.Errorf("-repl-pin %q: want split, owner-alone or none (comma-separated), both or all", mode)
+			return nil, fmt.Errorf("-repl-pin %q: want split, owner-alone, one-cpu or none (comma-separated), both or all", mode)
 		}
-		if pl.owner != nil && runtime.NumCPU() < 2 {
+		if pl.replica.String() != pl.owner.String() && runtime.NumCPU() < 2 {
 			return nil, fmt.Errorf("-repl-pin %s needs 2 CPUs, this host has %d", pl.name, runtime.NumCPU())
 		}
 		out = append(out, pl)
