@@ -41,8 +41,10 @@
 //     -repl-pin, the same for both volumes: split (default: node 1 and
 //     the load generator on CPU 0, node 2 on CPU 1 — the replica's work
 //     leaves the owner's CPU, as on separate hosts), owner-alone (node 1
-//     on CPU 0, the load generator with node 2 on CPU 1), none, a
-//     comma-separated list, both (split,none) or all; each placement runs
+//     on CPU 0, the load generator with node 2 on CPU 1), one-cpu (all
+//     three on CPU 0: the replicated write's whole CPU cost without
+//     cross-CPU wake-ups), none, a comma-separated list, both
+//     (split,none) or all (split,owner-alone,none); each placement runs
 //     on a fresh cluster. -repl-profile DIR runs instead one 2-replica
 //     (-repl-profile-vol r1: 1-replica) randwrite with both daemons'
 //     --cpuprofile and logs their read/write system calls per I/O;
