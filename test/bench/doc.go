@@ -34,9 +34,24 @@
 //     the first, the second copy on the other): 4 KiB random write and
 //     read QD32 through `rdmablk bench` to the owner, alternating; goals
 //     ≥ 0.7× (write) and ≥ 0.95× (read) (issue 16), with the load average
-//     around each row. Part of the default set; -skip-replicated leaves
-//     it out. Allocations per replicated write come from the Go benchmark
-//     internal/replica BenchmarkMirrorLegSubmitWrite (goal 0).
+//     around each row and the CPU µs per I/O of both nodes and the load
+//     generator. Part of the default set; -skip-replicated leaves it out.
+//     The processes are pinned (sched_setaffinity on the thread that forks
+//     each, so every thread inherits the mask; GOMAXPROCS=1) per
+//     -repl-pin, the same for both volumes: split (default: node 1 and
+//     the load generator on CPU 0, node 2 on CPU 1 — the replica's work
+//     leaves the owner's CPU, as on separate hosts), owner-alone (node 1
+//     on CPU 0, the load generator with node 2 on CPU 1), one-cpu (all
+//     three on CPU 0: the replicated write's whole CPU cost without
+//     cross-CPU wake-ups), none, a comma-separated list, both
+//     (split,none) or all (split,owner-alone,none); each placement runs
+//     on a fresh cluster. -repl-profile DIR runs instead one 2-replica
+//     (-repl-profile-vol r1: 1-replica) randwrite with both daemons'
+//     --cpuprofile and logs their read/write system calls per I/O;
+//     -repl-qd and -repl-poll-spins are for diagnostics. Allocations per
+//     replicated write come from the Go benchmarks internal/replica
+//     BenchmarkMirrorLegSubmitWrite and BenchmarkMirrorLegSubmitWriteFixed
+//     (goal 0).
 //   - Memory: RSS of an idle rdmablkd, and the RSS added per connected I/O
 //     queue pair at depth 128 (no I/O on them, so the untouched data buffer
 //     pool is not resident and is excluded; its registered size is listed).

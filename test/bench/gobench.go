@@ -36,6 +36,7 @@ var microBenches = []goBench{
 	{"./verbs/soft", "BenchmarkWrite4K/Fabric", "soft provider: RDMA WRITE 4 KiB, in-process fabric (per WR)"},
 	{"./verbs/soft", "BenchmarkSendRecv/Fabric", "soft provider: 64 B SEND/RECV, in-process fabric (per WR)"},
 	{"./internal/replica", "BenchmarkMirrorLegSubmitWrite", "replicated write: mirror over a local mem copy and a remote copy through internal/replica (initiator, soft provider, in-process target), 4 KiB QD32 (per I/O; B/op is mem's one-time chunk allocation amortised)"},
+	{"./internal/replica", "BenchmarkMirrorLegSubmitWriteFixed", "replicated write as an owner runs it: mirror over a local file copy (io_uring, WRITE_FIXED) and a remote copy sent zero copy from the same registered buffer, 4 KiB QD32 (per I/O; includes the local O_DIRECT write; B/op as above)"},
 	{"./blockdev/file", "BenchmarkAsyncRead4K", "file backend io_uring path: 4 KiB O_DIRECT read, 32 in flight, sparse file (per I/O)"},
 }
 

@@ -37,6 +37,7 @@ type ioRun struct {
 	bytes   float64 // bytes moved
 	cpuInit float64 // CPU s of the load generator (fio, rdmablk bench)
 	cpuTgt  float64 // CPU s of rdmablkd (ours only)
+	cpuPeer float64 // CPU s of the second rdmablkd (replicated rows only)
 }
 
 // runIO prepares the data file, starts rdmablkd on it, measures memory,
@@ -158,6 +159,12 @@ subsystems:
 // startDaemonConfig starts rdmablkd with config cfg (files named name.*
 // in work) and waits until its listener addr accepts.
 func startDaemonConfig(ctx context.Context, o *options, work, name, addr, cfg string) (*daemon, error) {
+	return startDaemonOn(ctx, o, work, name, addr, cfg, nil)
+}
+
+// startDaemonOn is startDaemonConfig with the daemon confined to cpus
+// (startPinned; nil: unpinned) and extra command-line arguments.
+func startDaemonOn(ctx context.Context, o *options, work, name, addr, cfg string, cpus cpuSet, extra ...string) (*daemon, error) {
 	cfgPath := filepath.Join(work, name+".yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, err
@@ -167,9 +174,9 @@ func startDaemonConfig(ctx context.Context, o *options, work, name, addr, cfg st
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(o.binDir, "rdmablkd"), "--config", cfgPath)
+	cmd := exec.CommandContext(ctx, filepath.Join(o.binDir, "rdmablkd"), append([]string{"--config", cfgPath}, extra...)...)
 	cmd.Stdout, cmd.Stderr = lf, lf
-	if err := cmd.Start(); err != nil {
+	if err := startPinned(cmd, cpus); err != nil {
 		lf.Close()
 		return nil, err
 	}
@@ -286,7 +293,11 @@ func runBench(ctx context.Context, o *options, d *daemon, j ioJob, conn ...strin
 	if err != nil {
 		return ioRun{}, err
 	}
-	if err := cmd.Run(); err != nil {
+	err = startPinned(cmd, o.genCPUs)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	if err != nil {
 		return ioRun{}, fmt.Errorf("rdmablk bench: %v\n%s%s", err, out.String(), errb.String())
 	}
 	after, err := procCPU(d.pid())

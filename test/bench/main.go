@@ -31,6 +31,25 @@ type options struct {
 	skipTCP bool
 	// skipRepl skips the 2-replica vs 1-replica volume rows.
 	skipRepl bool
+	// replPin is how the replicated rows place their processes
+	// (replPlacements): "split" (node 1 and the load generator on CPU 0,
+	// node 2 on CPU 1), "owner-alone", "none", a comma-separated list of
+	// them, "both" or "all"; the row runs once per placement.
+	replPin string
+	// replProfile, when set, replaces the replicated rows' comparison by
+	// one CPU-profiled randwrite run on the 2-replica volume; both
+	// daemons' profiles are written to this directory.
+	replProfile string
+	// replProfileVol is the volume profiled: r2 (2 replicas) or r1.
+	replProfileVol string
+	// replQD overrides the queue depth of the replicated rows (0: 32),
+	// for latency diagnostics (QD1).
+	replQD int
+	// replPollSpins, when non-zero, is both nodes' transport.poll_spins
+	// in the replicated rows (negative: pollers sleep at once).
+	replPollSpins int
+	// genCPUs confines `rdmablk bench` (nil: unpinned); set by a row.
+	genCPUs cpuSet
 }
 
 func main() {
@@ -47,6 +66,11 @@ func main() {
 	flag.BoolVar(&o.skipCluster, "skip-cluster", false, "skip the cluster volume vs static volume rows")
 	flag.BoolVar(&o.skipTCP, "skip-tcp", false, "skip the NVMe/TCP loopback rows (rdmablk bench -t tcp vs fio)")
 	flag.BoolVar(&o.skipRepl, "skip-replicated", false, "skip the 2-replica vs 1-replica volume rows (two-node cluster)")
+	flag.StringVar(&o.replPin, "repl-pin", "split", "replicated rows' placements, comma-separated: split (node 1 + load generator on CPU 0, node 2 on CPU 1), owner-alone (node 1 on CPU 0, load generator + node 2 on CPU 1), one-cpu (all on CPU 0), none (unpinned); both = split,none; all")
+	flag.StringVar(&o.replProfile, "repl-profile", "", "instead of the replicated rows, profile one 2-replica randwrite run; write both daemons' CPU profiles to this directory")
+	flag.StringVar(&o.replProfileVol, "repl-profile-vol", "r2", "volume of -repl-profile: r2 (2 replicas) or r1 (1 replica)")
+	flag.IntVar(&o.replQD, "repl-qd", 0, "queue depth of the replicated rows (0: 32, the goal's); QD1 shows the latency a replica adds")
+	flag.IntVar(&o.replPollSpins, "repl-poll-spins", 0, "transport.poll_spins of both nodes in the replicated rows (0: the daemon's default; -1: pollers sleep at once)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (data file, config, logs)")
 	flag.StringVar(&o.benchDur, "benchtime", "1s", "go test -benchtime for the Go benchmarks")
 	flag.BoolVar(&quick, "quick", false, "smoke run: 2 s runs, 256 MiB file, 0.3 s benchtime")

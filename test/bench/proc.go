@@ -38,6 +38,64 @@ func procCPU(pid int) (float64, error) {
 	return float64(ut+st) / clockTicks, nil
 }
 
+// procSyscalls returns the read- and write-class system calls process
+// pid has made (syscr, syscw of /proc/<pid>/io: read, write, readv,
+// writev… — not io_uring_enter or epoll_wait).
+func procSyscalls(pid int) (r, w uint64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "syscr":
+			r = n
+		case "syscw":
+			w = n
+		}
+	}
+	return r, w, nil
+}
+
+// cpuTimes returns, per CPU, the busy and total jiffies since boot from
+// /proc/stat (busy: everything but idle and iowait), for the busy share
+// of each CPU over a run.
+func cpuTimes() (busy, total []uint64, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
+			continue
+		}
+		var t, idle uint64
+		for i, v := range f[1:] {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return nil, nil, fmt.Errorf("/proc/stat: %q", line)
+			}
+			if i < 8 { // user … steal; guest time is inside user
+				t += n
+			}
+			if i == 3 || i == 4 {
+				idle += n
+			}
+		}
+		busy, total = append(busy, t-idle), append(total, t)
+	}
+	return busy, total, nil
+}
+
 // procRSS returns VmRSS of process pid in bytes.
 func procRSS(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

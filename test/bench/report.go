@@ -16,6 +16,7 @@ type report struct {
 	io                    []ioResult
 	cluster               []clusterResult
 	repl                  []replResult
+	replProf              *replProfile // -repl-profile
 	mem                   memResult
 	goRes                 map[string][]benchSample
 }
