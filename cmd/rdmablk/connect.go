@@ -19,6 +19,7 @@ import (
 
 	"github.com/rdmablk/rdmablk/initiator"
 	"github.com/rdmablk/rdmablk/internal/attach"
+	"github.com/rdmablk/rdmablk/internal/cpuprof"
 	"github.com/rdmablk/rdmablk/verbs/providers"
 )
 
@@ -29,6 +30,7 @@ type attachFlags struct {
 	runDir     string
 	foreground bool
 	logLevel   string
+	cpuProfile string // --cpuprofile, acted on by the foreground process
 }
 
 func newConnect(g *globals) *cobra.Command {
@@ -78,6 +80,7 @@ it is ready; --foreground keeps it in this process until SIGTERM or
 	f.StringVar(&af.runDir, "run-dir", attach.DefaultRunDir(), "directory of attachment state and sockets")
 	f.BoolVar(&af.foreground, "foreground", false, "run the attachment in this process")
 	f.StringVar(&af.logLevel, "log-level", "info", "log level (debug, info, warn, error)")
+	f.StringVar(&af.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the attachment process's run to this file (written when it stops)")
 	return cmd
 }
 
@@ -109,6 +112,11 @@ func newLogger(level string) *slog.Logger {
 
 func connectForeground(ctx context.Context, af *attachFlags, g *globals) error {
 	log := newLogger(af.logLevel)
+	stopProfile, err := cpuprof.Start(af.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	opts, err := g.options()
 	if err != nil {
 		return err

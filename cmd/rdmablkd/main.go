@@ -25,6 +25,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/rdmablk/rdmablk/internal/cpuprof"
 	"github.com/rdmablk/rdmablk/internal/daemon"
 	"github.com/rdmablk/rdmablk/internal/version"
 )
@@ -70,7 +71,7 @@ func newRoot() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			stopProfile, err := startCPUProfile(cpuProfile)
+			stopProfile, err := cpuprof.Start(cpuProfile)
 			if err != nil {
 				return err
 			}
