@@ -20,8 +20,12 @@ func TestStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop()
-	if fi, err := os.Stat(p); err != nil || fi.Size() == 0 {
-		t.Fatalf("profile %s: %v, size %d", p, err, fi.Size())
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() == 0 {
+		t.Fatalf("profile %s is empty", p)
 	}
 	if _, err := Start(filepath.Join(t.TempDir(), "missing", "cpu.pprof")); err == nil {
 		t.Fatal("a profile in a missing directory was accepted")
