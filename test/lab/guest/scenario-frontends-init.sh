@@ -9,7 +9,8 @@
 # in round 1 also a crc32c write+verify over lab.verifysize (64M, in two jobs of half each), then a
 # clean disconnect; before each connect and after each disconnect no device of any of the three may
 # be left. This guest's busy CPU time (/proc/stat) and the attachment process's own are sampled
-# around every timed job: the frontends differ on the client side.
+# around every timed job: the frontends differ on the client side. The attachment process writes a
+# Go CPU profile per connection (rdmablk-CFG.rROUND.pprof, `go tool pprof -top FILE`).
 # RESULT lines: fe.kernel, fe.hz, fe.configs, fe.order.rR, fe.ublk.skipped,
 # fe.CFG.{rr32,rw32}.rR.{iops,ios,p50_us,p99_us,err,busy_j,proc_j,wall_s}, fe.CFG.verify.*,
 # fe.CFG.connect_s.rR, fe.CFG.device.rR, fe.CFG.provider, fe.CFG.queues (I/O queues x depth), fe.leftover.* (CFG: kernel, ublk, nbd).
@@ -60,7 +61,8 @@ up() {
       local c0=/sys/class/nvme/$(basename "$DEV" | sed 's/n[0-9]*$//')
       [ -r "$c0/queue_count" ] && result fe.kernel.queues "$(( $(cat "$c0/queue_count") - 1 ))x$(( $(cat "$c0/sqsize") + 1 ))" ;;
     ublk|nbd)
-      out=$("$B" connect --provider ibverbs -a "$P:4420" --nqn "$NQN" --name "$NAME" --frontend "$c" 2>&1); rc=$?
+      out=$("$B" connect --provider ibverbs -a "$P:4420" --nqn "$NQN" --name "$NAME" --frontend "$c" \
+        --cpuprofile "$LAB_OUT/rdmablk-$c.r$r.pprof" 2>&1); rc=$?
       echo "$out"
       [ $rc = 0 ] || { cat "$RDMABLK_RUN_DIR/$NAME.log"; return 1; }
       DEV=$(echo "$out" | awk '$1=="device:" {print $2; exit}')
