@@ -45,6 +45,11 @@
 #              into fio): fio err=0 across the failover, the paths' ANA changes, the time without
 #              I/O; then the killed node returns and its copy is rebuilt and compared. Not part of
 #              the default set.
+#   replperf   issue 16's benchmark on separate machines: guest A runs cluster node n1 and the kernel
+#              host's fio against n1's own address, guest B node n2 only; 4 KiB randwrite/randread
+#              QD32 x 2 jobs on a 1-copy and a 2-copy volume (copy on n2), alternating per round; the
+#              2/1 IOPS ratios (goal: writes >= 0.7, reads >= 0.95). Env: ROUNDS (3), FIOTIME (10).
+#              Not part of the default set.
 # REPORT_ONLY=<date>-run rewrites the results file of an earlier run from its outputs in $SHARE/out.
 # Env: FIOTIME (s per fio/bench job, 20; perf: 15), VERIFYSIZE (crc32c verify size, 128M; perf: 64M),
 #      LAB_KERNEL (6.1 or 6.12: the guest kernel), TIMEOUT (s per guest boot, derived from the above),
@@ -147,6 +152,8 @@ for s in $SCENARIOS; do
       (exit $rc) ;;
     replica) RUNID=$RUN-replica TIMEOUT=${TIMEOUT:-2700} GUESTARGS="lab.verifysize=${VERIFYSIZE:-64M} lab.wait=1500 ${LABARGS:-}" \
         PAIR=replica bg "$HERE/twovm.sh" ;;
+    replperf) RUNID=$RUN-replperf FIOTIME=${FIOTIME:-10} TIMEOUT=${TIMEOUT:-$(( 900 + ROUNDS * 4 * (30 + ${FIOTIME:-10}) ))} \
+        GUESTARGS="lab.rounds=$ROUNDS lab.wait=1500 ${LABARGS:-}" PAIR=replperf bg "$HERE/twovm.sh" ;;
     verbstest)
       if [ -x "$SHARE/bin/ibverbs.test" ]; then
         RUNID=$RUN-$s GOBIN_ENV=RDMABLK_IBV_ADDR=10.0.2.15:0 bg "$HERE/run-gobin.sh" "$SHARE/bin/ibverbs.test" -test.v -test.count=1 -test.timeout=15m \
@@ -457,6 +464,56 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
       echo '```'
     done
     fails=$(grep -h '^FAIL:' "$RO"/replica-*.log 2>/dev/null)
+    if [ -n "$fails" ]; then echo; echo "Guest failures:"; echo; echo '```'; echo "$fails"; echo '```'; fi
+  fi
+  if [[ " $SCENARIOS " == *" replperf "* ]]; then
+    PO=$SHARE/out/$RUN-replperf
+    echo
+    echo "## Replicated volume: 2 copies vs 1 on separate guests (issue 16's benchmark)"
+    echo
+    echo "Guest A: rdmablkd cluster node n1 (bootstrap, NVMe-oF/RDMA listener on rxe0) and the load, the kernel"
+    echo "nvme-rdma host of the same guest connected to n1's own address; guest B: node n2 only, raft and"
+    echo "API over the bridge. Volumes (files on tmpfs, $(val replperf.volsize) each): r1, one copy (n1); r2, two copies"
+    echo "(owner n1, copy n2: every write completes when both have it; reads served by n1). Each in its own"
+    echo "subsystem, both owned by n1. fio libaio direct 4 KiB QD32 × 2 jobs, ${FIOTIME:-10} s each; per round r1"
+    echo "and r2, their order alternating (r1 r2, r2 r1, …); medians (min–max) over $(val replperf.rounds) rounds, ratios"
+    echo "per round (r2 / r1 of the same round), then their median. The second copy costs guest B's CPU, as a"
+    echo "replica on another host would; the host and the owner share guest A in both runs alike."
+    echo "r2 in sync (2 of 2) before the runs: $(val replperf.insync.before), after: $(val replperf.insync.after)."
+    echo
+    echo "| job | 1 copy IOPS | 2 copies IOPS | 2 / 1 (paired range) | goal | guest A CPU µs per I/O, 1 → 2 copies |"
+    echo "| --- | --- | --- | --- | --- | --- |"
+    awk '
+      function med(a, n,   i, j, t) { for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j+1] = a[j]; a[j+1] = t }
+        return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2 }
+      function mm(a, n,   i, lo, hi) { lo = hi = a[1]; for (i = 2; i <= n; i++) { if (a[i] < lo) lo = a[i]; if (a[i] > hi) hi = a[i] }; return lo "|" hi }
+      $1 == "replperf.hz" { hz = $2 }
+      $1 ~ /^replperf\.r[12]\.(rw32|rr32)\.r[0-9]+\.(iops|ios|busy_j)$/ { split($1, k, "."); v[k[2] "." k[3] "." k[4] "." k[5]] = $2; rounds[k[4]] = 1 }
+      END {
+        if (hz == "") hz = 100
+        split("rw32 rr32", jobs, " ")
+        name["rw32"] = "4 KiB randwrite QD32 ×2 jobs"; name["rr32"] = "4 KiB randread QD32 ×2 jobs"
+        goal["rw32"] = 0.7; goal["rr32"] = 0.95
+        for (ji = 1; ji <= 2; ji++) {
+          j = jobs[ji]; n = 0; delete a1; delete a2; delete rt; delete c1; delete c2
+          for (r in rounds) {
+            i1 = v["r1." j "." r ".iops"]; i2 = v["r2." j "." r ".iops"]
+            if (i1 == "" || i2 == "" || i1 == 0) continue
+            n++; a1[n] = i1; a2[n] = i2; rt[n] = i2 / i1
+            c1[n] = v["r1." j "." r ".ios"] ? v["r1." j "." r ".busy_j"] / hz * 1e6 / v["r1." j "." r ".ios"] : 0
+            c2[n] = v["r2." j "." r ".ios"] ? v["r2." j "." r ".busy_j"] / hz * 1e6 / v["r2." j "." r ".ios"] : 0
+          }
+          if (n == 0) { printf "| %s | - | - | - | - | - |\n", name[j]; continue }
+          split(mm(a1, n), r1, "|"); split(mm(a2, n), r2, "|"); split(mm(rt, n), rr, "|")
+          m1 = med(a1, n); m2 = med(a2, n); mr = med(rt, n)
+          printf "| %s | %.0f (%.0f–%.0f) | %.0f (%.0f–%.0f) | %s%.2f%s (%.2f–%.2f) | ≥ %.2f× %s | %.1f → %.1f |\n", name[j], m1, r1[1], r1[2], m2, r2[1], r2[2],
+            (mr >= goal[j] ? "**" : ""), mr, (mr >= goal[j] ? "**" : ""), rr[1], rr[2], goal[j], (mr >= goal[j] ? "met on the median" : "**not met**"), med(c1, n), med(c2, n)
+        }
+      }' "$PO/results.txt" 2>/dev/null
+    echo
+    echo "Guest B over the runs (from n2's start to their end): busy $(val replperf.n2.busy_j) jiffies, of which rdmablkd n2 $(val replperf.n2.proc_j)."
+    echo "CPU profiles: \`$PO/rdmablkd-n1.pprof\`, \`rdmablkd-n2.pprof\`."
+    fails=$(grep -h '^FAIL:' "$PO"/replperf-*.log 2>/dev/null)
     if [ -n "$fails" ]; then echo; echo "Guest failures:"; echo; echo '```'; echo "$fails"; echo '```'; fi
   fi
   if [[ " $SCENARIOS " == *" netns "* ]]; then

@@ -1,0 +1,41 @@
+#!/bin/bash
+# replperf scenario, guest B: rdmablkd cluster node n2 (joins n1 at lab.peer:7421; raft lab.ip:7002,
+# API lab.ip:7422, NVMe-oF/RDMA listener lab.ip:4422 on rxe0), which holds r2's second copy. Nothing
+# else runs here: the replica's work has this guest's CPU to itself (see
+# scenario-replperf-target.sh). RESULT lines: replperf.n2.busy_j (this guest's busy jiffies from
+# n2's start to the end of the runs), replperf.n2.proc_j (n2's own).
+. /mnt/share/scripts/lib.sh
+D=/mnt/share/bin/rdmablkd; P=${LAB_PEER:?lab.peer=IP}; W=${LAB_WAIT:-1500}
+trap 'touch "$LAB_OUT/init.done"' EXIT
+net_up; rxe_up || exit 1
+wait_file "$LAB_OUT/n1.ready" "$W" || { fail "n1 never came up"; exit 1; }
+C=/tmp/rc; mkdir -p $C/n2
+install -m 0600 "$LAB_OUT/node.token" $C/node.token || exit 1
+cat > $C/n2.yaml <<EOC
+data_dir: $C/n2
+log: {level: info}
+transport: {provider: auto}
+listeners: [{addr: "$IP:4422"}]
+volumes: []
+subsystems: []
+cluster:
+  enabled: true
+  node_id: n2
+  raft_bind: $IP:7002
+  api_bind: $IP:7422
+  join: ["$P:7421"]
+  auth: {node_token_file: $C/node.token, insecure: true}
+EOC
+b0=$(cpu_busy)
+"$D" --config $C/n2.yaml --cpuprofile "$LAB_OUT/rdmablkd-n2.pprof" > "$LAB_OUT/rdmablkd-n2.log" 2>&1 &
+PID=$!
+for _ in $(seq 1800); do grep -q 'cluster ready' "$LAB_OUT/rdmablkd-n2.log" && break; kill -0 $PID 2>/dev/null || break; sleep 0.1; done
+grep -q 'cluster ready' "$LAB_OUT/rdmablkd-n2.log" || { tail -20 "$LAB_OUT/rdmablkd-n2.log"; fail "n2 not ready"; exit 1; }
+grep -q 'provider=ibverbs' "$LAB_OUT/rdmablkd-n2.log" || fail "n2 did not choose ibverbs"
+touch "$LAB_OUT/n2.ready"; step "n2 joined"
+wait_file "$LAB_OUT/bench.done" "$W" || fail "the runs never ended"
+result replperf.n2.busy_j $(( $(cpu_busy) - b0 ))
+result replperf.n2.proc_j "$(proc_cpu $PID)"
+kill -TERM $PID; wait $PID; echo "n2 exit code $?"
+dmesg_check
+[ "$FAILS" = 0 ]

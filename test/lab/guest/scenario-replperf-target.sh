@@ -1,0 +1,94 @@
+#!/bin/bash
+# replperf scenario, guest A (issue 16's benchmark on separate machines): rdmablkd cluster node n1
+# (bootstrap; raft lab.ip:7001, API lab.ip:7421, NVMe-oF/RDMA listener lab.ip:4421 on rxe0) and the
+# load: the kernel nvme-rdma host of this guest, connected to n1's own address. Guest B
+# (scenario-replperf-init.sh) runs node n2 only, so a replicated write's second copy costs B's CPU,
+# as a replica on another host would, while the host and the owner share A in both runs alike.
+# Volumes (files on tmpfs, lab.volsize each, 256M): r1 with one copy (n1), r2 with two (owner n1,
+# copy n2), each in its own subsystem; per round (lab.rounds, 3) fio 4 KiB randwrite then randread
+# at QD32 × 2 jobs (lab.fiotime s) on r1 and r2, their order alternating (r1 r2, then r2 r1). r2 is
+# checked in sync (2 of 2) before and after the runs.
+# Protocol (files in $LAB_OUT, shared with guest B):
+#   n1.ready   n1 is up; node.token is the cluster's node token (here)
+#   n2.ready   n2 joined (there)         bench.done  the runs are over (here)
+#   init.done  guest B is finished (there)
+# RESULT lines: replperf.VOL.JOB.rROUND.{iops,ios,p50_us,p99_us,err}, replperf.VOL.JOB.rROUND.busy_j
+# (this guest's busy jiffies), replperf.order.rROUND, replperf.insync.{before,after}, replperf.hz.
+. /mnt/share/scripts/lib.sh
+D=/mnt/share/bin/rdmablkd; B=/mnt/share/bin/rdmablk; NQN=nqn.2026-11.io.rdmablk:replperf
+ROUNDS=${LAB_ROUNDS:-3}; FT=${LAB_FIOTIME:-10}; VOLSIZE=${LAB_VOLSIZE:-256M}; W=${LAB_WAIT:-1500}
+trap 'touch "$LAB_OUT/target.exit"' EXIT
+net_up; rxe_up || exit 1
+run modprobe nvme-rdma || exit 1
+result replperf.hz "$(getconf CLK_TCK)"; result replperf.volsize "$VOLSIZE"; result replperf.rounds "$ROUNDS"
+C=/tmp/rc; mkdir -p $C/n1
+cat > $C/n1.yaml <<EOC
+data_dir: $C/n1
+log: {level: info}
+transport: {provider: auto}
+listeners: [{addr: "$IP:4421"}]
+volumes: []
+subsystems: []
+cluster:
+  enabled: true
+  node_id: n1
+  raft_bind: $IP:7001
+  api_bind: $IP:7421
+  bootstrap: true
+  auth: {node_token_file: $C/node.token, insecure: true}
+EOC
+export RDMABLK_API=$IP:7421
+"$D" --config $C/n1.yaml --cpuprofile "$LAB_OUT/rdmablkd-n1.pprof" > "$LAB_OUT/rdmablkd-n1.log" 2>&1 &
+PID=$!
+for _ in $(seq 1800); do grep -q 'cluster ready' "$LAB_OUT/rdmablkd-n1.log" && break; kill -0 $PID 2>/dev/null || break; sleep 0.1; done
+grep -q 'cluster ready' "$LAB_OUT/rdmablkd-n1.log" || { tail -20 "$LAB_OUT/rdmablkd-n1.log"; fail "n1 not ready"; exit 1; }
+grep -q 'provider=ibverbs' "$LAB_OUT/rdmablkd-n1.log" || fail "n1 did not choose ibverbs"
+cp $C/node.token "$LAB_OUT/node.token" && touch "$LAB_OUT/n1.ready"
+step "n1 up; waiting for n2"
+wait_file "$LAB_OUT/n2.ready" "$W" || { fail "n2 never joined"; exit 1; }
+for _ in $(seq 600); do [ "$("$B" cluster status 2>/dev/null | grep -cw true)" -ge 2 ] && break; sleep 0.5; done
+run "$B" cluster status
+HOSTNQN=$(cat /etc/nvme/hostnqn) || { fail "no /etc/nvme/hostnqn"; exit 1; }
+run "$B" volume create r1 --size "$VOLSIZE" --node n1 || { fail "volume create r1"; exit 1; }
+run "$B" volume create r2 --size "$VOLSIZE" --node n1 --replicas 2 --replica-nodes n2 || { fail "volume create r2"; exit 1; }
+for v in r1 r2; do
+  run "$B" subsystem create "$NQN-$v" --node n1 --host "$HOSTNQN" || fail "subsystem create $v"
+  run "$B" subsystem add-ns "$NQN-$v" "$v" || fail "subsystem add-ns $v"
+done
+insync() { "$B" volume status r2 2>/dev/null | head -1 | grep -q "online, owner n1 .* 2 of 2 replicas in sync"; }
+for _ in $(seq 600); do insync && break; sleep 0.5; done
+run "$B" volume status r2
+if insync; then result replperf.insync.before yes; else result replperf.insync.before no; fail "r2 not in sync before the runs"; fi
+declare -A DEV
+for v in r1 r2; do
+  before=$(ls /dev/ | grep -E '^nvme[0-9]+n[0-9]+$')
+  run nvme connect -t rdma -a "$IP" -s 4421 -n "$NQN-$v" || { fail "nvme connect $v"; exit 1; }
+  for _ in $(seq 100); do
+    d=$(ls /dev/ | grep -E '^nvme[0-9]+n[0-9]+$' | grep -vxF "$before" | head -1); [ -n "$d" ] && break; nap 0.1
+  done
+  [ -n "$d" ] || { fail "no namespace for $v"; exit 1; }
+  DEV[$v]=/dev/$d; step "$v is ${DEV[$v]}"
+done
+# job LABEL FIO-ARGS...: perf_fio with this guest's busy jiffies around it
+job() {
+  local label=$1 b0; shift
+  b0=$(cpu_busy); perf_fio "$label" "$@"; result "$label.busy_j" $(( $(cpu_busy) - b0 ))
+}
+for r in $(seq "$ROUNDS"); do
+  if [ $((r % 2)) = 1 ]; then order="r1 r2"; else order="r2 r1"; fi
+  result "replperf.order.r$r" "${order// /,}"
+  for v in $order; do
+    step "round $r: $v"
+    job "replperf.$v.rw32.r$r" "${DEV[$v]}" randwrite 4k 32 2 --time_based --runtime="$FT" --size="$VOLSIZE"
+    job "replperf.$v.rr32.r$r" "${DEV[$v]}" randread 4k 32 2 --time_based --runtime="$FT" --size="$VOLSIZE"
+  done
+done
+for v in r1 r2; do run nvme disconnect -n "$NQN-$v" || fail "nvme disconnect $v"; done
+run "$B" volume status r2
+if insync; then result replperf.insync.after yes; else result replperf.insync.after no; fail "r2 not in sync after the runs"; fi
+grep -h -E 'fault|rebuild|resync' "$LAB_OUT/rdmablkd-n1.log" | cut -c1-300 | tail -10
+touch "$LAB_OUT/bench.done"
+wait_file "$LAB_OUT/init.done" "$W" || fail "guest B did not finish"
+kill -TERM $PID; wait $PID; echo "n1 exit code $?"
+dmesg_check
+[ "$FAILS" = 0 ]
