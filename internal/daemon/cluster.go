@@ -53,7 +53,7 @@ func startCluster(cfg *Config, tgt *target.Target, disc *reconcile.Discovery, pr
 		LeaderLeaseTimeout: cc.Raft.LeaderLeaseTimeout, ApplyTimeout: cc.Raft.ApplyTimeout,
 		SnapshotThreshold: cc.Raft.SnapshotThreshold, RaftLogLevel: cc.Raft.LogLevel,
 		Target: tgt, Discovery: disc, Resync: cc.Resync, Logger: log,
-		Failover:              server.WatchOptions{Interval: cc.Failover.Interval, Grace: cc.Failover.Grace},
+		Failover:              server.WatchOptions{Interval: cc.Failover.Interval, Grace: cc.Failover.Grace, RefusedGrace: cc.Failover.RefusedGrace},
 		RebuildBytesPerSecond: cc.Replication.RebuildBytesPerSecond,
 		OpenLeg:               replicaLegOpener(provider, log),
 	})

@@ -175,10 +175,12 @@ type ClusterReplication struct {
 
 // ClusterFailover tunes the leader's automatic failover of volumes whose
 // owner is unreachable (zero = defaults: probe every 1 s, fail over after
-// 3 s).
+// 3 s, or after 1 s when the owner's host refuses every probe's
+// connection: no rdmablkd listens there; server.WatchOptions).
 type ClusterFailover struct {
-	Interval time.Duration `mapstructure:"interval"`
-	Grace    time.Duration `mapstructure:"grace"`
+	Interval     time.Duration `mapstructure:"interval"`
+	Grace        time.Duration `mapstructure:"grace"`
+	RefusedGrace time.Duration `mapstructure:"refused_grace"`
 }
 
 // ClusterTLS configures HTTPS on the control API.

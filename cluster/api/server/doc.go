@@ -51,7 +51,9 @@
 //
 // RunFailoverWatch is the automatic failover policy: on the leader, every
 // WatchOptions.Interval it probes the nodes, and an owner unreachable for
-// WatchOptions.Grace loses its volumes that have an in-sync copy on a node
+// WatchOptions.Grace — or for WatchOptions.RefusedGrace when its host
+// refused every probe's connection (Reach Refused: up, no rdmablkd
+// listening) — loses its volumes that have an in-sync copy on a node
 // that answered (catalog.FailoverCommands). A new leader starts the grace
 // period afresh.
 //

@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rdmablk/rdmablk/cluster/api"
@@ -15,11 +17,26 @@ import (
 // nodes' health answers.
 const liveProbeTimeout = time.Second
 
-// liveNodes asks every node the catalogue knows for its health, in
-// parallel (bounded by liveProbeTimeout), and returns the ones that
-// answered; this node always counts as live. Options.Live replaces it.
-// Called without the catalogue's lock held.
-func (s *Server) liveNodes(ctx context.Context) map[string]bool {
+// Reach is what a node's health probe found.
+type Reach uint8
+
+const (
+	// Unreachable: no answer in time — the node's host is down or cut
+	// off, or the daemon hangs; the failover grace applies in full.
+	Unreachable Reach = iota
+	// Refused: the node's host refused the connection to its API, so it
+	// is up and no rdmablkd listens there (killed, crashed, stopped).
+	// Its volumes fail over after WatchOptions.RefusedGrace.
+	Refused
+	// Live: it answered as itself.
+	Live
+)
+
+// probeNodes asks every node the catalogue knows for its health, in
+// parallel (bounded by liveProbeTimeout), and returns what each probe
+// found; this node is always Live. Options.Live replaces it. Called
+// without the catalogue's lock held.
+func (s *Server) probeNodes(ctx context.Context) map[string]Reach {
 	var nodes []catalog.Node
 	s.o.Node.View(func(st *catalog.State) { nodes = st.NodeList() })
 	if s.o.Live != nil {
@@ -27,7 +44,7 @@ func (s *Server) liveNodes(ctx context.Context) map[string]bool {
 	}
 	ctx, cancel := context.WithTimeout(ctx, liveProbeTimeout)
 	defer cancel()
-	live := map[string]bool{s.o.Node.ID(): true}
+	reach := map[string]Reach{s.o.Node.ID(): Live}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, n := range nodes {
@@ -37,14 +54,31 @@ func (s *Server) liveNodes(ctx context.Context) map[string]bool {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if h, err := s.probe(ctx, n.APIAddr); err == nil && h.Node == n.ID {
-				mu.Lock()
-				live[n.ID] = true
-				mu.Unlock()
+			r := Unreachable
+			h, err := s.probe(ctx, n.APIAddr)
+			switch {
+			case err == nil && h.Node == n.ID:
+				r = Live
+			case errors.Is(err, syscall.ECONNREFUSED):
+				r = Refused
 			}
+			mu.Lock()
+			reach[n.ID] = r
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
+	return reach
+}
+
+// liveNodes is probeNodes' Live nodes.
+func (s *Server) liveNodes(ctx context.Context) map[string]bool {
+	live := map[string]bool{}
+	for id, r := range s.probeNodes(ctx) {
+		if r == Live {
+			live[id] = true
+		}
+	}
 	return live
 }
 

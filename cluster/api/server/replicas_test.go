@@ -16,9 +16,10 @@ import (
 // replicaRig is a fake one-leader cluster knowing nodes n1..n4, whose
 // liveness the test sets, behind a real HTTP server and api.Client.
 type replicaRig struct {
-	f    *fakeNode
-	live map[string]bool
-	c    *api.Client
+	f       *fakeNode
+	live    map[string]bool
+	refused map[string]bool // of the nodes not live: refused (else unreachable)
+	c       *api.Client
 }
 
 func newReplicaRig(t *testing.T) *replicaRig {
@@ -28,13 +29,7 @@ func newReplicaRig(t *testing.T) *replicaRig {
 		g.f.st.Apply(catalog.Command{V: catalog.CommandVersion, Op: catalog.OpRegisterNode,
 			Node: &catalog.Node{ID: id, APIAddr: "127.0.0.1:1", RaftAddr: "127.0.0.1:2"}})
 	}
-	s := New(Options{Node: g.f, Live: func(_ context.Context, nodes []catalog.Node) map[string]bool {
-		out := map[string]bool{}
-		for _, n := range nodes {
-			out[n.ID] = g.live[n.ID]
-		}
-		return out
-	}})
+	s := New(Options{Node: g.f, Live: g.liveFn()})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	g.c = api.NewClient(srv.URL, nil)

@@ -53,10 +53,11 @@ type Options struct {
 	// that its raft address accepts connections. nil = the default check;
 	// tests may replace it.
 	VerifyJoin func(ctx context.Context, n catalog.Node) error
-	// Live reports which of nodes are reachable now, for replica
-	// placement and failover. nil = each node's /v1/health answers
-	// within a second (this node always counts); tests may replace it.
-	Live   func(ctx context.Context, nodes []catalog.Node) map[string]bool
+	// Live reports how each of nodes can be reached now, for replica
+	// placement and failover (a node missing from the map: Unreachable).
+	// nil = each node's /v1/health, a second at most (this node is always
+	// Live); tests may replace it.
+	Live   func(ctx context.Context, nodes []catalog.Node) map[string]Reach
 	Logger *slog.Logger
 }
 
