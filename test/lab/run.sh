@@ -479,7 +479,10 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
     echo "and r2, their order alternating (r1 r2, r2 r1, …); medians (min–max) over $(val replperf.rounds) rounds, ratios"
     echo "per round (r2 / r1 of the same round), then their median. The second copy costs guest B's CPU, as a"
     echo "replica on another host would; the host and the owner share guest A in both runs alike."
+    echo "Both volumes were written whole once before the rounds (tmpfs allocates a file's pages on first write)."
     echo "r2 in sync (2 of 2) before the runs: $(val replperf.insync.before), after: $(val replperf.insync.after)."
+    read -r _ pl1 pl5 pl15 < "$PO/lab-lock.txt" 2>/dev/null
+    echo "Host load average (1/5/15 min) when the run got the lab: ${pl1:-?} ${pl5:-?} ${pl15:-?}$(not_quiet "${pl1:-0}" | tr '\n' ' ')"
     echo
     echo "| job | 1 copy IOPS | 2 copies IOPS | 2 / 1 (paired range) | goal | guest A CPU µs per I/O, 1 → 2 copies |"
     echo "| --- | --- | --- | --- | --- | --- |"

@@ -5,7 +5,7 @@
 # (scenario-replperf-init.sh) runs node n2 only, so a replicated write's second copy costs B's CPU,
 # as a replica on another host would, while the host and the owner share A in both runs alike.
 # Volumes (files on tmpfs, lab.volsize each, 256M): r1 with one copy (n1), r2 with two (owner n1,
-# copy n2), each in its own subsystem; per round (lab.rounds, 3) fio 4 KiB randwrite then randread
+# copy n2), each in its own subsystem, written whole once; then per round (lab.rounds, 3) fio 4 KiB randwrite then randread
 # at QD32 × 2 jobs (lab.fiotime s) on r1 and r2, their order alternating (r1 r2, then r2 r1). r2 is
 # checked in sync (2 of 2) before and after the runs.
 # Protocol (files in $LAB_OUT, shared with guest B):
@@ -68,6 +68,11 @@ for v in r1 r2; do
   done
   [ -n "$d" ] || { fail "no namespace for $v"; exit 1; }
   DEV[$v]=/dev/$d; step "$v is ${DEV[$v]}"
+done
+# Every block of both volumes written once first (on every copy: tmpfs allocates a file's pages on
+# first write, which would slow whichever volume runs first).
+for v in r1 r2; do
+  perf_fio "replperf.$v.prefill" "${DEV[$v]}" write 1m 4 1 --size="$VOLSIZE" || fail "prefill $v"
 done
 # job LABEL FIO-ARGS...: perf_fio with this guest's busy jiffies around it
 job() {
