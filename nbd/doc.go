@@ -19,8 +19,9 @@
 //
 // The kernel path (AttachKernel, Linux only) hands one end of each of N
 // socket pairs to /dev/nbdX with the NBD ioctls (NBD_SET_SOCK once per
-// socket, all ioctls from one locked OS thread, as the kernel requires)
-// and serves the other ends with ServeTransmission, which starts directly
+// socket, all ioctls from one locked OS thread, as the kernel requires;
+// that thread blocks every signal while it sits in NBD_DO_IT, since a
+// signal taken there makes the kernel shut the device down) and serves the other ends with ServeTransmission, which starts directly
 // in the transmission phase. Exports advertise NBD_FLAG_CAN_MULTI_CONN
 // (every connection sees the same data and a FLUSH on one covers writes
 // completed on all), so the kernel spreads its queues over the sockets;

@@ -143,7 +143,9 @@ func (s *Server) AttachKernel(dev, name string, timeout time.Duration, conns int
 		err := configureKernel(f, bs, size, uint16(e.flags()), timeout, kernelEnds)
 		setup <- err
 		if err == nil {
-			k.doErr = ioctl(f, ioctlDoIt, 0)
+			// Signals blocked: one taken here would end NBD_DO_IT and
+			// shut the device down (sigmask_linux.go).
+			k.doErr = withSignalsBlocked(func() error { return ioctl(f, ioctlDoIt, 0) })
 		}
 		for _, fd := range kernelEnds {
 			unix.Close(fd)
