@@ -43,10 +43,10 @@ func startAPI(t *testing.T) (string, *fakeCluster) {
 	for _, id := range []string{"n1", "n2", "n3", "n4"} {
 		f.st.Apply(catalog.Command{V: catalog.CommandVersion, Op: catalog.OpRegisterNode, Node: &catalog.Node{ID: id, APIAddr: "x", RaftAddr: "y"}})
 	}
-	s := server.New(server.Options{Node: f, Live: func(_ context.Context, ns []catalog.Node) map[string]bool {
-		m := map[string]bool{}
+	s := server.New(server.Options{Node: f, Live: func(_ context.Context, ns []catalog.Node) map[string]server.Reach {
+		m := map[string]server.Reach{}
 		for _, n := range ns {
-			m[n.ID] = true
+			m[n.ID] = server.Live
 		}
 		return m
 	}})
