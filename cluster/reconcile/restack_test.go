@@ -158,40 +158,19 @@ func TestFailoverKeepsExportNamespace(t *testing.T) {
 
 	// While the new owner connects to the copies (mid-pass), its export
 	// namespace must be there.
-	var (
-		mu     sync.Mutex // OpenLeg runs on the pass's goroutines
-		during []string
-		opened int
-	)
-	open := n2.r.o.OpenLeg
-	n2.r.o.OpenLeg = func(ctx context.Context, lt LegTarget) (blockdev.Backend, error) {
-		var ids []uint32
-		ts, ok := n2.tgt.Subsystem(exportNQN)
-		if ok {
-			ids = ts.Namespaces()
-		}
-		mu.Lock()
-		opened++
+	legs := watchLegOpens(n2, func(lt LegTarget, ts *target.Subsystem, ok bool, ids []uint32) string {
 		if !slices.Equal(ids, []uint32{1}) {
-			during = append(during, fmt.Sprintf("opening the leg to %s: export subsystem %v, namespaces %v", lt.Node, ok, ids))
+			return fmt.Sprintf("opening the leg to %s: export subsystem %v, namespaces %v", lt.Node, ok, ids)
 		}
-		mu.Unlock()
-		return open(ctx, lt)
-	}
+		return ""
+	})
 	c.nodes["n1"].down.Store(true)
 	c.l.apply(t, catalog.Command{Op: catalog.OpFailover, Name: "rv", NodeID: "n2", Epoch: 1,
 		State: catalog.ReplicaFaulted, Message: "owner unreachable"})
 	if err := c.sync("n3", "n2"); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	if opened == 0 {
-		t.Error("the new owner opened no leg: nothing observed mid-pass")
-	}
-	for _, d := range during {
-		t.Error(d)
-	}
-	mu.Unlock()
+	legs.check(t, "the new owner")
 	if ov := n2.r.vols["rv"]; ov == nil || ov.role != roleOwner || ov.epoch != 2 {
 		t.Fatalf("n2's stack after the failover: %+v", ov)
 	}
@@ -380,42 +359,21 @@ func TestReplicaAddServesThroughout(t *testing.T) {
 	n1 := c.nodes["n1"]
 	h := connectExport(t, n1.tgt, 1)
 	before := h.identifyNS(t)
-	var (
-		mu     sync.Mutex
-		during []string
-		opened int
-	)
-	open := n1.r.o.OpenLeg
-	n1.r.o.OpenLeg = func(ctx context.Context, lt LegTarget) (blockdev.Backend, error) {
-		var ids []uint32
-		ts, ok := n1.tgt.Subsystem(exportNQN)
-		if ok {
-			ids = ts.Namespaces()
-		}
-		mu.Lock()
-		opened++
+	legs := watchLegOpens(n1, func(lt LegTarget, ts *target.Subsystem, ok bool, ids []uint32) string {
 		var ana uint8
 		if ok {
 			ana = ts.ANAState(1, target.DefaultANAGroup)
 		}
 		if !slices.Equal(ids, []uint32{1}) || ana != nvme.ANAStateOptimized {
-			during = append(during, fmt.Sprintf("opening the leg to %s: namespaces %v, ANA state %d (want [1], optimized)", lt.Node, ids, ana))
+			return fmt.Sprintf("opening the leg to %s: namespaces %v, ANA state %d (want [1], optimized)", lt.Node, ids, ana)
 		}
-		mu.Unlock()
-		return open(ctx, lt)
-	}
+		return ""
+	})
 	c.l.apply(t, catalog.Command{Op: catalog.OpAddReplica, Name: "rv", Replica: &catalog.Replica{Node: "n2", Path: "rv.img"}})
 	if err := c.sync("n2", "n1"); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	if opened == 0 {
-		t.Error("the owner opened no leg: nothing observed mid-pass")
-	}
-	for _, d := range during {
-		t.Error(d)
-	}
-	mu.Unlock()
+	legs.check(t, "the owner")
 	if ov := n1.r.vols["rv"]; ov == nil || ov.role != roleOwner {
 		t.Fatalf("n1's stack after the replica add: %+v", ov)
 	}
@@ -428,5 +386,51 @@ func TestReplicaAddServesThroughout(t *testing.T) {
 	h.io[0].do(t, w, nvme.DirHostToCtrl, slices.Clone(p))
 	if !bytes.Equal(readBytes(t, c.file("n2"), 40, len(p)), p) {
 		t.Fatal("a write after the replica add is not on the new copy")
+	}
+}
+
+// legWatch records what a node's export subsystem looked like each time
+// its reconciler opened a mirror leg — mid-pass, while the stack is being
+// rebuilt — and what the test's look found wrong.
+type legWatch struct {
+	mu     sync.Mutex // OpenLeg runs on the pass's goroutines
+	opened int
+	during []string
+}
+
+// watchLegOpens wraps n's OpenLeg: before each leg opens, look gets the
+// export subsystem (ok: it exists) and its namespaces and returns what is
+// wrong with them ("" for nothing).
+func watchLegOpens(n *nodeRig, look func(lt LegTarget, ts *target.Subsystem, ok bool, ids []uint32) string) *legWatch {
+	w := &legWatch{}
+	open := n.r.o.OpenLeg
+	n.r.o.OpenLeg = func(ctx context.Context, lt LegTarget) (blockdev.Backend, error) {
+		var ids []uint32
+		ts, ok := n.tgt.Subsystem(exportNQN)
+		if ok {
+			ids = ts.Namespaces()
+		}
+		w.mu.Lock()
+		w.opened++
+		if d := look(lt, ts, ok, ids); d != "" {
+			w.during = append(w.during, d)
+		}
+		w.mu.Unlock()
+		return open(ctx, lt)
+	}
+	return w
+}
+
+// check fails the test when who opened no leg (nothing was observed
+// mid-pass) or a look found something wrong.
+func (w *legWatch) check(t *testing.T, who string) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.opened == 0 {
+		t.Errorf("%s opened no leg: nothing observed mid-pass", who)
+	}
+	for _, d := range w.during {
+		t.Error(d)
 	}
 }
