@@ -81,6 +81,21 @@ func (r *Reconciler) ensureReplicaSubsystem(v catalog.Volume) error {
 	return nil
 }
 
+// removeReplicaSubsystem removes the replica subsystem this reconciler
+// serves volume name's copy in, if it does (a deposed owner then reaches
+// this copy no more).
+func (r *Reconciler) removeReplicaSubsystem(name string) error {
+	nqn := catalog.ReplicaNQN(name)
+	if _, ok := r.rsubs[nqn]; !ok {
+		return nil
+	}
+	delete(r.rsubs, nqn)
+	if err := r.o.Target.RemoveSubsystem(nqn); err != nil && !errors.Is(err, target.ErrNoSubsystem) {
+		return err
+	}
+	return nil
+}
+
 // teardown takes a volume's stack out of service because this node's
 // role or the ownership epoch changed and it could not be rebuilt under
 // its namespaces (restack.go): a volume attached nowhere, or one whose
@@ -89,12 +104,8 @@ func (r *Reconciler) ensureReplicaSubsystem(v catalog.Volume) error {
 // the stack is closed. A later step or pass opens it anew.
 func (r *Reconciler) teardown(name string, ov *openVol) error {
 	var errs []error
-	nqn := catalog.ReplicaNQN(name)
-	if _, ok := r.rsubs[nqn]; ok {
-		if err := r.o.Target.RemoveSubsystem(nqn); err != nil && !errors.Is(err, target.ErrNoSubsystem) {
-			errs = append(errs, err)
-		}
-		delete(r.rsubs, nqn)
+	if err := r.removeReplicaSubsystem(name); err != nil {
+		errs = append(errs, err)
 	}
 	r.inaccessible(name)
 	for k, vol := range r.ns {

@@ -66,12 +66,8 @@ func (r *Reconciler) attached(name string) bool {
 // it until swapStack or teardown.
 func (r *Reconciler) retire(name string, ov *openVol, keep bool) error {
 	var errs []error
-	nqn := catalog.ReplicaNQN(name)
-	if _, ok := r.rsubs[nqn]; ok {
-		if err := r.o.Target.RemoveSubsystem(nqn); err != nil && !errors.Is(err, target.ErrNoSubsystem) {
-			errs = append(errs, err)
-		}
-		delete(r.rsubs, nqn)
+	if err := r.removeReplicaSubsystem(name); err != nil {
+		errs = append(errs, err)
 	}
 	if !keep {
 		r.inaccessible(name)
