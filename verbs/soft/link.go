@@ -152,6 +152,10 @@ func (q *qp) engineDone() {
 		if q.state == qpError {
 			q.flushLocked()
 		}
+		// Responses still queued can never be sent: drop them, and the
+		// references their READ responses hold on MRs (an MR's Close
+		// waits for those, and the QP may be destroyed after it).
+		q.dropRespLocked()
 	}
 	conn, done := q.conn, q.engDone
 	q.mu.Unlock()

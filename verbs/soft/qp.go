@@ -399,15 +399,7 @@ func (q *qp) Close() error {
 
 	q.mu.Lock()
 	q.enterErrorLocked()
-	for q.respLen > 0 {
-		it := &q.resp[q.respHead]
-		if it.mr != nil {
-			it.mr.release()
-		}
-		*it = respItem{}
-		q.respHead = (q.respHead + 1) % len(q.resp)
-		q.respLen--
-	}
+	q.dropRespLocked()
 	if q.rnrTimer != nil {
 		q.rnrTimer.Stop()
 	}

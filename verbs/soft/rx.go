@@ -68,6 +68,21 @@ func (q *qp) pushRespLocked(it respItem) bool {
 	return true
 }
 
+// dropRespLocked empties the responder queue, releasing the MR each
+// queued READ response holds. For when nothing will send them: the
+// engines have exited, or the QP is destroyed.
+func (q *qp) dropRespLocked() {
+	for q.respLen > 0 {
+		it := &q.resp[q.respHead]
+		if it.mr != nil {
+			it.mr.release()
+		}
+		*it = respItem{}
+		q.respHead = (q.respHead + 1) % len(q.resp)
+		q.respLen--
+	}
+}
+
 // ackLocked acknowledges msn, coalescing with a queued ACK.
 func (q *qp) ackLocked(msn uint32) bool {
 	if q.respLen > 0 {
