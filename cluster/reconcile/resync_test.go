@@ -36,19 +36,7 @@ func TestUncleanFailoverResyncsCopies(t *testing.T) {
 	if err := c.file("n3").WriteAt([][]byte{pattern(3, bs)}, 900, 0); err != nil {
 		t.Fatal(err)
 	}
-	c.nodes["n1"].down.Store(true)
-	c.l.apply(t, catalog.Command{Op: catalog.OpFailover, Name: "rv", NodeID: "n3", Epoch: 1,
-		State: catalog.ReplicaFaulted, Message: "owner lost"})
-	if err := c.sync("n2", "n3"); err != nil {
-		t.Fatal(err)
-	}
-	n3 := c.nodes["n3"].r
-	n3.mu.Lock()
-	own := n3.vols["rv"].own
-	n3.mu.Unlock()
-	if own == nil || own.resyncDone == nil {
-		t.Fatal("the new owner started no resync after an unclean failover")
-	}
+	own := c.loseN1ToN3(t)
 	select {
 	case <-own.resyncDone:
 	case <-time.After(60 * time.Second):
@@ -203,6 +191,24 @@ func (w *resyncWatch) list() []resyncReport {
 
 var errNoLeader = errors.New("no leader")
 
+// loseN1ToN3 is an unclean failover of volume rv: n1, its owner, is
+// lost, the catalogue moves it to n3, and n2 and n3 reconcile. n3's new
+// stack must have started a resync; it is returned.
+func (c *cluster) loseN1ToN3(t *testing.T) *ownerVol {
+	t.Helper()
+	c.nodes["n1"].down.Store(true)
+	c.l.apply(t, catalog.Command{Op: catalog.OpFailover, Name: "rv", NodeID: "n3", Epoch: 1,
+		State: catalog.ReplicaFaulted, Message: "owner lost"})
+	if err := c.sync("n2", "n3"); err != nil {
+		t.Fatal(err)
+	}
+	own := c.ownerOf("n3")
+	if own == nil || own.resyncDone == nil {
+		t.Fatal("the new owner started no resync after an unclean failover")
+	}
+	return own
+}
+
 // ownerOf returns node id's owner stack of rv (nil when it has none).
 func (c *cluster) ownerOf(id string) *ownerVol {
 	r := c.nodes[id].r
@@ -227,16 +233,7 @@ func TestResyncProgressInCatalogue(t *testing.T) {
 	}
 	w := &resyncWatch{l: c.l, failEnds: 2} // the end is recorded on the third try
 	c.nodes["n3"].r.o.Proposer = w
-	c.nodes["n1"].down.Store(true)
-	c.l.apply(t, catalog.Command{Op: catalog.OpFailover, Name: "rv", NodeID: "n3", Epoch: 1,
-		State: catalog.ReplicaFaulted, Message: "owner lost"})
-	if err := c.sync("n2", "n3"); err != nil {
-		t.Fatal(err)
-	}
-	own := c.ownerOf("n3")
-	if own == nil || own.resyncDone == nil {
-		t.Fatal("no resync started")
-	}
+	own := c.loseN1ToN3(t)
 	select {
 	case <-own.resyncDone:
 	case <-time.After(60 * time.Second):
@@ -277,16 +274,7 @@ func TestResyncAbandonedOnRoleChange(t *testing.T) {
 		c.nodes[id].r.o.Proposer = w
 		c.nodes[id].r.o.RebuildBytesPerSecond = 64 << 10 // 4 MiB to two copies: minutes
 	}
-	c.nodes["n1"].down.Store(true)
-	c.l.apply(t, catalog.Command{Op: catalog.OpFailover, Name: "rv", NodeID: "n3", Epoch: 1,
-		State: catalog.ReplicaFaulted, Message: "owner lost"})
-	if err := c.sync("n2", "n3"); err != nil {
-		t.Fatal(err)
-	}
-	own := c.ownerOf("n3")
-	if own == nil || own.resyncDone == nil {
-		t.Fatal("no resync started")
-	}
+	own := c.loseN1ToN3(t)
 	c.l.apply(t, catalog.Command{Op: catalog.OpFailover, Name: "rv", NodeID: "n2", Epoch: 2})
 	if v := c.l.volume("rv"); v.Resync != nil {
 		t.Fatalf("failover kept the old owner's resync %+v", v.Resync)
