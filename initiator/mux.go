@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+
+	"github.com/rdmablk/rdmablk/internal/spin"
 )
 
 // queueMux is the submission layer of one I/O queue, shared by any number
@@ -34,6 +36,7 @@ type queueMux struct {
 	done       []*IO
 	busy       int
 	zbufs      []Buffer // per slot: the MemRegion view of a zero-copy command
+	spins      int      // the adaptive spin budget of sleep (internal/spin), ≤ spinPolls
 
 	// Published for Stats (written by run only).
 	inFlight  atomic.Int32
@@ -47,7 +50,7 @@ var muxClosed = new(cmd)
 
 func newQueueMux(c *Controller, q *IOQueue) *queueMux {
 	d := q.Depth()
-	m := &queueMux{c: c, q: q, wake: make(chan struct{}, 1),
+	m := &queueMux{c: c, q: q, wake: make(chan struct{}, 1), spins: spinPolls,
 		ios: make([]IO, d), zbufs: make([]Buffer, d), cmds: make([]*cmd, d), free: make([]int, 0, d), done: make([]*IO, d)}
 	for i := d - 1; i >= 0; i-- {
 		m.free = append(m.free, i)
@@ -164,15 +167,20 @@ func (m *queueMux) run() {
 }
 
 // sleep waits for a completion or a new command: a short spin, then an
-// armed CQ.
+// armed CQ. The spin's length adapts (internal/spin): it grows while
+// spinning finds completions and shrinks when it runs out, so that a
+// queue whose completions come only after it lets the CPU go (a one-CPU
+// guest, a busy host) soon sleeps at once.
 func (m *queueMux) sleep() {
 	q := m.q
-	for k := 0; k < spinPolls; k++ {
+	for k := 0; k < m.spins; k++ {
 		runtime.Gosched()
 		if q.q.poll() > 0 && q.rLen > 0 || q.q.err != nil || m.head.Load() != nil {
+			m.spins = spin.Next(m.spins, spinPolls, spin.Found)
 			return
 		}
 	}
+	m.spins = spin.Next(m.spins, spinPolls, spin.Slept)
 	if err := q.q.w.arm(); err != nil {
 		q.q.fail(fmt.Errorf("%w: queue %d: arm CQ: %w", ErrControllerLost, q.q.qid, err))
 		return
@@ -186,6 +194,7 @@ func (m *queueMux) sleep() {
 	case <-m.wake:
 	case <-m.c.done:
 	}
+	m.spins = spin.Next(m.spins, spinPolls, spin.Woke)
 }
 
 // issue submits FIFO commands while slots and buffers are free.

@@ -35,7 +35,13 @@ type Request struct {
 	// Done receives the request when it completes. The layer sends from
 	// a queue goroutine and must not block: the channel needs room for
 	// every request outstanding on it (a full channel stalls a queue).
+	// Ignored when Notify is set.
 	Done chan *Request
+	// Notify, when set, is called with the completed request in place of
+	// a send on Done: for a consumer whose completion is itself a
+	// non-blocking hand-off (ublk's completion ring), which then needs no
+	// goroutine of its own receiving from Done.
+	Notify Notifier
 	// User is free for the caller (a tag); the layer does not touch it.
 	User uint64
 	// Queue places the request's commands: 0 spreads them round robin
@@ -66,6 +72,17 @@ type Request struct {
 	errMu  sync.Mutex // guards failAt and err (failure path only)
 	failAt int
 	err    error
+}
+
+// Notifier receives completed Requests (Request.Notify). The initiator
+// owns the contract: RequestDone is called exactly once per submitted
+// request, from a queue goroutine, the session's replay goroutine, or
+// the submitter itself (a request refused before any command was issued
+// completes inside Submit). It must not block, must not call back into
+// the layer with a lock the submitter holds, and should not allocate;
+// the Request is the callee's from the call on.
+type Notifier interface {
+	RequestDone(r *Request)
 }
 
 // cmd is one NVMe command of a Request: the unit that queues execute and
@@ -170,7 +187,7 @@ func (r *Request) fail(at int, err error) {
 }
 
 // release drops one pending reference; the last one completes the
-// request and sends it on Done.
+// request: Notify, else a send on Done.
 func (r *Request) release() {
 	if r.pending.Add(-1) != 0 {
 		return
@@ -187,6 +204,10 @@ func (r *Request) release() {
 	if r.sess != nil {
 		r.sess.inFlight.Add(-1)
 		r.sess.completed.Add(1)
+	}
+	if n := r.Notify; n != nil {
+		n.RequestDone(r)
+		return
 	}
 	r.Done <- r
 }

@@ -60,13 +60,14 @@ func (s *Session) bestLocked() *path {
 // Submit starts r on the session: its commands go to the best path's
 // I/O queues (read from the path table without a lock), and each command
 // that fails because of its path is replayed (see Session). r comes back
-// on r.Done exactly once. Any goroutine, any number at once; it never
+// on r.Done (or through r.Notify) exactly once. Any goroutine, any number at once; it never
 // blocks. After CtrlLossTimeout without a path, r fails at once with an
 // error wrapping ErrControllerLost and syscall.EIO. It returns ErrInvalid
-// (and does not send r) only when r or r.Done is nil.
+// (and does not complete r) only when r is nil or has neither Done nor
+// Notify.
 func (s *Session) Submit(r *Request) error {
-	if r == nil || r.Done == nil {
-		return fmt.Errorf("%w: request without a Done channel", ErrInvalid)
+	if r == nil || r.Done == nil && r.Notify == nil {
+		return fmt.Errorf("%w: request without a Done channel or Notify", ErrInvalid)
 	}
 	s.submit(r)
 	return nil

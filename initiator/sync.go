@@ -41,10 +41,10 @@ func blocking(s submitter, op IOOp, off int64, p []byte, length int64, fua bool)
 // number of them at once; it never blocks. A Namespace does not replay: a
 // lost controller fails r with an error wrapping ErrControllerLost (use a
 // Session for reconnect and replay). It returns ErrInvalid (and does not
-// send r) only when r or r.Done is nil.
+// complete r) only when r is nil or has neither Done nor Notify.
 func (ns *Namespace) Submit(r *Request) error {
-	if r == nil || r.Done == nil {
-		return fmt.Errorf("%w: request without a Done channel", ErrInvalid)
+	if r == nil || r.Done == nil && r.Notify == nil {
+		return fmt.Errorf("%w: request without a Done channel or Notify", ErrInvalid)
 	}
 	ns.submit(r)
 	return nil

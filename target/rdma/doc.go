@@ -71,7 +71,7 @@
 // (target.Queue.BeginBatch / EndBatch), so backend I/O it started
 // (io_uring) reaches the device in one submission. While passes find work
 // the group keeps passing; after an adaptive number of empty passes (at
-// most Config.PollSpins, spinBudget) it arms the CQs, passes once more and
+// most Config.PollSpins, internal/spin) it arms the CQs, passes once more and
 // sleeps on its bell, so an idle target burns no CPU and an oversubscribed
 // one does not spin. A queue has two CQs: receives on one, send-queue
 // completions (READs, response SENDs) on the other. The receive CQ is

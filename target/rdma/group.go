@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rdmablk/rdmablk/internal/spin"
 	"github.com/rdmablk/rdmablk/verbs"
 )
 
@@ -19,7 +20,7 @@ import (
 // the completions the core handed back, waiting requests, and one
 // PostRecv and one PostSend per queue with everything the pass produced for
 // it. While passes find work the group keeps passing; after an adaptive
-// number of empty passes (spinBudget) it arms the CQs (queue.arm: the
+// number of empty passes (spin.Next) it arms the CQs (queue.arm: the
 // send CQ only when something waits for it), passes once more,
 // and sleeps on its bell. Everything that needs the group rings the bell:
 // QueueConn.Complete (after queueing the slot on the queue's completion
@@ -223,7 +224,7 @@ func (g *pollGroup) run() {
 		worked := g.passAll()
 		if worked {
 			if spins > 0 {
-				budget = spinBudget(budget, limit, spinFound)
+				budget = spin.Next(budget, limit, spin.Found)
 			}
 			spins = 0
 			continue
@@ -235,7 +236,7 @@ func (g *pollGroup) run() {
 			}
 			continue
 		}
-		budget = spinBudget(budget, limit, spinSlept)
+		budget = spin.Next(budget, limit, spin.Slept)
 		if g.ew != nil {
 			// A ring from here on keeps the group awake; what rang before
 			// is found by the adopt and the pass below, and sleep looks at
@@ -257,7 +258,7 @@ func (g *pollGroup) run() {
 		if g.sleep() {
 			return
 		}
-		budget = spinBudget(budget, limit, spinWoke)
+		budget = spin.Next(budget, limit, spin.Woke)
 		spins = 0
 	}
 }

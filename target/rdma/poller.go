@@ -13,32 +13,6 @@ import (
 // never flushes).
 const flushTimeout = 10 * time.Second
 
-// Outcomes that adapt a poller's spin budget (spinBudget).
-const (
-	spinFound = iota // an empty poll was followed by work while spinning
-	spinSlept        // the budget ran out: the poller arms the CQ and sleeps
-	spinWoke         // the poller woke from its sleep
-)
-
-// spinBudget adapts how many empty polls a poller spins (yielding the
-// processor) before it sleeps, between 0 and limit: spinning that found
-// work doubles the budget, running out of it halves it, and each wake-up
-// adds one. A queue whose work comes in bursts keeps spinning through the
-// gaps; an idle or sparsely used queue — and so an oversubscribed host
-// with many of them — quickly stops spinning and sleeps on its channels
-// instead of yielding the CPU its peers (and the NIC's own work) need.
-func spinBudget(budget, limit, outcome int) int {
-	switch outcome {
-	case spinFound:
-		budget = 2*budget + 1
-	case spinSlept:
-		budget /= 2
-	case spinWoke:
-		budget++
-	}
-	return min(max(budget, 0), limit)
-}
-
 // connectTimedOut ends a queue whose host did not bring a successful
 // Fabrics Connect within Config.ConnectTimeout.
 func (q *queue) connectTimedOut() {

@@ -385,33 +385,6 @@ func TestStateStrings(t *testing.T) {
 	}
 }
 
-// The poller's spin budget: found work doubles it, sleeping halves it, a
-// wake-up adds one; it stays within [0, limit]. An idle queue reaches 0
-// (sleeps at its first empty poll) after a few sleeps.
-func TestSpinBudget(t *testing.T) {
-	const limit = 32
-	b := limit
-	for range 6 {
-		b = spinBudget(b, limit, spinSlept)
-		b = spinBudget(b, limit, spinWoke)
-	}
-	if b > 2 {
-		t.Fatalf("budget %d after six idle sleeps, want at most 2", b)
-	}
-	if b = spinBudget(0, limit, spinSlept); b != 0 {
-		t.Fatalf("budget below 0: %d", b)
-	}
-	for range 6 {
-		b = spinBudget(b, limit, spinFound)
-	}
-	if b != limit {
-		t.Fatalf("budget %d after spinning kept finding work, want the limit %d", b, limit)
-	}
-	if b = spinBudget(5, 0, spinFound); b != 0 {
-		t.Fatalf("limit 0 (PollSpins < 0): budget %d", b)
-	}
-}
-
 // TestIdleArmsSendCQOnlyWhenWaited: a queue going idle always arms its
 // receive CQ, and its send CQ only while progress depends on a send
 // completion. After a host read (WRITE + response SEND posted) nothing

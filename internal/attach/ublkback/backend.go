@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"syscall"
 
 	"github.com/rdmablk/rdmablk/initiator"
@@ -66,7 +65,10 @@ func (b *Backend) Geometry() ublk.Geometry { return b.geo }
 // OpenQueue implements ublk.Backend: depth tag buffers of MaxTransfer in
 // one anonymous mapping, registered with the session (every controller
 // of every path, also after reconnects) so the initiator moves their data
-// by RDMA with no copy, a Request per tag, and the completion goroutine.
+// by RDMA with no copy, and a Request per tag. Completions need no
+// goroutine of ours: the initiator hands each finished Request to the
+// queue (initiator.Notifier), which passes it straight to ublk's
+// Completer — a non-blocking hand-off to the ublk queue goroutine.
 func (b *Backend) OpenQueue(q, depth int, done ublk.Completer) (ublk.BackendQueue, error) {
 	if depth < 1 || depth > 4096 {
 		return nil, fmt.Errorf("ublkback: queue %d: depth %d", q, depth)
@@ -81,11 +83,8 @@ func (b *Backend) OpenQueue(q, depth int, done ublk.Completer) (ublk.BackendQueu
 		_ = syscall.Munmap(mem)
 		return nil, fmt.Errorf("ublkback: queue %d buffers: %w", q, err)
 	}
-	bq := &queue{sess: b.sess, done: done, mem: mem, regs: regs, per: per, q: uint16(q + 1),
-		reqs: make([]initiator.Request, depth), ch: make(chan *initiator.Request, depth), stop: make(chan struct{})}
-	bq.wg.Add(1)
-	go bq.complete()
-	return bq, nil
+	return &queue{sess: b.sess, done: done, mem: mem, regs: regs, per: per, q: uint16(q + 1),
+		reqs: make([]initiator.Request, depth)}, nil
 }
 
 // queue is one ublk queue's backend side.
@@ -96,10 +95,7 @@ type queue struct {
 	regs []*initiator.MemRegion // mem, registered with the session
 	per  int
 	q    uint16              // initiator.Request.Queue: this ublk queue's initiator queue, plus one
-	reqs []initiator.Request // per tag: owned by the initiator from Submit to Done
-	ch   chan *initiator.Request
-	stop chan struct{}
-	wg   sync.WaitGroup
+	reqs []initiator.Request // per tag: owned by the initiator from Submit to RequestDone
 }
 
 // Buffer implements ublk.BackendQueue.
@@ -112,7 +108,7 @@ func (q *queue) Buffer(tag uint16) []byte {
 // blocks, allocates nothing.
 func (q *queue) Submit(tag uint16, req *ublk.Request) {
 	r := &q.reqs[tag]
-	*r = initiator.Request{Off: int64(req.Offset), FUA: req.FUA, Done: q.ch, User: uint64(tag), Queue: q.q}
+	*r = initiator.Request{Off: int64(req.Offset), FUA: req.FUA, Notify: q, User: uint64(tag), Queue: q.q}
 	switch req.Op {
 	case ublk.OpRead:
 		r.Op, r.Data = initiator.IORead, req.Data
@@ -134,28 +130,19 @@ func (q *queue) Submit(tag uint16, req *ublk.Request) {
 	}
 }
 
-// complete is the queue's completion goroutine.
-func (q *queue) complete() {
-	defer q.wg.Done()
-	for {
-		select {
-		case r := <-q.ch:
-			errno := Errno(r.Err)
-			tag := uint16(r.User)
-			r.Data = nil
-			q.done.Complete(tag, errno)
-		case <-q.stop:
-			return
-		}
-	}
+// RequestDone implements initiator.Notifier: on the initiator's queue
+// goroutine (or inside Submit for a request refused at once), it ends the
+// tag's ublk request. Never blocks, allocates nothing.
+func (q *queue) RequestDone(r *initiator.Request) {
+	errno := Errno(r.Err)
+	tag := uint16(r.User)
+	r.Data = nil
+	q.done.Complete(tag, errno)
 }
 
 // Close implements ublk.BackendQueue: every request has completed (ublk's
-// contract), so the goroutine can stop, and the buffers are deregistered
-// and unmapped.
+// contract), so the buffers are deregistered and unmapped.
 func (q *queue) Close() error {
-	close(q.stop)
-	q.wg.Wait()
 	var errs []error
 	for _, r := range q.regs {
 		errs = append(errs, r.Close())

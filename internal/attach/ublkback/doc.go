@@ -64,9 +64,12 @@
 // # Goroutines
 //
 // Per queue: Submit runs on the ublk queue goroutine and never blocks
-// (Session.Submit does not); one completion goroutine receives finished
-// Requests from the queue's Done channel (capacity depth, so the
-// initiator never stalls on it) and calls ublk's Completer. Close stops
-// it, deregisters and unmaps the buffers; ublk calls it only after every request has
-// completed. Submit and completion allocate nothing.
+// (Session.Submit does not). The adapter has no goroutine of its own: each
+// Request carries the queue as its initiator.Notifier, so the initiator's
+// queue goroutine (or the session's replay goroutine, or Submit itself
+// for a request refused at once) calls RequestDone, which calls ublk's
+// Completer (a channel send with room and, if the ublk queue sleeps, one
+// eventfd write) — one goroutine hand-off per completion, not two. Close
+// deregisters and unmaps the buffers; ublk calls it only after every
+// request has completed. Submit and completion allocate nothing.
 package ublkback
