@@ -3,6 +3,7 @@ package initiator
 import (
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/rdmablk/rdmablk/internal/spin"
@@ -18,9 +19,20 @@ import (
 // The goroutine touches the qpair only while it has commands; an idle mux
 // sleeps on wake and leaves the queue alone, so the raw IOQueue API stays
 // usable on a controller whose multiplexed API is not in use.
+//
+// A Submitter's Flush may do the goroutine's work on its own goroutine
+// (drive): whoever holds drive owns everything below "Owned by run", so
+// the goroutine holds it except while it yields or sleeps, and Flush only
+// tries it (a Flush that finds it held wakes the goroutine instead).
 type queueMux struct {
 	c *Controller
 	q *IOQueue
+
+	drive sync.Mutex
+	// idle: the goroutine sleeps with nothing in flight, on wake only (not
+	// on the CQ): whoever issues a command outside it must wake it.
+	// Written with drive held.
+	idle atomic.Bool
 
 	// head is the intake: a Treiber stack pushed by any goroutine (push)
 	// and taken whole by run. muxClosed marks a mux that takes nothing
@@ -28,7 +40,7 @@ type queueMux struct {
 	head atomic.Pointer[cmd]
 	wake chan struct{} // capacity 1: "the intake is not empty"
 
-	// Owned by run.
+	// Owned by run (by whoever holds drive).
 	fifo, tail *cmd // commands taken, not yet issued, in order
 	ios        []IO // one per slot
 	cmds       []*cmd
@@ -61,6 +73,16 @@ func newQueueMux(c *Controller, q *IOQueue) *queueMux {
 // push hands x to the queue. Any goroutine; it never blocks. False when
 // the mux is closed (the caller finishes x).
 func (m *queueMux) push(x *cmd) bool {
+	if !m.pushQuiet(x) {
+		return false
+	}
+	m.kick()
+	return true
+}
+
+// pushQuiet is push without waking the goroutine: for a Submitter, whose
+// Flush issues the command or wakes the goroutine.
+func (m *queueMux) pushQuiet(x *cmd) bool {
 	for {
 		h := m.head.Load()
 		if h == muxClosed {
@@ -68,14 +90,38 @@ func (m *queueMux) push(x *cmd) bool {
 		}
 		x.next = h
 		if m.head.CompareAndSwap(h, x) {
-			break
+			return true
 		}
 	}
+}
+
+// kick wakes the goroutine (from its idle or its armed sleep). Any
+// goroutine; never blocks.
+func (m *queueMux) kick() {
 	select {
 	case m.wake <- struct{}{}:
 	default:
 	}
-	return true
+}
+
+// flush is a Submitter's Flush of this queue, on the caller's goroutine:
+// if drive is free it takes the intake, issues what fits, posts it and
+// finishes what has completed (completions are delivered from here), then
+// wakes the goroutine if it sleeps idle while something is left for it;
+// if drive is held, the holder may be past its last look at the intake,
+// so it wakes the goroutine.
+func (m *queueMux) flush() {
+	if !m.drive.TryLock() {
+		m.kick()
+		return
+	}
+	m.step()
+	left := m.busy > 0 || m.fifo != nil || m.head.Load() != nil
+	idle := m.idle.Load()
+	m.drive.Unlock()
+	if left && idle {
+		m.kick()
+	}
 }
 
 // take moves the intake into the FIFO, oldest first.
@@ -128,38 +174,54 @@ func (m *queueMux) pushFront(x *cmd) {
 	}
 }
 
+// step takes the intake, issues what fits and finishes what completed.
+// It reports how many commands completed. drive held.
+func (m *queueMux) step() int {
+	m.take()
+	if m.fifo == nil && m.busy == 0 {
+		return 0
+	}
+	m.issue()
+	n := m.q.reap(m.done)
+	if n > 0 {
+		// Counted before the callers hear of them, so that a caller
+		// who got its completion sees it in QueueStats (completed and
+		// no longer in flight).
+		m.completed.Add(uint64(n))
+		m.inFlight.Store(int32(m.busy - n))
+	}
+	for _, io := range m.done[:n] {
+		m.finish(io)
+	}
+	return n
+}
+
 // run is the queue's goroutine (one per I/O queue, in Controller.bg). It
 // returns once the controller is dead and every command it took has been
-// finished.
+// finished. It holds drive except while it yields or sleeps.
 func (m *queueMux) run() {
 	defer m.c.bg.Done()
 	q := m.q
+	m.drive.Lock()
 	for {
 		m.take()
 		if m.fifo == nil && m.busy == 0 {
 			if m.c.isDead() {
 				m.shut()
+				m.drive.Unlock()
 				return
 			}
+			m.idle.Store(true)
+			m.drive.Unlock()
 			select {
 			case <-m.wake:
 			case <-m.c.done:
 			}
+			m.drive.Lock()
+			m.idle.Store(false)
 			continue
 		}
-		m.issue()
-		n := q.reap(m.done)
-		if n > 0 {
-			// Counted before the callers hear of them, so that a caller
-			// who got its completion sees it in QueueStats (completed and
-			// no longer in flight).
-			m.completed.Add(uint64(n))
-			m.inFlight.Store(int32(m.busy - n))
-		}
-		for _, io := range m.done[:n] {
-			m.finish(io)
-		}
-		if n > 0 || m.busy == 0 || q.q.err != nil || m.c.isDead() {
+		if n := m.step(); n > 0 || m.busy == 0 || q.q.err != nil || m.c.isDead() {
 			continue
 		}
 		m.sleep()
@@ -170,12 +232,20 @@ func (m *queueMux) run() {
 // armed CQ. The spin's length adapts (internal/spin): it grows while
 // spinning finds completions and shrinks when it runs out, so that a
 // queue whose completions come only after it lets the CPU go (a one-CPU
-// guest, a busy host) soon sleeps at once.
+// guest, a busy host) soon sleeps at once. Called and returns with drive
+// held; releases it while it yields and while it sleeps.
 func (m *queueMux) sleep() {
 	q := m.q
+	// ready: something for the loop — a completion, new intake, or (a
+	// Flush ran while drive was released) nothing left in flight.
+	ready := func() bool {
+		return m.busy == 0 || q.q.err != nil || m.head.Load() != nil || q.rLen > 0 || q.q.poll() > 0 && q.rLen > 0
+	}
 	for k := 0; k < m.spins; k++ {
+		m.drive.Unlock()
 		runtime.Gosched()
-		if q.q.poll() > 0 && q.rLen > 0 || q.q.err != nil || m.head.Load() != nil {
+		m.drive.Lock()
+		if ready() {
 			m.spins = spin.Next(m.spins, spinPolls, spin.Found)
 			return
 		}
@@ -186,14 +256,16 @@ func (m *queueMux) sleep() {
 		return
 	}
 	// A completion that arrived before the arm raises no event.
-	if q.q.poll() > 0 && q.rLen > 0 || q.q.err != nil || m.head.Load() != nil {
+	if ready() {
 		return
 	}
+	m.drive.Unlock()
 	select {
 	case <-q.q.w.notify():
 	case <-m.wake:
 	case <-m.c.done:
 	}
+	m.drive.Lock()
 	m.spins = spin.Next(m.spins, spinPolls, spin.Woke)
 }
 
@@ -335,8 +407,9 @@ func (m *queueMux) shut() {
 }
 
 // route hands x to one of the controller's queues (Request.Queue, else
-// round robin). It never
-// blocks; on a dead controller x is finished with its error.
+// round robin), waking its goroutine unless a Submitter routes x (its
+// Flush does). It never blocks; on a dead controller x is finished with
+// its error.
 func (c *Controller) route(x *cmd) {
 	if len(c.muxes) == 0 {
 		x.last = c
@@ -349,10 +422,18 @@ func (c *Controller) route(x *cmd) {
 	} else {
 		i = c.rr.Add(1) % uint32(len(c.muxes))
 	}
-	if !c.muxes[i].push(x) {
-		x.last = c
-		x.done(c.failErr())
+	m := c.muxes[i]
+	if sub := x.sub; sub != nil {
+		x.sub = nil
+		if m.pushQuiet(x) {
+			sub.note(m)
+			return
+		}
+	} else if m.push(x) {
+		return
 	}
+	x.last = c
+	x.done(c.failErr())
 }
 
 // failErr is the error of a command failed by a dead controller: ErrClosed

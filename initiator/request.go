@@ -97,6 +97,11 @@ type cmd struct {
 	off    int    // byte offset of data within r.Data
 	data   []byte // r.Data[off:off+blocks*bs] for reads and writes
 	next   *cmd   // intake, local FIFO and replay list link
+	// sub is the Submitter whose Submit routes the command (nil
+	// otherwise): the queue takes it without waking its goroutine and the
+	// Submitter's Flush issues it. Cleared when routed, so a replay of
+	// the command wakes the queue as usual.
+	sub *Submitter
 
 	// last is the controller of the failed attempt (replay only).
 	last *Controller
@@ -147,7 +152,7 @@ type cmdRouter interface {
 // split cuts the request's blocks [lba, lba+blocks) into commands of at
 // most per blocks and hands each to rt. The request holds one pending
 // reference through the loop, dropped by the caller (r.release).
-func (r *Request) split(lba, blocks, per uint64, rt cmdRouter) {
+func (r *Request) split(lba, blocks, per uint64, rt cmdRouter, sub *Submitter) {
 	if per == 0 {
 		per = 1
 	}
@@ -155,6 +160,7 @@ func (r *Request) split(lba, blocks, per uint64, rt cmdRouter) {
 	for blocks > 0 {
 		n := min(blocks, per)
 		c := r.newCmd(first, n, lba)
+		c.sub = sub
 		r.pending.Add(1)
 		rt.route(c)
 		first += n

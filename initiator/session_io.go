@@ -73,7 +73,11 @@ func (s *Session) Submit(r *Request) error {
 	return nil
 }
 
-func (s *Session) submit(r *Request) {
+func (s *Session) submit(r *Request) { s.submitVia(r, nil) }
+
+// submitVia is submit; with sub, the commands routed to a controller
+// wait in their queue's intake for sub.Flush.
+func (s *Session) submitVia(r *Request, sub *Submitter) {
 	t := s.table.Load()
 	lba, blocks, err := r.start(t.bs)
 	r.sess, r.nsid = s, t.nsid
@@ -102,9 +106,9 @@ func (s *Session) submit(r *Request) {
 	switch {
 	case blocks == 0:
 	case e != nil:
-		r.split(lba, blocks, maxBlocksPerCommand(r.Op, t.bs, e.ctrl.maxTransfer), e.ctrl)
+		r.split(lba, blocks, maxBlocksPerCommand(r.Op, t.bs, e.ctrl.maxTransfer), e.ctrl, sub)
 	default: // no path now: the commands wait for one
-		r.split(lba, blocks, maxBlocksPerCommand(r.Op, t.bs, DefaultMaxTransfer), s)
+		r.split(lba, blocks, maxBlocksPerCommand(r.Op, t.bs, DefaultMaxTransfer), s, nil)
 	}
 	r.release()
 }
@@ -155,6 +159,7 @@ func (s *Session) replay(x *cmd, err error) {
 // route puts x on the replay list, where it waits for a usable path
 // (cmdRouter for requests submitted while no path is usable).
 func (s *Session) route(x *cmd) {
+	x.sub = nil
 	s.rmu.Lock()
 	if s.rclosed {
 		s.rmu.Unlock()

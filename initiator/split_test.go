@@ -28,7 +28,7 @@ func TestRequestSplitCoversRangeInOrder(t *testing.T) {
 		r.pending.Store(1)
 		r.bs, r.failAt = 512, -1
 		rr := &recordRouter{}
-		r.split(tc.lba, tc.blocks, tc.max, rr)
+		r.split(tc.lba, tc.blocks, tc.max, rr, nil)
 		r.release()
 		if got := <-done; got.Err != nil {
 			t.Fatal(got.Err)

@@ -61,7 +61,7 @@ func (ns *Namespace) submit(r *Request) {
 		return
 	}
 	if blocks > 0 {
-		r.split(lba, blocks, maxBlocksPerCommand(r.Op, r.bs, ns.c.maxTransfer), ns.c)
+		r.split(lba, blocks, maxBlocksPerCommand(r.Op, r.bs, ns.c.maxTransfer), ns.c, nil)
 	}
 	r.release()
 }
