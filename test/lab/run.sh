@@ -30,6 +30,10 @@
 #              rdmablkd's `transport: tcp` listener and kernel nvmet-tcp, the host guest connects with
 #              `nvme connect -t tcp` (no rxe in either guest), same fio jobs, rounds and CPU figures;
 #              writes results/<date>-perf-tcp[-KERNEL][-busy].md. Same env as perf. Not in the default set.
+#              perf and perf-tcp with BASELINE=REV: an A/B of two rdmablkd builds in one boot instead of
+#              rdmablkd vs nvmet: B is rdmablkd built from `git archive REV` (share/bin/rdmablkd-base),
+#              A today's build, interleaved as above; results/<date>-perf[-tcp]-ab[-KERNEL][-busy].md,
+#              columns new/base with their commits, ratios new/base.
 #   frontends  two guests; the target guest's rdmablkd serves one volume (1 GiB brd) for the whole
 #              run; the other guest reaches it as the kernel nvme-rdma host (/dev/nvmeXnY), through
 #              rdmablk connect --frontend ublk (/dev/ublkbN) and --frontend nbd (/dev/nbdN), in
@@ -59,7 +63,10 @@
 #      TAGS (build tags, default ibverbs), LABARGS (extra lab.key=value guest parameters for the
 #      nvmeof, initiator, tcp, perf and perf-tcp scenarios, e.g. LABARGS=lab.sendinv=off,on: see scenario-nvmeof.sh;
 #      perf: LABARGS=lab.pollspins=-1 sets rdmablkd's transport.poll_spins, lab.pollwait=channel its transport.poll_wait,
-#      lab.mdts=131072 its max_data_transfer).
+#      lab.mdts=131072 its max_data_transfer),
+#      BASELINE (perf, perf-tcp: a git revision; B is rdmablkd built from it, not nvmet: see perf above;
+#      with NOBUILD=1 the share/bin/rdmablkd-base of an earlier run, which must be that revision's;
+#      REPORT_ONLY of an A/B run needs no BASELINE: the run's outputs say so).
 # Exit status 0 only when every scenario passed.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -92,6 +99,21 @@ STATUS=$SHARE/out/$RUN-status.txt
 mkdir -p "$SHARE/bin" "$SHARE/out" "$HERE/results"
 # TAGS= (empty) builds the pure-Go binaries: only the kernel-to-kernel parts can pass then.
 TAGS=${TAGS-ibverbs}
+# the build directories made below (git archive trees), removed on exit
+TMPDIRS=()
+trap '[ ${#TMPDIRS[@]} = 0 ] || rm -rf "${TMPDIRS[@]}"' EXIT
+# BASELINE=REV (perf, perf-tcp): B is rdmablkd built from REV. A revision git does not know stops
+# the run here, before any build or boot.
+BASELINE=${BASELINE:-}; BASESHORT=
+if [ -n "$BASELINE" ] && [ -z "${REPORT_ONLY:-}" ]; then
+  [[ " $SCENARIOS " == *" perf "* || " $SCENARIOS " == *" perf-tcp "* ]] ||
+    { echo "run.sh: BASELINE=$BASELINE: only the perf and perf-tcp scenarios compare with a baseline build (asked: $SCENARIOS)" >&2; exit 1; }
+  if ! BASEREV=$(git -C "$REPO" rev-parse --verify --end-of-options "$BASELINE^{commit}" 2>/dev/null); then
+    echo "run.sh: BASELINE=$BASELINE: not a commit in $REPO ($(git -C "$REPO" rev-parse --verify --end-of-options "$BASELINE^{commit}" 2>&1 >/dev/null | head -1))" >&2
+    exit 1
+  fi
+  BASESHORT=$(git -C "$REPO" rev-parse --short "$BASEREV")
+fi
 if [ -z "${REPORT_ONLY:-}" ] && [ "${NOBUILD:-0}" != 1 ]; then
   echo "== building on the host (tags: ${TAGS:-none})"
   # the commit, and whether the tree had local changes; a tree that is not a git checkout says so
@@ -104,7 +126,7 @@ if [ -z "${REPORT_ONLY:-}" ] && [ "${NOBUILD:-0}" != 1 ]; then
   if [ "${FROM_HEAD:-0}" = 1 ]; then   # build the committed tree, not the work tree
     # a directory of this run's own: two runs from two checkouts (SHARE=...) may build at once
     SRC=$(mktemp -d "$LAB_DIR/src.XXXXXX") || exit 1
-    trap 'rm -rf "$SRC"' EXIT
+    TMPDIRS+=("$SRC")
     (cd "$REPO" && git archive HEAD) | tar -x -C "$SRC" || exit 1
   fi
   (cd "$SRC" && go build -tags "$TAGS" -o "$SHARE/bin/rdmablkd" ./cmd/rdmablkd &&
@@ -115,6 +137,26 @@ if [ -z "${REPORT_ONLY:-}" ] && [ "${NOBUILD:-0}" != 1 ]; then
   if grep -q 'RegisterBuffer' "$SRC"/internal/attach/ublkback/*.go 2>/dev/null; then echo 1; else echo 2; fi > "$SHARE/bin/ublk-copies"
   if [ -n "$TAGS" ]; then
     (cd "$SRC" && go test -c -tags ibverbs -o "$SHARE/bin/ibverbs.test" ./verbs/ibverbs) || echo "run.sh: verbs/ibverbs test binary did not build" >&2
+  fi
+fi
+if [ -n "$BASESHORT" ]; then
+  if [ "${NOBUILD:-0}" != 1 ]; then
+    echo "== building the baseline rdmablkd from $BASESHORT (git archive, tags: ${TAGS:-none})"
+    BSRC=$(mktemp -d "$LAB_DIR/src-base.XXXXXX") || exit 1
+    TMPDIRS+=("$BSRC")
+    rm -f "$SHARE/bin/rdmablkd-base" "$SHARE/bin/build-info-base"
+    { (cd "$REPO" && git archive "$BASEREV") | tar -x -C "$BSRC" &&
+      (cd "$BSRC" && go build -tags "$TAGS" -o "$SHARE/bin/rdmablkd-base" ./cmd/rdmablkd); } ||
+      { echo "run.sh: BASELINE=$BASELINE: rdmablkd of $BASESHORT did not build" >&2; exit 1; }
+    rm -rf "$BSRC"
+    echo "commit \`$BASESHORT\`" > "$SHARE/bin/build-info-base"
+  else   # NOBUILD=1: an earlier run's baseline build, if it is this revision's
+    have=$(sed -n 's/^commit `\{0,1\}\([0-9a-f]*\).*/\1/p' "$SHARE/bin/build-info-base" 2>/dev/null)
+    if [ ! -x "$SHARE/bin/rdmablkd-base" ] || [ -z "$have" ]; then
+      echo "run.sh: NOBUILD=1 BASELINE=$BASELINE: no baseline build in $SHARE/bin (rdmablkd-base, build-info-base): run once without NOBUILD=1" >&2; exit 1
+    fi
+    [[ $have == "$BASESHORT"* || $BASESHORT == "$have"* ]] ||
+      { echo "run.sh: NOBUILD=1 BASELINE=$BASELINE: $SHARE/bin/rdmablkd-base is $have's, not $BASESHORT's: run without NOBUILD=1" >&2; exit 1; }
   fi
 fi
 declare -A RC WALL
@@ -137,7 +179,7 @@ for s in $SCENARIOS; do
       echo "host load before: $(cut -d' ' -f1-3 /proc/loadavg)" > "$SHARE/out/$RUN-$s-load.txt"
       hog_start
       RUNID=$RUN-$s FIOTIME=$PFT TIMEOUT=${TIMEOUT:-$(( 900 + ROUNDS * nb * 2 * (90 + 6 * PFT) ))} \
-        GUESTARGS="lab.rounds=$ROUNDS lab.backings=$BACKINGS lab.verifysize=${VERIFYSIZE:-64M} lab.transport=$PTR ${LABARGS:-}" PAIR=perf bg "$HERE/twovm.sh"
+        GUESTARGS="lab.rounds=$ROUNDS lab.backings=$BACKINGS lab.verifysize=${VERIFYSIZE:-64M} lab.transport=$PTR${BASESHORT:+ lab.vs=base} ${LABARGS:-}" PAIR=perf bg "$HERE/twovm.sh"
       rc=$?
       echo "host load after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$SHARE/out/$RUN-$s-load.txt"
       hog_stop
@@ -237,10 +279,11 @@ if [[ " $SCENARIOS " == *" frontends "* ]]; then
   SCENARIOS=$(echo " $SCENARIOS " | sed 's/ frontends / /; s/^ *//; s/ *$//')
   [ -n "$SCENARIOS" ] || { [ "${RC[frontends]:-1}" = 0 ]; exit $?; }
 fi
-# rxe_summary DIR: rxe's error/retry counters (not the plain packet counts) summed over the rounds
+# rxe_summary DIR [AB]: rxe's error/retry counters (not the plain packet counts) summed over the rounds
 # per backing, job and target, on the target guest (job.*.rxe) and the host guest (job.*.hrxe).
+# With AB (an A/B run) the targets are named new and base, not ours and kernel.
 rxe_summary() {
-  local d=$1 f
+  local d=$1 ab=${2:-} f
   ls "$d"/job.*.rxe >/dev/null 2>&1 || return 0
   echo
   echo "rxe counters over each job, summed over the rounds (retransmissions, RNR NAKs, sequence errors;"
@@ -251,6 +294,7 @@ rxe_summary() {
   for f in "$d"/serve.[0-9]*; do
     case $f in *.done) continue ;; esac
     read -r r b impl < "$f"; n=${f##*.}
+    [ -n "$ab" ] && case $impl in ours) impl=new ;; kernel) impl=base ;; esac
     for j in "$d"/job.$n.*.rxe; do
       [ -e "$j" ] || continue
       name=${j#$d/job.$n.}; name=${name%.r*.rxe}
@@ -262,24 +306,46 @@ rxe_summary() {
             for (x in c) { split(x, p, SUBSEP); if (p[1] != k) continue; i = (p[2] == "T") ? 1 : 2; out[i] = out[i] p[3] "=" c[x] " " }
             printf "| %s | %s | %s |\n", k, (out[1] == "" ? "-" : out[1]), (out[2] == "" ? "-" : out[2]) } }' | sort
 }
-# perf_results S: the results file of scenario S (perf: RDMA, perf-tcp: NVMe/TCP).
+# perf_results S: the results file of scenario S (perf: RDMA, perf-tcp: NVMe/TCP). An A/B run (BASELINE,
+# or REPORT_ONLY of one: the target guest wrote out/RUN-S/versus) compares two rdmablkd builds.
 perf_results() {
-  local s=$1 tgt="nvmet-rdma" host="nvme-rdma"
+  local s=$1 tgt="nvmet-rdma" host="nvme-rdma" out=$SHARE/out/$RUN-$s ab= abnew abbase abrev
   [ "$s" = perf-tcp ] && { tgt="nvmet-tcp"; host="nvme-tcp"; }
-  local PRES=$HERE/results/${RUN%-run}-$s$([ "$LAB_KERNEL" != 6.1 ] && echo "-$LAB_KERNEL")$([ "$HOG" != 0 ] && echo -busy).md
+  if [ -n "$BASESHORT" ] || [ -f "$out/versus" ]; then
+    # the builds the target guest ran (its versus file), else what share/bin says
+    ab=-ab
+    abnew=$(sed -n 's/^new //p' "$out/versus" 2>/dev/null | head -1); abnew=${abnew:-$BUILT}
+    abbase=$(sed -n 's/^base //p' "$out/versus" 2>/dev/null | head -1)
+    abbase=${abbase:-$(cat "$SHARE/bin/build-info-base" 2>/dev/null || echo "an unknown revision (no $SHARE/bin/build-info-base)")}
+    abrev=$(echo "$abbase" | sed -n 's/^commit `\{0,1\}\([0-9a-f]*\).*/\1/p'); abrev=${abrev:-${BASESHORT:-?}}
+  fi
+  local PRES=$HERE/results/${RUN%-run}-$s$ab$([ "$LAB_KERNEL" != 6.1 ] && echo "-$LAB_KERNEL")$([ "$HOG" != 0 ] && echo -busy).md
   local PLOAD load0
   PLOAD=$(cat "$SHARE/out/$RUN-$s-load.txt" 2>/dev/null)
   load0=$(echo "$PLOAD" | awk '/before/ {print $4; exit}')
   {
-    echo "# rdmablk lab $s: rdmablkd vs kernel $tgt, $(date '+%Y-%m-%d %H:%M %Z')"
+    if [ -n "$ab" ]; then
+      echo "# rdmablk lab $s A/B: rdmablkd (new) vs rdmablkd built from commit \`$abrev\` (base), not kernel $tgt, $(date '+%Y-%m-%d %H:%M %Z')"
+    else
+      echo "# rdmablk lab $s: rdmablkd vs kernel $tgt, $(date '+%Y-%m-%d %H:%M %Z')"
+    fi
     echo
-    echo "Command: \`$([ -n "${LABARGS:-}" ] && echo "LABARGS='$LABARGS' ")$([ "$HOG" != 0 ] && echo "HOG=$HOG ")$([ "$LAB_KERNEL" != 6.1 ] && echo "LAB_KERNEL=$LAB_KERNEL ")ROUNDS=$ROUNDS$([ "$BACKINGS" != brd,null ] && echo " BACKINGS=$BACKINGS") FIOTIME=${FIOTIME:-15} test/lab/run.sh $s\` ($(if [ "${RC[$s]:-1}" = 0 ]; then echo pass; else echo "FAIL rc=${RC[$s]:-none}"; fi), ${WALL[$s]:-?} s), built from $BUILT."
+    echo "Command: \`$([ -n "$ab" ] && echo "BASELINE=$abrev ")$([ -n "${LABARGS:-}" ] && echo "LABARGS='$LABARGS' ")$([ "$HOG" != 0 ] && echo "HOG=$HOG ")$([ "$LAB_KERNEL" != 6.1 ] && echo "LAB_KERNEL=$LAB_KERNEL ")ROUNDS=$ROUNDS$([ "$BACKINGS" != brd,null ] && echo " BACKINGS=$BACKINGS") FIOTIME=${FIOTIME:-15} test/lab/run.sh $s\` ($(if [ "${RC[$s]:-1}" = 0 ]; then echo pass; else echo "FAIL rc=${RC[$s]:-none}"; fi), ${WALL[$s]:-?} s), built from $([ -n "$ab" ] && echo "$abnew" || echo "$BUILT")."
+    if [ -n "$ab" ]; then
+      echo "A/B run: B (\"base\") is NOT kernel $tgt but rdmablkd built from $abbase (\`git archive\`, share/bin/rdmablkd-base);"
+      echo "A (\"new\") is rdmablkd built from $abnew. Both serve the same backing with the same configuration, address and port,"
+      echo "interleaved per round in one boot of the same two guests; the tables' ratios are new / base."
+    fi
     [ -n "${NOTE:-}" ] && echo "Note: $NOTE"
     echo "$HOSTLINE $QEMULINE"
     echo "$GUESTLINE Two guests (1 vCPU, 2 GiB each) on a bridge in a private network namespace,"
     if [ "$s" = perf-tcp ]; then
       echo "NVMe/TCP between two kernels over virtio-net (no rxe): the kernel $host host (\`nvme connect -t tcp\`,"
-      echo "its defaults, no digests) against rdmablkd's \`transport: tcp\` listener or nvmet-tcp, both on port 4420."
+      if [ -n "$ab" ]; then
+        echo "its defaults, no digests) against rdmablkd's \`transport: tcp\` listener (new or base), on port 4420."
+      else
+        echo "its defaults, no digests) against rdmablkd's \`transport: tcp\` listener or nvmet-tcp, both on port 4420."
+      fi
     else
       echo "RoCE v2 between two kernels (rxe0 on virtio-net)."
     fi
@@ -288,8 +354,8 @@ perf_results() {
     echo "Host CPU hogs during the run: $HOG. Host load average (1/5/15 min): $(echo "$PLOAD" | tr '\n' ';' | sed 's/;$//; s/;/; /')."
     [ "$HOG" = 0 ] && not_quiet "$load0"
     echo
-    go run "$REPO/test/lab/perfreport" -dir "$SHARE/out/$RUN-$s" 2>&1
-    [ "$s" = perf ] && rxe_summary "$SHARE/out/$RUN-$s"
+    go run "$REPO/test/lab/perfreport" -dir "$out" 2>&1
+    [ "$s" = perf ] && rxe_summary "$out" "$ab"
   } > "$PRES"
   echo "== $s results: $PRES"
 }

@@ -11,21 +11,37 @@
 #   job.N.NAME.end     the job finished (there); job.N.NAME.cpu (here): "BUSY_JIFFIES DAEMON_JIFFIES"
 #   perf.end           no more targets (here)
 #   transport          "rdma" or "tcp" (here, at start; perfreport labels the tables with it)
+#   versus             only with lab.vs=base: "new LABEL" and "base LABEL" lines, the builds'
+#                      bin/build-info and bin/build-info-base (here, at start; perfreport labels
+#                      the A/B tables with them)
 # lab.transport=tcp (run.sh perf-tcp): the same over NVMe/TCP: rdmablkd's `transport: tcp` listener
 # (provider soft, no rxe in either guest) against nvmet-tcp, on the same address and port 4420.
+# lab.vs=base (run.sh BASELINE=REV): an A/B of two rdmablkd builds instead: impl "kernel" (B) is
+# /mnt/share/bin/rdmablkd-base (built from REV) with the same configuration as A, not nvmet; its
+# log and CPU profile are rdmablkd-base-N.{log,pprof}, next to A's rdmablkd-N.{log,pprof}.
 . /mnt/share/scripts/lib.sh
 D=/mnt/share/bin/rdmablkd; NQN=nqn.2026-11.io.rdmablk:perf
 ROUNDS=${LAB_ROUNDS:-3}; BACKINGS=${LAB_BACKINGS:-brd,null}; ORDER=${LAB_ORDER:-abba}
 HZ=$(getconf CLK_TCK); TR=${LAB_TRANSPORT:-rdma}
 case $TR in rdma|tcp) ;; *) fail "lab.transport=$TR: want rdma or tcp"; exit 1 ;; esac
 echo "$TR" > "$LAB_OUT/transport"
+VS=${LAB_VS:-nvmet}
+case $VS in
+  nvmet) ;;
+  base)
+    [ -x "$D-base" ] || { fail "lab.vs=base: no $D-base (run.sh BASELINE=REV builds it)"; exit 1; }
+    printf 'new %s\nbase %s\n' "$(head -1 /mnt/share/bin/build-info 2>/dev/null || echo unknown)" \
+      "$(head -1 /mnt/share/bin/build-info-base 2>/dev/null || echo unknown)" > "$LAB_OUT/versus" ;;
+  *) fail "lab.vs=$VS: want nvmet or base"; exit 1 ;;
+esac
 net_up
 if [ "$TR" = rdma ]; then rxe_up || exit 1; fi
 run modprobe brd rd_nr=1 rd_size=1048576 || exit 1
 NULLB=$(nullb_up 1024) || fail "null_blk"
 mkdir -p /tmp/rd
 echo "$HZ" > "$LAB_OUT/target.hz"
-start_ours() { # DEV
+start_ours() { # DEV [BINARY [NAME]]: rdmablkd (or BINARY) serving DEV; log and profile $LAB_OUT/NAME-$SEQ.*
+  local bin=${2:-$D} name=${3:-rdmablkd}
   # over NVMe/TCP the verbs provider serves no listener: soft, so that nothing probes for a device
   local prov=auto; [ "$TR" = tcp ] && prov=soft
   cat > /tmp/rd/rdmablkd.yaml <<EOC
@@ -40,16 +56,23 @@ subsystems:
     allow_any_host: true
     namespaces: [{nsid: 1, volume: vol}]
 EOC
-  "$D" --config /tmp/rd/rdmablkd.yaml --cpuprofile "$LAB_OUT/rdmablkd-$SEQ.pprof" > "$LAB_OUT/rdmablkd-$SEQ.log" 2>&1 &
+  DNAME=$name DLOG=$LAB_OUT/$name-$SEQ.log
+  "$bin" --config /tmp/rd/rdmablkd.yaml --cpuprofile "$LAB_OUT/$name-$SEQ.pprof" > "$DLOG" 2>&1 &
   DPID=$!
-  for _ in $(seq 200); do grep -q -i 'listen' "$LAB_OUT/rdmablkd-$SEQ.log" && break; sleep 0.1; done
+  for _ in $(seq 200); do grep -q -i 'listen' "$DLOG" && break; sleep 0.1; done
   if [ "$TR" = rdma ]; then
-    grep -q 'provider=ibverbs' "$LAB_OUT/rdmablkd-$SEQ.log" || { cat "$LAB_OUT/rdmablkd-$SEQ.log"; fail "rdmablkd did not choose ibverbs"; }
+    grep -q 'provider=ibverbs' "$DLOG" || { cat "$DLOG"; fail "$name did not choose ibverbs"; }
   else
-    grep -q 'transport=tcp' "$LAB_OUT/rdmablkd-$SEQ.log" || { cat "$LAB_OUT/rdmablkd-$SEQ.log"; fail "rdmablkd did not listen on NVMe/TCP"; }
+    grep -q 'transport=tcp' "$DLOG" || { cat "$DLOG"; fail "$name did not listen on NVMe/TCP"; }
   fi
 }
-stop_ours() { kill -TERM "$DPID"; wait "$DPID"; echo "rdmablkd exit code $?"; tail -3 "$LAB_OUT/rdmablkd-$SEQ.log"; DPID=; }
+stop_ours() { local rc; kill -TERM "$DPID"; wait "$DPID"; rc=$?; echo "$DNAME exit code $rc"; tail -3 "$DLOG"; DPID=; }
+# impl "kernel" (B): nvmet, or with lab.vs=base the baseline rdmablkd
+start_b() { # DEV
+  if [ "$VS" = base ]; then start_ours "$1" "$D-base" rdmablkd-base
+  else nvmet_up "$NQN" "$1" "$IP" 4420 "$TR" || fail "nvmet_up"; fi
+}
+stop_b() { if [ "$VS" = base ]; then stop_ours; else nvmet_down "$NQN"; fi; }
 SEQ=0
 for r in $(seq "$ROUNDS"); do
   for b in ${BACKINGS//,/ }; do
@@ -59,7 +82,7 @@ for r in $(seq "$ROUNDS"); do
     for impl in $order; do
       SEQ=$((SEQ + 1)); DPID=
       step "target $SEQ: round $r, $b ($DEV), $impl"
-      if [ $impl = ours ]; then start_ours "$DEV"; else nvmet_up "$NQN" "$DEV" "$IP" 4420 "$TR" || fail "nvmet_up"; fi
+      if [ $impl = ours ]; then start_ours "$DEV"; else start_b "$DEV"; fi
       echo "$r $b $impl" > "$LAB_OUT/serve.$SEQ"
       # answer job announcements until the host VM is done with this target
       while [ ! -e "$LAB_OUT/serve.$SEQ.done" ]; do
@@ -77,7 +100,7 @@ for r in $(seq "$ROUNDS"); do
         done
         nap 0.1
       done
-      if [ $impl = ours ]; then stop_ours; else nvmet_down "$NQN"; fi
+      if [ $impl = ours ]; then stop_ours; else stop_b; fi
     done
   done
 done

@@ -73,6 +73,9 @@ type run struct {
 	// transport is "rdma" or "tcp": the perf scenario's file "transport"
 	// (absent in runs before the NVMe/TCP variant: rdma).
 	transport string
+	// versus is set for an A/B run of two rdmablkd builds (the file "versus"): impl "ours" is
+	// the new build, impl "kernel" the baseline build, and no kernel target took part.
+	versus *versus
 }
 
 func (r *run) at(k key) *sample {
@@ -94,6 +97,13 @@ func load(fsys fs.FS) (*run, error) {
 		default:
 			return nil, fmt.Errorf("transport %q: want rdma or tcp", t)
 		}
+	}
+	if b, err := fs.ReadFile(fsys, "versus"); err == nil {
+		v, err := parseVersus(b)
+		if err != nil {
+			return nil, err
+		}
+		r.versus = v
 	}
 	if b, err := fs.ReadFile(fsys, "target.hz"); err == nil {
 		if v, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64); err == nil && v > 0 {

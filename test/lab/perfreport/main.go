@@ -3,14 +3,18 @@
 // p50/p99 completion latency and the target guest's busy CPU time per I/O, for rdmablkd and for
 // kernel nvmet-rdma, with the ratios ours/kernel. For the NVMe/TCP variant (test/lab/run.sh
 // perf-tcp, whose -dir holds a file "transport" saying tcp) the kernel target is nvmet-tcp and
-// the headings and rows say TCP.
+// the headings and rows say TCP. For an A/B run of two rdmablkd builds (test/lab/run.sh
+// BASELINE=REV perf, whose -dir holds a file "versus") the sides are "new" (impl ours) and "base"
+// (impl kernel: rdmablkd built from REV), each heading with its commit, and the ratios new/base;
+// that report names no kernel target.
 //
 //	go run ./test/lab/perfreport -dir $LAB_DIR/share/out/RUN-perf >> results.md
 //
 // Inputs in -dir (written by guest/scenario-perf-{target,init}.sh): results.txt ("KEY VALUE"
 // lines, keys perf.IMPL.BACKING.JOB.rROUND.{iops,ios,p50_us,p99_us,err}), serve.N ("ROUND BACKING
 // IMPL"), job.N.JOB.rROUND.cpu ("BUSY_JIFFIES DAEMON_JIFFIES" of the target guest), target.hz
-// and transport ("rdma" or "tcp"; absent: rdma).
+// transport ("rdma" or "tcp"; absent: rdma) and, in A/B runs only, versus ("new BUILD-INFO" and
+// "base BUILD-INFO" lines).
 //
 // With -mode frontends it reports the frontends scenario (test/lab/run.sh frontends) instead: one
 // rdmablkd volume through the kernel nvme-rdma host, rdmablk --frontend ublk and --frontend nbd in

@@ -157,3 +157,95 @@ func TestReportTransportFile(t *testing.T) {
 		t.Errorf("load with transport iwarp: %v, want an error naming it", err)
 	}
 }
+
+// The normal reports, whole: an A/B mode must not change a byte of them (these are the outputs of
+// perfreport before it had one).
+func TestReportNormalUnchanged(t *testing.T) {
+	head := "Rounds: 1, interleaved per round (rdmablkd then nvmet in odd rounds, nvmet then rdmablkd in even ones); figures are medians (min–max) over the rounds; ratios are ours / kernel of the medians, with the per-round paired ratios' range.\n\n"
+	cols := " IOPS | IOPS ours/kernel (paired range) | p50 µs ours / kernel | p99 µs ours / kernel | target CPU µs per I/O ours / kernel | IOPS per target CPU-s ours/kernel |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n"
+	for tr, want := range map[string]string{
+		"": head + "### Backing: null\n\n" +
+			"| job | rdmablkd IOPS | nvmet-rdma" + cols +
+			"| 4 KiB randread QD1 | 300 | 200 | 1.50 (1.50–1.50) | - / - | - / - | 333.3 / 166.7 | 0.50 |\n\n" +
+			"Connected and idle for 10 s: target guest busy - % of one CPU with rdmablkd (rdmablkd itself - %), - % with nvmet-rdma.\n" +
+			"Connect time (s): rdmablkd 0.40, nvmet-rdma 0.30. crc32c verify (round 1): fio err rdmablkd 0, nvmet-rdma 0.\n",
+		"tcp": "Transport: NVMe/TCP. The kernel nvme-tcp host against rdmablkd's `transport: tcp` listener and against nvmet-tcp, the same address and port.\n" +
+			head + "### Backing: null (TCP)\n\n" +
+			"| job | rdmablkd (TCP) IOPS | nvmet-tcp" + cols +
+			"| 4 KiB randread QD1 (TCP) | 300 | 200 | 1.50 (1.50–1.50) | - / - | - / - | 333.3 / 166.7 | 0.50 |\n\n" +
+			"Connected and idle for 10 s: target guest busy - % of one CPU with rdmablkd (rdmablkd itself - %), - % with nvmet-tcp.\n" +
+			"Connect time (s): rdmablkd 0.40, nvmet-tcp 0.30. crc32c verify (round 1): fio err rdmablkd 0, nvmet-tcp 0.\n",
+	} {
+		if got := report(t, perfFS(tr)); got != want {
+			t.Errorf("transport %q: report\n%s\nwant\n%s", tr, got, want)
+		}
+	}
+}
+
+// abFS is perfFS(tr) as an A/B run (run.sh BASELINE=7adfa84): a versus file, the p50 latencies,
+// idle CPU with rdmablkd's own share on both sides, and a fio error on the baseline side.
+func abFS(tr string) fstest.MapFS {
+	fsys := perfFS(tr)
+	fsys["versus"] = &fstest.MapFile{Data: []byte("new commit `505683f` (work tree with local changes)\nbase commit `7adfa84`\n")}
+	fsys["job.1.idle.r1.cpu"] = &fstest.MapFile{Data: []byte("50 10\n")}
+	fsys["job.2.idle.r1.cpu"] = &fstest.MapFile{Data: []byte("40 20\n")}
+	fsys["results.txt"].Data = append(fsys["results.txt"].Data,
+		"\nperf.ours.null.rr1.r1.p50_us 90\nperf.kernel.null.rr1.r1.p50_us 80\nperf.kernel.null.rr32.r1.err 7\n"...)
+	return fsys
+}
+
+// An A/B run of two rdmablkd builds (run.sh BASELINE=REV, the file "versus") names the sides new
+// and base with their commits, divides new by base, gives the baseline its own rdmablkd CPU
+// share, and never names nvmet or the ours/kernel of the normal report; over TCP it still says
+// TCP.
+func TestReportAB(t *testing.T) {
+	for _, tr := range []string{"rdma", "tcp"} {
+		tl := ""
+		if tr == "tcp" {
+			tl = " (TCP)"
+		}
+		out := report(t, abFS(tr))
+		wants := []string{
+			"A/B of two rdmablkd builds, no kernel target: new = rdmablkd built from commit `505683f` (work tree with local changes); base = rdmablkd built from commit `7adfa84`; the same configuration, address and port.\n",
+			"interleaved per round (new then base in odd rounds, base then new in even ones)",
+			"ratios are new / base of the medians",
+			"### Backing: null" + tl + "\n",
+			"| job | new (505683f) IOPS | base (7adfa84) IOPS | IOPS new/base (paired range) | p50 µs new / base | p99 µs new / base | target CPU µs per I/O new / base | IOPS per target CPU-s new/base |\n",
+			"| 4 KiB randread QD1" + tl + " | 300 | 200 | 1.50 (1.50–1.50) | 90 / 80 | - / - | 333.3 / 166.7 | 0.50 |\n",
+			"Connected and idle for 10 s: target guest busy 5.0 % of one CPU with new (rdmablkd itself 1.0 %), 4.0 % with base (rdmablkd itself 2.0 %).\n",
+			"Connect time (s): new 0.40, base 0.30. crc32c verify (round 1): fio err new 0, base 0.\n",
+			"fio errors: base rr32 r1 err=7.\n",
+		}
+		if tr == "tcp" {
+			wants = append(wants, "Transport: NVMe/TCP. The kernel nvme-tcp host against rdmablkd's `transport: tcp` listener of either build, the same address and port.\n")
+		}
+		for _, want := range wants {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: A/B report lacks %q:\n%s", tr, want, out)
+			}
+		}
+		for _, bad := range []string{"nvmet", "ours", "kernel /", "kernel rr"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%s: A/B report says %q:\n%s", tr, bad, out)
+			}
+		}
+	}
+}
+
+// A versus file that does not name both builds once is an error naming the file, not a report
+// with a side mislabelled; a label without a commit still gives the side's name as its heading.
+func TestReportVersusFile(t *testing.T) {
+	for _, v := range []string{"", "new commit `a1b2c3d`\n", "base commit `a1b2c3d`\nbase commit `a1b2c3d`\nnew x\n",
+		"new x\nbase\n", "old commit `a1b2c3d`\nbase x\n"} {
+		fsys := perfFS("")
+		fsys["versus"] = &fstest.MapFile{Data: []byte(v)}
+		if _, err := load(fsys); err == nil || !strings.HasPrefix(err.Error(), "versus: ") {
+			t.Errorf("versus %q: load error %v, want one naming the versus file", v, err)
+		}
+	}
+	fsys := perfFS("")
+	fsys["versus"] = &fstest.MapFile{Data: []byte("new a source tree that is not a git checkout (/src)\nbase commit 7adfa84\n")}
+	if out := report(t, fsys); !strings.Contains(out, "| job | new IOPS | base (7adfa84) IOPS |") {
+		t.Errorf("report lacks the plain new heading:\n%s", out)
+	}
+}

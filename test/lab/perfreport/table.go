@@ -120,15 +120,50 @@ func (r *run) tcpLabel() string {
 	return ""
 }
 
-func write(w io.Writer, r *run) {
-	kt, tl := r.kernelTarget(), r.tcpLabel()
-	if r.transport == "tcp" {
-		fmt.Fprintf(w, "Transport: NVMe/TCP. The kernel nvme-tcp host against rdmablkd's `transport: tcp` listener and against %s, the same address and port.\n", kt)
+// sides is how a report names the run's two targets, impl "ours" (A) and impl "kernel" (B).
+type sides struct {
+	a, b       string // in sentences: "rdmablkd" and the kernel target, or "new" and "base"
+	colA, colB string // in the table's IOPS headings
+	ra, rb     string // in the ratio headings: "ours" and "kernel", or "new" and "base"
+	order      string // the interleaving, for the Rounds line
+}
+
+func (r *run) sides() sides {
+	if v := r.versus; v != nil {
+		return sides{a: "new", b: "base", colA: column("new", v.newBuild), colB: column("base", v.baseBuild),
+			ra: "new", rb: "base", order: "new then base in odd rounds, base then new in even ones"}
 	}
-	fmt.Fprintf(w, "Rounds: %d, interleaved per round (rdmablkd then nvmet in odd rounds, nvmet then rdmablkd in even ones); figures are medians (min–max) over the rounds; ratios are ours / kernel of the medians, with the per-round paired ratios' range.\n", r.rounds)
+	kt := r.kernelTarget()
+	return sides{a: "rdmablkd", b: kt, colA: "rdmablkd" + r.tcpLabel(), colB: kt, ra: "ours", rb: "kernel",
+		order: "rdmablkd then nvmet in odd rounds, nvmet then rdmablkd in even ones"}
+}
+
+// name is what the report calls impl ("ours" or "kernel", as in the scenario's files).
+func (sd sides) name(impl string) string {
+	switch impl {
+	case "ours":
+		return sd.ra
+	case "kernel":
+		return sd.rb
+	}
+	return impl
+}
+
+func write(w io.Writer, r *run) {
+	sd, tl := r.sides(), r.tcpLabel()
+	if v := r.versus; v != nil {
+		if r.transport == "tcp" {
+			fmt.Fprintln(w, "Transport: NVMe/TCP. The kernel nvme-tcp host against rdmablkd's `transport: tcp` listener of either build, the same address and port.")
+		}
+		fmt.Fprintf(w, "A/B of two rdmablkd builds, no kernel target: new = rdmablkd built from %s; base = rdmablkd built from %s; the same configuration, address and port.\n", v.newBuild, v.baseBuild)
+	} else if r.transport == "tcp" {
+		fmt.Fprintf(w, "Transport: NVMe/TCP. The kernel nvme-tcp host against rdmablkd's `transport: tcp` listener and against %s, the same address and port.\n", sd.b)
+	}
+	fmt.Fprintf(w, "Rounds: %d, interleaved per round (%s); figures are medians (min–max) over the rounds; ratios are %s / %s of the medians, with the per-round paired ratios' range.\n", r.rounds, sd.order, sd.ra, sd.rb)
 	for _, b := range r.backings {
 		fmt.Fprintf(w, "\n### Backing: %s%s\n\n", b, tl)
-		fmt.Fprintf(w, "| job | rdmablkd%s IOPS | %s IOPS | IOPS ours/kernel (paired range) | p50 µs ours / kernel | p99 µs ours / kernel | target CPU µs per I/O ours / kernel | IOPS per target CPU-s ours/kernel |\n", tl, kt)
+		fmt.Fprintf(w, "| job | %s IOPS | %s IOPS | IOPS %[3]s/%[4]s (paired range) | p50 µs %[3]s / %[4]s | p99 µs %[3]s / %[4]s | target CPU µs per I/O %[3]s / %[4]s | IOPS per target CPU-s %[3]s/%[4]s |\n",
+			sd.colA, sd.colB, sd.ra, sd.rb)
 		fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- |")
 		for _, j := range jobs {
 			oi, ki := summarize(r.series("ours", b, j.name, iops)), summarize(r.series("kernel", b, j.name, iops))
@@ -153,12 +188,17 @@ func write(w io.Writer, r *run) {
 				return j / r.hz / idleWall * 100, s.hasCPU
 			})).format("%.1f")
 		}
-		fmt.Fprintf(w, "\nConnected and idle for %.0f s: target guest busy %s %% of one CPU with rdmablkd (rdmablkd itself %s %%), %s %% with %s.\n",
-			idleWall, idle("ours", false), idle("ours", true), idle("kernel", false), kt)
-		fmt.Fprintf(w, "Connect time (s): rdmablkd %s, %s %s. crc32c verify (round 1): fio err rdmablkd %s, %s %s.\n",
-			summarize(r.connect[[2]string{"ours", b}]).format("%.2f"), kt, summarize(r.connect[[2]string{"kernel", b}]).format("%.2f"),
-			orDash(r.verify[[2]string{"ours", b}]), kt, orDash(r.verify[[2]string{"kernel", b}]))
-		if errs := r.fioErrors(b); len(errs) > 0 {
+		if r.versus != nil { // both sides are an rdmablkd: each has its own process CPU
+			fmt.Fprintf(w, "\nConnected and idle for %.0f s: target guest busy %s %% of one CPU with %s (rdmablkd itself %s %%), %s %% with %s (rdmablkd itself %s %%).\n",
+				idleWall, idle("ours", false), sd.a, idle("ours", true), idle("kernel", false), sd.b, idle("kernel", true))
+		} else {
+			fmt.Fprintf(w, "\nConnected and idle for %.0f s: target guest busy %s %% of one CPU with rdmablkd (rdmablkd itself %s %%), %s %% with %s.\n",
+				idleWall, idle("ours", false), idle("ours", true), idle("kernel", false), sd.b)
+		}
+		fmt.Fprintf(w, "Connect time (s): %s %s, %s %s. crc32c verify (round 1): fio err %s %s, %s %s.\n",
+			sd.a, summarize(r.connect[[2]string{"ours", b}]).format("%.2f"), sd.b, summarize(r.connect[[2]string{"kernel", b}]).format("%.2f"),
+			sd.a, orDash(r.verify[[2]string{"ours", b}]), sd.b, orDash(r.verify[[2]string{"kernel", b}]))
+		if errs := r.fioErrors(b, sd); len(errs) > 0 {
 			fmt.Fprintf(w, "fio errors: %s.\n", strings.Join(errs, ", "))
 		}
 	}
@@ -178,11 +218,11 @@ func orDash(s string) string {
 	return s
 }
 
-func (r *run) fioErrors(backing string) []string {
+func (r *run) fioErrors(backing string, sd sides) []string {
 	var out []string
 	for k, s := range r.samples {
 		if k.backing == backing && s.err != "" && s.err != "0" {
-			out = append(out, fmt.Sprintf("%s %s r%d err=%s", k.impl, k.job, k.round, s.err))
+			out = append(out, fmt.Sprintf("%s %s r%d err=%s", sd.name(k.impl), k.job, k.round, s.err))
 		}
 	}
 	slices.Sort(out)
