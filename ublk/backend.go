@@ -128,6 +128,18 @@ type BackendQueue interface {
 	Close() error
 }
 
+// Flusher is an optional BackendQueue capability, for a backend that
+// batches: its Submit may hold requests back until Flush. The queue
+// goroutine calls Flush once per loop — after it submitted the requests
+// one wake-up brought and before it waits in the kernel again — and once
+// more when it stops, before it waits for the requests still in flight.
+// Flush issues what Submit held and may complete requests
+// (Completer.Complete) before it returns; like Submit it never blocks for
+// a completion and allocates nothing.
+type Flusher interface {
+	Flush()
+}
+
 // Completer receives a backend queue's completions.
 type Completer interface {
 	// Complete reports the end of tag's request: errno 0 for success, or

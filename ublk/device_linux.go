@@ -274,7 +274,7 @@ func (d *Device) serve(b Backend, wait time.Duration) error {
 			r.closeWaker()
 			return fmt.Errorf("ublk: device %d queue %d: backend: %w", d.info.DevID, qid, err)
 		}
-		q.bq = bq
+		q.setBackend(bq)
 		d.queues = append(d.queues, q)
 		d.wg.Add(1)
 		go func() {

@@ -224,7 +224,8 @@ func startQueue(t testing.TB, depth int) *queueRig {
 	}
 	lim := &limits{devSectors: 1 << 20, lbsMask: 0, maxIOSectors: fakeMaxIO >> 9, maxDiscard: 1 << 10}
 	q := newQueue(3, depth, k.charFD, k, k.descs, lim, fakeMaxIO)
-	q.bq, b.done = b, q
+	q.setBackend(b)
+	b.done = q
 	ready := make(chan error, 1)
 	done := make(chan error, 1)
 	go func() { done <- q.run(ready) }()
@@ -425,4 +426,78 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// flushBackend is a batching backend (Flusher): Submit only records the
+// tag; Flush completes every recorded request, from inside Flush.
+type flushBackend struct {
+	fakeBackend
+	held    []uint16 // queue goroutine only
+	flushes atomic.Int32
+	killOn  Op     // a request with this op kills the queue as it is submitted
+	q       *queue // for killOn
+}
+
+func (b *flushBackend) Submit(tag uint16, r *Request) {
+	b.held = append(b.held, tag)
+	if r.Op == b.killOn {
+		b.q.kill() // between this Submit and the loop's next Flush
+	}
+}
+func (b *flushBackend) Flush() {
+	b.flushes.Add(1)
+	for _, tag := range b.held {
+		b.done.Complete(tag, 0)
+	}
+	b.held = b.held[:0]
+}
+
+// TestQueueFlushesBatchingBackend: requests given to a backend that holds
+// them until Flush complete — the queue flushes after every wake-up's
+// submissions (a burst of 8 comes back as 8 commits) — and a queue
+// killed with requests held flushes them before it waits for them.
+func TestQueueFlushesBatchingBackend(t *testing.T) {
+	const depth = 8
+	k := newFakeKernel(3, depth)
+	b := &flushBackend{killOn: OpWrite}
+	for range depth {
+		b.bufs = append(b.bufs, make([]byte, fakeMaxIO))
+	}
+	lim := &limits{devSectors: 1 << 20, lbsMask: 0, maxIOSectors: fakeMaxIO >> 9, maxDiscard: 1 << 10}
+	q := newQueue(3, depth, k.charFD, k, k.descs, lim, fakeMaxIO)
+	q.setBackend(b)
+	b.done, b.q = q, q
+	ready, done := make(chan error, 1), make(chan error, 1)
+	go func() { done <- q.run(ready) }()
+	if err := <-ready; err != nil {
+		t.Fatal(err)
+	}
+	for range depth {
+		k.event(t)
+	}
+	for round := range 3 {
+		for tag := range depth {
+			k.issue(t, uint16(tag), ioDesc{opFlags: iodOpRead, nrSectors: 1, startSector: uint64(round)})
+		}
+		for range depth {
+			if ev := k.event(t); ev.op != uIOCommitAndFetchReq || ev.result != 512 {
+				t.Fatalf("round %d: %+v", round, ev)
+			}
+		}
+	}
+	// A write the backend holds when the queue is killed (the backend
+	// kills it from Submit): the queue's teardown flushes it, so the wait
+	// for it ends.
+	k.issue(t, 0, ioDesc{opFlags: iodOpWrite, nrSectors: 8})
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a killed queue never ended: its held request was not flushed")
+	}
+	if b.closed.Load() != 1 {
+		t.Fatal("backend queue not closed")
+	}
 }

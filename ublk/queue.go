@@ -97,6 +97,7 @@ type queue struct {
 	lim    *limits
 	maxIO  uint32 // max_io_buf_bytes: every buffer holds this much
 	bq     BackendQueue
+	fl     Flusher // bq's, or nil (setBackend)
 	slots  []tagSlot
 	cqes   []uring.CQE
 
@@ -129,6 +130,19 @@ func newQueue(id uint16, depth int, charFD int32, ring qring, descs []byte, lim 
 		cqes:    make([]uring.CQE, 2*depth+2),
 		done:    make(chan completion, depth),
 		pending: make([]uint16, 0, depth),
+	}
+}
+
+// setBackend attaches the queue's backend queue (before run).
+func (q *queue) setBackend(bq BackendQueue) {
+	q.bq = bq
+	q.fl, _ = bq.(Flusher)
+}
+
+// flush hands the backend what this loop submitted (Flusher).
+func (q *queue) flush() {
+	if q.fl != nil {
+		q.fl.Flush()
 	}
 }
 
@@ -312,6 +326,10 @@ func (q *queue) serve() error {
 		if q.killed.Load() {
 			return nil
 		}
+		// What the last wake-up's requests gave the backend goes out
+		// now, and completions a batching backend finishes here are
+		// drained below without a wake-up.
+		q.flush()
 		q.drain()
 		q.flushPending()
 		// Sleep only if no completion is waiting (see Complete): either
@@ -363,6 +381,9 @@ func (q *queue) run(ready chan<- error) error {
 	}
 	// The ring goes first: the kernel cancels what is still armed.
 	q.ring.closeRing()
+	// A batching backend may still hold requests submitted in the last
+	// loop: they go out now, so that the wait below ends.
+	q.flush()
 	// Requests with the backend complete into nothing (the kernel requeues
 	// them, or already failed them); wait for each so the buffers are no
 	// longer in use when the backend queue closes.

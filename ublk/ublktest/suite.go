@@ -53,6 +53,9 @@ func RunBackendSuite(t *testing.T, b ublk.Backend) {
 					c.expect(t, tag)
 					bq.Submit(tag, &reqs[tag])
 				}
+				if f, ok := bq.(ublk.Flusher); ok { // a batching backend: as the queue goroutine does
+					f.Flush()
+				}
 				for range tags {
 					tag, errno := c.wait(t)
 					if errno != 0 {

@@ -83,20 +83,28 @@ func (b *Backend) OpenQueue(q, depth int, done ublk.Completer) (ublk.BackendQueu
 		_ = syscall.Munmap(mem)
 		return nil, fmt.Errorf("ublkback: queue %d buffers: %w", q, err)
 	}
-	return &queue{sess: b.sess, done: done, mem: mem, regs: regs, per: per, q: uint16(q + 1),
-		reqs: make([]initiator.Request, depth)}, nil
+	sub, err := b.sess.Submitter(q)
+	if err != nil {
+		for _, r := range regs {
+			_ = r.Close()
+		}
+		_ = syscall.Munmap(mem)
+		return nil, fmt.Errorf("ublkback: queue %d: %w", q, err)
+	}
+	return &queue{sub: sub, done: done, mem: mem, regs: regs, per: per, reqs: make([]initiator.Request, depth)}, nil
 }
 
 // queue is one ublk queue's backend side.
 type queue struct {
-	sess *initiator.Session
+	sub  *initiator.Submitter // this ublk queue's initiator queue, used by the ublk queue goroutine
 	done ublk.Completer
 	mem  []byte                 // depth × per bytes, outside the Go heap
 	regs []*initiator.MemRegion // mem, registered with the session
 	per  int
-	q    uint16              // initiator.Request.Queue: this ublk queue's initiator queue, plus one
 	reqs []initiator.Request // per tag: owned by the initiator from Submit to RequestDone
 }
+
+var _ ublk.Flusher = (*queue)(nil)
 
 // Buffer implements ublk.BackendQueue.
 func (q *queue) Buffer(tag uint16) []byte {
@@ -104,11 +112,12 @@ func (q *queue) Buffer(tag uint16) []byte {
 	return q.mem[o : o+q.per : o+q.per]
 }
 
-// Submit implements ublk.BackendQueue. The ublk queue goroutine; never
-// blocks, allocates nothing.
+// Submit implements ublk.BackendQueue: the request's commands wait in
+// the initiator queue's intake until Flush. The ublk queue goroutine;
+// never blocks, allocates nothing.
 func (q *queue) Submit(tag uint16, req *ublk.Request) {
 	r := &q.reqs[tag]
-	*r = initiator.Request{Off: int64(req.Offset), FUA: req.FUA, Notify: q, User: uint64(tag), Queue: q.q}
+	*r = initiator.Request{Off: int64(req.Offset), FUA: req.FUA, Notify: q, User: uint64(tag)}
 	switch req.Op {
 	case ublk.OpRead:
 		r.Op, r.Data = initiator.IORead, req.Data
@@ -125,10 +134,18 @@ func (q *queue) Submit(tag uint16, req *ublk.Request) {
 		q.done.Complete(tag, syscall.EOPNOTSUPP)
 		return
 	}
-	if err := q.sess.Submit(r); err != nil {
+	if err := q.sub.Submit(r); err != nil {
 		q.done.Complete(tag, Errno(err))
 	}
 }
+
+// Flush implements ublk.Flusher: the ublk queue goroutine, after each
+// wake-up's requests, issues them on the initiator queue itself — one
+// post for the burst, no hand-off to the initiator's queue goroutine —
+// and finishes the commands that have completed, whose RequestDone
+// (below) runs right here. What is left in flight the initiator's queue
+// goroutine finishes.
+func (q *queue) Flush() { q.sub.Flush() }
 
 // RequestDone implements initiator.Notifier: on the initiator's queue
 // goroutine (or inside Submit for a request refused at once), it ends the

@@ -258,6 +258,7 @@ func TestZeroCopyReplayAfterQPError(t *testing.T) {
 					reqs[tag] = ublk.Request{Op: op, Offset: uint64(tag) * size, Length: size, Data: buf}
 					q.Submit(uint16(tag), &reqs[tag])
 				}
+				q.(ublk.Flusher).Flush() // as the ublk queue goroutine does after a burst
 			}
 			wait := func(what string) {
 				seen := map[uint16]bool{}
@@ -342,6 +343,7 @@ func BenchmarkQueueRead4KZeroCopy(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer q.Close()
+	fl := q.(ublk.Flusher)
 	reqs := make([]ublk.Request, depth)
 	blocks := uint64(s.Size()) / 4096
 	next := uint64(0)
@@ -361,12 +363,14 @@ func BenchmarkQueueRead4KZeroCopy(b *testing.B) {
 			inFlight++
 			continue
 		}
+		fl.Flush() // as the ublk queue goroutine does before it waits
 		got := <-c
 		if got.errno != 0 {
 			b.Fatal(got.errno)
 		}
 		submit(got.tag)
 	}
+	fl.Flush()
 	for ; inFlight > 0; inFlight-- {
 		<-c
 	}
