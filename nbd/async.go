@@ -54,6 +54,17 @@ type AsyncQueue interface {
 	Close()
 }
 
+// Kicker is an optional AsyncQueue capability, for a queue that batches:
+// its Submit may hold requests back until Kick. The connection's reader
+// calls Kick after a run of submissions, before it waits for more input
+// from the socket (its read buffer holds no whole request), for a free
+// slot, or for the connection's end; Kick issues what Submit held and
+// may complete requests before it returns. Reader goroutine only; it
+// must not wait for a request to execute.
+type Kicker interface {
+	Kick()
+}
+
 // Request is one block request given to an AsyncQueue. The connection
 // owns it (one per slot, reused: no allocation per request) and fills
 // the exported fields; the backend reads them and calls Complete.

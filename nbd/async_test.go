@@ -29,6 +29,9 @@ func contract(t *testing.T, test func(*testing.T, wrapFn)) {
 	t.Run("async-worker", func(t *testing.T) {
 		test(t, func(m *memBackend) nbd.Backend { return &asyncMem{memBackend: m, t: t, worker: true} })
 	})
+	t.Run("async-kicker", func(t *testing.T) {
+		test(t, func(m *memBackend) nbd.Backend { return &asyncMem{memBackend: m, t: t, kicker: true} })
+	})
 }
 
 // asyncMem is a memBackend with an AsyncQueue per connection that checks
@@ -38,6 +41,8 @@ type asyncMem struct {
 	*memBackend
 	t      testing.TB
 	worker bool // complete from a queue goroutine, not inside Submit
+	kicker bool // batch: hold submitted requests until Kick (nbd.Kicker)
+	kicks  atomic.Int32
 	// hold, when set, keeps the requests it matches until the test
 	// completes them (sent on held).
 	hold func(*nbd.Request) bool
@@ -51,7 +56,27 @@ func (a *asyncMem) OpenQueue(depth int) (nbd.AsyncQueue, error) {
 		q.done = make(chan struct{})
 		go q.run()
 	}
+	if a.kicker {
+		return &kickQueue{memQueue: q}, nil
+	}
 	return q, nil
+}
+
+// kickQueue is a batching memQueue: Submit only records the request;
+// Kick starts every recorded one (completing it inside Kick).
+type kickQueue struct {
+	*memQueue
+	pending []*nbd.Request // reader goroutine only
+}
+
+func (k *kickQueue) Submit(r *nbd.Request) { k.pending = append(k.pending, r) }
+
+func (k *kickQueue) Kick() {
+	k.a.kicks.Add(1)
+	for _, r := range k.pending {
+		k.memQueue.Submit(r)
+	}
+	k.pending = k.pending[:0]
 }
 
 type memQueue struct {
@@ -327,6 +352,51 @@ func TestAsyncMaxInFlight(t *testing.T) {
 		if i+4 < 12 {
 			held = append(held, waitHeld(t, a)) // exactly one more gets in
 		}
+	}
+}
+
+// TestKickOncePerBurst: a batching queue (nbd.Kicker) gets the 16 reads
+// the client wrote in one burst (one write, so one read of the server's
+// buffer) with a single Kick, after the last of them — not one per
+// request — and every read is answered with its data; requests held
+// when every slot is in flight are kicked before the reader waits
+// (MaxInFlight 4: 12 requests in one burst need three kicks or more).
+func TestKickOncePerBurst(t *testing.T) {
+	m := newMem(1<<20, 512)
+	pattern(m)
+	a := &asyncMem{memBackend: m, t: t, kicker: true}
+	sock := serveOpts(t, nbd.Options{Exports: []*nbd.Export{{Backend: a}}})
+	c := transmission(t, sock)
+	var burst []byte
+	for i := range 16 {
+		burst = append(burst, rawRequest(0, 0, uint64(i), uint64(i)*4096, 4096, nil)...)
+	}
+	if _, err := c.Write(burst); err != nil {
+		t.Fatal(err)
+	}
+	for range 16 {
+		cookie, errno, data := readReply(t, c, 4096)
+		if errno != 0 || !bytes.Equal(data, m.data[cookie*4096:(cookie+1)*4096]) {
+			t.Fatalf("read %d: errno %d or wrong data", cookie, errno)
+		}
+	}
+	if k := a.kicks.Load(); k != 1 {
+		t.Fatalf("%d kicks for one burst of 16, want 1", k)
+	}
+
+	a2 := &asyncMem{memBackend: m, t: t, kicker: true}
+	sock2 := serveOpts(t, nbd.Options{MaxInFlight: 4, Exports: []*nbd.Export{{Backend: a2}}})
+	c2 := transmission(t, sock2)
+	if _, err := c2.Write(burst[:12*28]); err != nil {
+		t.Fatal(err)
+	}
+	for range 12 {
+		if _, errno, _ := readReply(t, c2, 4096); errno != 0 {
+			t.Fatalf("errno %d", errno)
+		}
+	}
+	if k := a2.kicks.Load(); k < 3 {
+		t.Fatalf("%d kicks for 12 requests through 4 slots, want at least 3", k)
 	}
 }
 

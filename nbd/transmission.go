@@ -1,6 +1,7 @@
 package nbd
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -62,10 +63,31 @@ func (s *Server) transmit(c net.Conn, e *Export) {
 		cs.wg.Add(1)
 		go cs.writer()
 	}
-	defer cs.drain()
+	// Requests are read through a buffer: a burst the kernel sent
+	// together costs one read, and the reader knows when the burst ends
+	// (nothing whole left in the buffer) to Kick a batching queue then,
+	// before it blocks.
+	rd := bufio.NewReaderSize(c, readBufferSize)
+	kick := func() {}
+	held := false // a Kicker holds requests submitted since the last kick
+	if k, ok := cs.q.(Kicker); ok {
+		kick = func() {
+			if held {
+				held = false
+				k.Kick()
+			}
+		}
+	}
+	defer func() {
+		kick() // drain waits for every request: none may stay held
+		cs.drain()
+	}()
 	var hdr [requestSize]byte
 	for {
-		if _, err := io.ReadFull(c, hdr[:]); err != nil {
+		if rd.Buffered() < requestSize {
+			kick()
+		}
+		if _, err := io.ReadFull(rd, hdr[:]); err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				s.log.Debug("nbd read request", "err", err)
 			}
@@ -86,7 +108,14 @@ func (s *Server) transmit(c net.Conn, e *Export) {
 			s.log.Warn("nbd: write larger than the advertised maximum; closing connection", "len", length)
 			return
 		}
-		r := &cs.reqs[<-cs.free] // waits while MaxInFlight requests are in flight
+		var slot int32
+		select {
+		case slot = <-cs.free:
+		default: // every slot in flight: what is held must go before the wait
+			kick()
+			slot = <-cs.free
+		}
+		r := &cs.reqs[slot]
 		r.typ, r.length = typ, length
 		r.flags = binary.BigEndian.Uint16(hdr[4:])
 		r.cookie = binary.BigEndian.Uint64(hdr[8:])
@@ -94,7 +123,10 @@ func (s *Server) transmit(c net.Conn, e *Export) {
 		switch typ {
 		case cmdWrite:
 			r.payload(int(length))
-			if _, err := io.ReadFull(c, *r.buf); err != nil {
+			if rd.Buffered() < int(length) {
+				kick()
+			}
+			if _, err := io.ReadFull(rd, *r.buf); err != nil {
 				cs.release(r)
 				return
 			}
@@ -105,20 +137,25 @@ func (s *Server) transmit(c net.Conn, e *Export) {
 		}
 		s.inFlight.Add(1)
 		s.requests.Add(1)
-		cs.dispatch(r)
+		held = cs.dispatch(r) || held
 	}
 }
 
+// readBufferSize is each connection's read buffer: a few 4 KiB writes or
+// hundreds of request headers; a larger payload is read past it.
+const readBufferSize = 32 << 10
+
 // dispatch starts r: on the AsyncQueue when the backend has one and r
 // needs no emulation, else on a goroutine running the blocking Backend
-// methods (Export.execute).
-func (cs *conn) dispatch(r *Request) {
+// methods (Export.execute). It reports whether r went to the queue.
+func (cs *conn) dispatch(r *Request) bool {
 	if cs.q != nil && cs.asyncable(r) {
 		cs.q.Submit(r)
-		return
+		return true
 	}
 	cs.wg.Add(1)
 	go cs.runBlocking(r)
+	return false
 }
 
 // asyncable fills r's exported fields and reports whether the AsyncQueue

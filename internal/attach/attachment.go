@@ -171,7 +171,7 @@ func Start(ctx context.Context, cfg Config, opts initiator.Options, runDir strin
 		return nil, err
 	}
 	a.srv, err = nbd.NewServer(nbd.Options{Logger: a.log, Exports: []*nbd.Export{{
-		Name: cfg.Name, Description: cfg.NQN, Backend: nbdBackend{sess},
+		Name: cfg.Name, Description: cfg.NQN, Backend: newNBDBackend(sess),
 	}}})
 	if err != nil {
 		return fail(err)

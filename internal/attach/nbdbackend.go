@@ -1,6 +1,8 @@
 package attach
 
 import (
+	"sync/atomic"
+
 	"github.com/rdmablk/rdmablk/initiator"
 	"github.com/rdmablk/rdmablk/nbd"
 )
@@ -12,17 +14,36 @@ import (
 // from the connection's reader without a goroutine or a wait per request.
 type nbdBackend struct {
 	*initiator.Session
+	conns *atomic.Uint32 // connections opened: the next one's I/O queue
 }
 
-var _ nbd.AsyncBackend = nbdBackend{}
+func newNBDBackend(s *initiator.Session) nbdBackend {
+	return nbdBackend{Session: s, conns: new(atomic.Uint32)}
+}
+
+var (
+	_ nbd.AsyncBackend = nbdBackend{}
+	_ nbd.Kicker       = (*nbdQueue)(nil)
+)
 
 // OpenQueue returns one connection's queue: a slot table of depth
-// initiator Requests (no allocation per request) and one completion
-// goroutine that receives them from Done and completes the NBD requests
-// (which writes their replies on that goroutine).
+// initiator Requests (no allocation per request), an initiator Submitter
+// on the connection's own I/O queue (connections take the queues in
+// turn: with one connection per queue, as rdmablk connect makes them,
+// each has its own), and one completion goroutine that receives the
+// Requests from Done and completes the NBD requests (which writes their
+// replies on that goroutine).
 func (b nbdBackend) OpenQueue(depth int) (nbd.AsyncQueue, error) {
+	n := 1
+	if l, ok := b.Limits(); ok && l.Queues > 0 {
+		n = l.Queues
+	}
+	sub, err := b.Submitter(int((b.conns.Add(1) - 1) % uint32(n)))
+	if err != nil {
+		return nil, err
+	}
 	q := &nbdQueue{
-		sess:    b.Session,
+		sub:     sub,
 		slots:   make([]nbdSlot, depth),
 		done:    make(chan *initiator.Request, depth), // room for every request in flight
 		stopped: make(chan struct{}),
@@ -33,8 +54,8 @@ func (b nbdBackend) OpenQueue(depth int) (nbd.AsyncQueue, error) {
 
 // nbdQueue is an nbd.AsyncQueue over Session.Submit.
 type nbdQueue struct {
-	sess    *initiator.Session
-	slots   []nbdSlot // indexed by nbd.Request.Slot (= initiator.Request.User)
+	sub     *initiator.Submitter // the reader goroutine's
+	slots   []nbdSlot            // indexed by nbd.Request.Slot (= initiator.Request.User)
 	done    chan *initiator.Request
 	stopped chan struct{} // closed when complete returned
 }
@@ -56,8 +77,8 @@ var opOf = [...]initiator.IOOp{
 	nbd.OpDeallocate:  initiator.IODeallocate,
 }
 
-// Submit starts r on the session; it never blocks. Called by the
-// connection's reader goroutine only.
+// Submit starts r on the session; its commands wait for Kick. It never
+// blocks. Called by the connection's reader goroutine only.
 func (q *nbdQueue) Submit(r *nbd.Request) {
 	s := &q.slots[r.Slot]
 	s.nr = r
@@ -67,11 +88,17 @@ func (q *nbdQueue) Submit(r *nbd.Request) {
 		ir.Op = opOf[r.Op] // 0 for an unknown op: the session rejects it with ErrInvalid
 	}
 	ir.Done, ir.User = q.done, uint64(r.Slot)
-	if err := q.sess.Submit(ir); err != nil {
+	if err := q.sub.Submit(ir); err != nil {
 		s.nr, ir.Data = nil, nil
 		r.Complete(err)
 	}
 }
+
+// Kick implements nbd.Kicker: the reader goroutine, at the end of a burst
+// of requests, issues them on the initiator queue itself (one post, no
+// hand-off to the queue's goroutine); completions it finishes there go
+// to Done like the others.
+func (q *nbdQueue) Kick() { q.sub.Flush() }
 
 // complete runs until Close: it completes each NBD request whose
 // initiator Request came back (an initiator error becomes the errno the

@@ -25,7 +25,7 @@ func BenchmarkNBDSessionRead4K(b *testing.B) {
 			b.Run(mode+"/qd"+strconv.Itoa(qd), func(b *testing.B) {
 				var be nbd.Backend = sess
 				if mode == "async" {
-					be = nbdBackend{sess}
+					be = newNBDBackend(sess)
 				}
 				s, err := nbd.NewServer(nbd.Options{Exports: []*nbd.Export{{Backend: be}}})
 				if err != nil {

@@ -76,7 +76,7 @@ func nbdServe(t testing.TB, backend nbd.Backend) string {
 // writes answered on the other.
 func TestNBDBackendAsync(t *testing.T) {
 	sess := nbdSession(t, 2, 4)
-	var be nbd.Backend = nbdBackend{sess}
+	var be nbd.Backend = newNBDBackend(sess)
 	if _, ok := be.(nbd.AsyncBackend); !ok {
 		t.Fatal("nbdBackend is not an nbd.AsyncBackend")
 	}
@@ -168,7 +168,7 @@ func is[T any](v any) bool { _, ok := v.(T); return ok }
 // connection), and the server shuts down.
 func TestNBDBackendSessionClosed(t *testing.T) {
 	sess := nbdSession(t, 1, 4)
-	sock := nbdServe(t, nbdBackend{sess})
+	sock := nbdServe(t, newNBDBackend(sess))
 	c, err := nbdtest.Dial("unix", sock, "v")
 	if err != nil {
 		t.Fatal(err)
