@@ -36,6 +36,6 @@ func TestContract(t *testing.T) {
 			mu.Unlock()
 			return openLeg(t, legConfig(r.fabric, r.n))
 		},
-		Capabilities: blockdevtest.CapAsync | blockdevtest.CapFixedBuffers,
+		Capabilities: blockdevtest.CapAsync | blockdevtest.CapAsyncBatcher | blockdevtest.CapFixedBuffers,
 	})
 }

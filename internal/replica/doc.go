@@ -17,6 +17,13 @@
 // SubmitWrite / SubmitRead take a free slot without waiting and refuse
 // (false: the mirror falls back to WriteAt on a worker) when none is
 // free or the leg is closed or down; blocking calls wait for a slot.
+// The leg batches (blockdev.AsyncBatcher): under a Plug — the target's
+// poller plugs the mirror, which plugs its legs, for the commands of one
+// poll — async I/O goes through an initiator.Submitter and waits in its
+// I/O queue's intake; the Unplug that releases the last Plug issues the
+// burst on the poller's goroutine in one post, without a hand-off to the
+// initiator's queue goroutine (batch.go; each burst takes the next I/O
+// queue). Blocking calls are never held.
 // Flush is an NVMe Flush, WriteFUA a Write with FUA, WriteZeroes Write
 // Zeroes, Discard a Dataset Management deallocate. Vectored blocking
 // calls with several buffers go through one bounce buffer (the target

@@ -93,8 +93,9 @@ func (e *IOError) Error() string {
 func (e *IOError) Unwrap() []error { return []error{blockdev.ErrMedium, e.Err} }
 
 // Leg is a remote mirror leg: a replica's namespace reached through an
-// initiator.Session. It implements blockdev.Backend, blockdev.Async and
-// blockdev.FixedBuffers; see the package documentation.
+// initiator.Session. It implements blockdev.Backend, blockdev.Async,
+// blockdev.AsyncBatcher and blockdev.FixedBuffers; see the package
+// documentation.
 type Leg struct {
 	cfg     LegConfig
 	log     *slog.Logger
@@ -115,6 +116,9 @@ type Leg struct {
 	stop     chan struct{} // stops the watchdog
 	wg       sync.WaitGroup
 	drainMu  sync.Mutex // serialises drains (Close, UnregisterFixed)
+
+	bmu sync.Mutex // guards b
+	b   batch      // blockdev.AsyncBatcher (batch.go)
 
 	fixMu   sync.Mutex // guards regs, nextReg
 	regs    map[blockdev.FixedRegion]*initiator.MemRegion
@@ -153,8 +157,13 @@ func Open(ctx context.Context, cfg LegConfig) (*Leg, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	b, err := newBatch(s)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
 	l := &Leg{
-		cfg: cfg, log: log, s: s, bs: s.BlockSize(), blocks: uint64(s.Size()) / uint64(s.BlockSize()),
+		cfg: cfg, log: log, s: s, b: b, bs: s.BlockSize(), blocks: uint64(s.Size()) / uint64(s.BlockSize()),
 		timeout: cfg.IOTimeout,
 		slots:   make([]slot, cfg.Depth),
 		free:    make(chan *slot, cfg.Depth),
@@ -293,6 +302,10 @@ func (l *Leg) Close() error {
 	if !l.closeBeg.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: replica %s", blockdev.ErrClosed, l.cfg.SubNQN)
 	}
+	// Nothing may stay held for an Unplug that a caller still owes.
+	l.bmu.Lock()
+	l.flushLocked()
+	l.bmu.Unlock()
 	var ferr error
 	if l.down.Load() == nil {
 		ferr = l.Flush()
@@ -331,5 +344,6 @@ func (l *Leg) drain(f func()) {
 var _ interface {
 	blockdev.Backend
 	blockdev.Async
+	blockdev.AsyncBatcher
 	blockdev.FixedBuffers
 } = (*Leg)(nil)

@@ -39,7 +39,9 @@ type wakeMsg struct {
 	abandoned bool
 }
 
-// submit hands s's request to the session. The caller filled s.cb.
+// submit hands s's request to the session — for an async caller
+// (s.cb set) under a Plug, through the burst's Submitter (batch.go).
+// The caller filled s.cb.
 func (l *Leg) submit(s *slot, op initiator.IOOp, lba uint64, data []byte, n uint64, fua bool) {
 	r := &s.req
 	r.Op, r.Off, r.Data, r.Len, r.FUA = op, int64(lba)*int64(l.bs), data, int64(n)*int64(l.bs), fua
@@ -48,6 +50,9 @@ func (l *Leg) submit(s *slot, op initiator.IOOp, lba uint64, data []byte, n uint
 		s.state.Store(slotBusyRead)
 	} else {
 		s.state.Store(slotBusy)
+	}
+	if s.cb != nil && l.submitBatched(r) {
+		return
 	}
 	_ = l.s.Submit(r) // fails only for a nil Done
 }
