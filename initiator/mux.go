@@ -124,14 +124,21 @@ func (m *queueMux) flush() {
 	}
 }
 
-// take moves the intake into the FIFO, oldest first.
+// take moves the intake into the FIFO, oldest first. A closed intake
+// stays closed: take also runs on a Flush's goroutine, possibly after
+// shut, and must not reopen it for a moment (a push in that moment would
+// be lost when it closes again).
 func (m *queueMux) take() {
-	h := m.head.Swap(nil)
-	if h == muxClosed { // cannot happen before shut; keep it closed
-		m.head.Store(muxClosed)
-		return
+	for {
+		h := m.head.Load()
+		if h == nil || h == muxClosed {
+			return
+		}
+		if m.head.CompareAndSwap(h, nil) {
+			m.appendReversed(h)
+			return
+		}
 	}
-	m.appendReversed(h)
 }
 
 // appendReversed appends a LIFO list to the FIFO in reverse (push) order.
@@ -236,16 +243,22 @@ func (m *queueMux) run() {
 // held; releases it while it yields and while it sleeps.
 func (m *queueMux) sleep() {
 	q := m.q
-	// ready: something for the loop — a completion, new intake, or (a
-	// Flush ran while drive was released) nothing left in flight.
-	ready := func() bool {
-		return m.busy == 0 || q.q.err != nil || m.head.Load() != nil || q.rLen > 0 || q.q.poll() > 0 && q.rLen > 0
+	// other: a reason to return that spinning did not earn — nothing
+	// left in flight (a Flush finished it while drive was released), a
+	// failed queue; it leaves the spin budget as it is. completed: work
+	// the spin found (a completion, new intake).
+	other := func() bool { return m.busy == 0 || q.q.err != nil }
+	completed := func() bool {
+		return m.head.Load() != nil || q.rLen > 0 || q.q.poll() > 0 && q.rLen > 0
 	}
 	for k := 0; k < m.spins; k++ {
 		m.drive.Unlock()
 		runtime.Gosched()
 		m.drive.Lock()
-		if ready() {
+		if other() {
+			return
+		}
+		if completed() {
 			m.spins = spin.Next(m.spins, spinPolls, spin.Found)
 			return
 		}
@@ -256,7 +269,7 @@ func (m *queueMux) sleep() {
 		return
 	}
 	// A completion that arrived before the arm raises no event.
-	if ready() {
+	if other() || completed() {
 		return
 	}
 	m.drive.Unlock()

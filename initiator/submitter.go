@@ -62,7 +62,10 @@ func (b *Submitter) note(m *queueMux) {
 
 // Flush issues what Submit held and finishes what has completed on the
 // queue, on the caller's goroutine, or wakes the queue's goroutine when
-// it is at work. Requests may complete inside Flush. It never blocks.
+// it is at work. Requests may complete inside Flush. It never waits for
+// a completion; like the queue's goroutine it may wait for the transport
+// to take what it posts (an NVMe/TCP socket's send buffer) and, on a
+// controller found lost, for its connections to be torn down.
 func (b *Submitter) Flush() {
 	m := b.pending
 	if m == nil {

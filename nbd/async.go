@@ -60,7 +60,8 @@ type AsyncQueue interface {
 // from the socket (its read buffer holds no whole request), for a free
 // slot, or for the connection's end; Kick issues what Submit held and
 // may complete requests before it returns. Reader goroutine only; it
-// must not wait for a request to execute.
+// must not wait for a request to execute (it may wait for the transport
+// to take what it sends).
 type Kicker interface {
 	Kick()
 }

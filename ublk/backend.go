@@ -134,8 +134,9 @@ type BackendQueue interface {
 // one wake-up brought and before it waits in the kernel again — and once
 // more when it stops, before it waits for the requests still in flight.
 // Flush issues what Submit held and may complete requests
-// (Completer.Complete) before it returns; like Submit it never blocks for
-// a completion and allocates nothing.
+// (Completer.Complete) before it returns; it never waits for a
+// completion (it may wait for the transport to take what it sends) and
+// allocates nothing.
 type Flusher interface {
 	Flush()
 }
