@@ -44,6 +44,16 @@ TAP=tap1 MAC=52:54:00:00:79:03 ip netns exec $NS "$HERE/boot.sh" $PAIR-init lab.
   lab.peer=192.168.79.2 lab.fiotime="${FIOTIME:-15}" ${GUESTARGS:-} 9>&- &
 PB=$!
 wait $PB; rcb=$?
+if [ $rcb != 0 ]; then
+  # The initiator VM failed (a guest kernel panic ends it with no scenario result): the target
+  # VM would otherwise serve until its lab.wait runs out, holding the lab. A minute to end on
+  # its own, then it is stopped.
+  for _ in $(seq 60); do kill -0 $PA 2>/dev/null || break; sleep 1; done
+  if kill -0 $PA 2>/dev/null; then
+    echo "twovm.sh: initiator VM failed (rc=$rcb); stopping the target VM"
+    kill -TERM $PA 2>/dev/null
+  fi
+fi
 wait $PA; rca=$?
 PA=; PB=
 echo "twovm.sh: initiator VM rc=$rcb, target VM rc=$rca, $(( $(date +%s) - t0 ))s"
