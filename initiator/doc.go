@@ -61,6 +61,14 @@
 //   - The blocking methods (Namespace and Session ReadAt, WriteAt,
 //     WriteFUA, Flush, Deallocate, WriteZeroes) are thin wrappers: one
 //     pooled Request and a wait on its channel.
+//   - A Submitter (Session.Submitter) is for a caller with its own queue
+//     affinity and bursts (a ublk queue, an NBD connection's reader): its
+//     requests wait in the intake until Flush, which does the queue
+//     goroutine's work on the caller's goroutine. With SetWaker the caller
+//     also waits for the queue's completions itself: Arm hands it the CQ's
+//     completion-channel descriptor (verbs.FDNotifier) to poll next to its
+//     own events, and the queue goroutine then neither reaps nor sleeps on
+//     that CQ until Release or a path change.
 //
 // A Session chooses the path of a request with one atomic load of an
 // immutable path table, rebuilt on every path change (connect, loss, ANA

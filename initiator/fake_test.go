@@ -83,6 +83,10 @@ type fakeCQ struct {
 	q      []verbs.WorkCompletion
 	armed  bool
 	notify chan struct{}
+	// detached (verbs.FDNotifier, fakecq_linux_test.go): an armed event
+	// makes efd readable instead of sending on notify.
+	detached bool
+	efd      int
 }
 
 func newFakeCQ() *fakeCQ { return &fakeCQ{notify: make(chan struct{}, 1)} }
@@ -111,6 +115,10 @@ func (c *fakeCQ) push(wc verbs.WorkCompletion) {
 	c.q = append(c.q, wc)
 	armed := c.armed
 	c.armed = false
+	if armed && c.detached {
+		c.signalFDLocked()
+		armed = false
+	}
 	c.mu.Unlock()
 	if armed {
 		select {

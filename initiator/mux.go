@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rdmablk/rdmablk/internal/spin"
+	"github.com/rdmablk/rdmablk/verbs"
 )
 
 // queueMux is the submission layer of one I/O queue, shared by any number
@@ -49,6 +50,21 @@ type queueMux struct {
 	busy       int
 	zbufs      []Buffer // per slot: the MemRegion view of a zero-copy command
 	spins      int      // the adaptive spin budget of sleep (internal/spin), ≤ spinPolls
+
+	// A Submitter whose goroutine waits for this queue's completions
+	// itself (Submitter.Arm), owned by drive like the rest: owner is that
+	// Submitter, and the CQ's events then make fd readable (fdn, the
+	// wire's verbs.FDNotifier, detached) instead of waking run, which
+	// never sleeps on the CQ while owner is set (waitOwner). claimed: the
+	// owner's last Arm covers the commands in flight — it will Flush
+	// when fd is readable; otherwise run asks it to Arm again (its
+	// waker). key names this mux's descriptor for the owner's poll set
+	// (a descriptor number can be reused after a reconnect, a key not).
+	owner   *Submitter
+	claimed bool
+	fdn     verbs.FDNotifier
+	fd      int
+	key     uint64
 
 	// Published for Stats (written by run only).
 	inFlight  atomic.Int32
@@ -110,13 +126,19 @@ func (m *queueMux) kick() {
 // wakes the goroutine if it sleeps idle while something is left for it;
 // if drive is held, the holder may be past its last look at the intake,
 // so it wakes the goroutine.
-func (m *queueMux) flush() {
+func (m *queueMux) flush(b *Submitter) {
 	if !m.drive.TryLock() {
 		m.kick()
 		return
 	}
+	if m.owner == b {
+		m.claimed = false // b arms again before it waits
+	}
 	m.step()
-	left := m.busy > 0 || m.fifo != nil || m.head.Load() != nil
+	// What is left b's Arm takes care of when b waits for completions
+	// itself (a waker: it arms before it sleeps); else the goroutine, if
+	// it sleeps idle, must see it.
+	left := b.waker == nil && (m.busy > 0 || m.fifo != nil || m.head.Load() != nil)
 	idle := m.idle.Load()
 	m.drive.Unlock()
 	if left && idle {
@@ -231,8 +253,109 @@ func (m *queueMux) run() {
 		if n := m.step(); n > 0 || m.busy == 0 || q.q.err != nil || m.c.isDead() {
 			continue
 		}
+		if m.owner != nil {
+			m.waitOwner()
+			continue
+		}
 		m.sleep()
 	}
+}
+
+// waitOwner is run's wait while a Submitter's goroutine waits for the
+// CQ (owner): the commands in flight are the owner's to reap, so run
+// waits only for new intake and the controller's end — after asking the
+// owner to Arm again when its last Arm does not cover them (they came
+// from other callers, or the owner found nothing in flight when it
+// armed). Called and returns with drive held; releases it while it
+// waits.
+func (m *queueMux) waitOwner() {
+	var wake func()
+	if !m.claimed {
+		wake = m.owner.waker
+	}
+	m.drive.Unlock()
+	if wake != nil {
+		wake()
+	}
+	select {
+	case <-m.wake:
+	case <-m.c.done:
+	}
+	m.drive.Lock()
+}
+
+// muxKeys numbers the descriptors muxes hand to an owner (key).
+var muxKeys atomic.Uint64
+
+// arm is Submitter.Arm on this queue: with commands in flight it makes b
+// the owner (detaching the CQ's events onto its descriptor the first
+// time), arms the CQ, reaps what completed before the arm (completions
+// are delivered from here) and, if commands are still in flight, claims
+// them and returns the descriptor and its key. Otherwise, or when the
+// queue cannot be waited for on a descriptor, fd is -1 and the
+// goroutine is woken for whatever is left. signalled: the descriptor was
+// readable since the last arm (its event is consumed).
+func (m *queueMux) arm(b *Submitter, signalled bool) (fd int, key uint64) {
+	m.drive.Lock()
+	fd, key = m.armLocked(b, signalled)
+	if fd < 0 {
+		m.claimed = m.claimed && m.owner != b
+	}
+	left := fd < 0 && (m.busy > 0 || m.fifo != nil || m.head.Load() != nil || m.q.q.err != nil)
+	m.drive.Unlock()
+	if left {
+		m.kick()
+	}
+	return fd, key
+}
+
+func (m *queueMux) armLocked(b *Submitter, signalled bool) (int, uint64) {
+	// Under drive a live controller's CQ is open: teardown destroys it
+	// only after run, which needs drive, has returned on a dead one.
+	if m.c.isDead() || m.q.q.err != nil || m.owner != nil && m.owner != b || m.busy == 0 {
+		return -1, 0
+	}
+	if m.owner == nil {
+		n := m.q.q.w.fdNotifier()
+		if n == nil || b.waker == nil {
+			return -1, 0
+		}
+		fd, err := n.DetachNotify()
+		if err != nil {
+			return -1, 0
+		}
+		m.owner, m.fdn, m.fd, m.key = b, n, fd, muxKeys.Add(1)
+		b.owns = m // b owned no other queue: note disowns it when b's requests move here
+	}
+	if signalled {
+		m.fdn.TakeNotify()
+	}
+	if err := m.q.q.w.arm(); err != nil {
+		m.q.q.fail(fmt.Errorf("%w: queue %d: arm CQ: %w", ErrControllerLost, m.q.q.qid, err))
+		return -1, 0 // run fails what is in flight
+	}
+	// A completion that arrived before the arm raises no event.
+	m.step()
+	if m.busy == 0 || m.q.q.err != nil {
+		return -1, 0
+	}
+	m.claimed = true
+	return m.fd, m.key
+}
+
+// disown ends b's ownership: the CQ's events go back to the provider's
+// delivery and run waits on the CQ again. On a dead controller there is
+// nothing to give back (its CQ may already be destroyed).
+func (m *queueMux) disown(b *Submitter) {
+	m.drive.Lock()
+	if m.owner == b {
+		if !m.c.isDead() {
+			_ = m.fdn.AttachNotify() // fails only on a closed CQ
+		}
+		m.owner, m.claimed, m.fdn = nil, false, nil
+	}
+	m.drive.Unlock()
+	m.kick()
 }
 
 // sleep waits for a completion or a new command: a short spin, then an

@@ -25,6 +25,11 @@ type Submitter struct {
 	// pending is the queue with commands held for Flush; last the queue
 	// Flush drives when nothing is pending (to finish completions).
 	pending, last *queueMux
+	// owns is the queue whose completions the caller waits for itself
+	// (Arm), until Release or a change of queue; waker asks the caller
+	// to Arm again (SetWaker).
+	owns  *queueMux
+	waker func()
 }
 
 // Submitter returns a Submitter for I/O queue q (0-based; modulo the
@@ -57,6 +62,12 @@ func (b *Submitter) note(m *queueMux) {
 	if p := b.pending; p != nil && p != m {
 		p.kick()
 	}
+	if o := b.owns; o != nil && o != m {
+		// The path changed: the old queue's goroutine waits for its CQ
+		// again.
+		b.owns = nil
+		o.disown(b)
+	}
 	b.pending, b.last = m, m
 }
 
@@ -80,5 +91,55 @@ func (b *Submitter) Flush() {
 		m.kick()
 		return
 	}
-	m.flush()
+	m.flush(b)
+}
+
+// SetWaker makes the caller wait for completions itself: from now on
+// it must call Arm after every Flush before it sleeps (Flush no longer
+// wakes the queue's goroutine for what it leaves in flight: Arm does
+// when the caller cannot wait for it), until Release. wake is how the
+// queue asks the caller to run its loop again (Flush, Arm) when
+// commands it did not arm for are in flight on a queue it waits for
+// (another caller's, or ones that started after it armed); it is called
+// from the queue's goroutine and must not block or call back into the
+// Submitter. Set it before the first Submit.
+func (b *Submitter) SetWaker(wake func()) { b.waker = wake }
+
+// Arm lets the caller wait for the queue's completions itself, in its
+// own poll set, instead of the queue's goroutine reaping them and
+// waking the caller: call it after Flush, before sleeping. With commands
+// in flight on an RDMA queue whose CQ signals a descriptor
+// (verbs.FDNotifier) it arms the CQ, finishes what completed before the
+// arm (requests may complete inside Arm, as in Flush) and returns the
+// descriptor to wait for (readable: POLLIN) with a key naming it; the
+// caller must then Flush once the descriptor is readable or its wait
+// ends otherwise, and pass signalled = true to the next Arm if it was
+// readable. The same key is the same descriptor: a poll still armed for
+// it need not be armed again; a new key means the old descriptor is no
+// longer used (its poll may be cancelled: after a reconnect its number
+// may name another file). fd < 0: nothing to wait for on a descriptor
+// (nothing in flight, a dead controller, NVMe/TCP, no waker): the queue's
+// goroutine reaps, as without Arm. The CQ stays with the caller until
+// Release or until its requests take another queue (a path change).
+func (b *Submitter) Arm(signalled bool) (fd int, key uint64) {
+	m := b.last
+	if m == nil {
+		return -1, 0
+	}
+	return m.arm(b, signalled)
+}
+
+// Release ends SetWaker: the queue's goroutine takes the completions
+// back (the caller stops waiting for the descriptor; requests in flight
+// still complete) and Flush wakes it again for what it leaves. Call it
+// before the caller stops looping.
+func (b *Submitter) Release() {
+	b.waker = nil
+	if o := b.owns; o != nil {
+		b.owns = nil
+		o.disown(b)
+	}
+	if m := b.last; m != nil {
+		m.kick()
+	}
 }

@@ -1,6 +1,9 @@
 package initiator
 
-import "github.com/rdmablk/rdmablk/nvme"
+import (
+	"github.com/rdmablk/rdmablk/nvme"
+	"github.com/rdmablk/rdmablk/verbs"
+)
 
 // wire is the transport of one queue: what carries command capsules,
 // data and response capsules between the qpair's slot table and the
@@ -40,6 +43,11 @@ type wire interface {
 	// arrived before arm may not signal (poll again after arming).
 	arm() error
 	notify() <-chan struct{}
+	// fdNotifier is the arrivals' event on a descriptor
+	// (verbs.FDNotifier: an RDMA CQ's completion channel), for a
+	// Submitter's goroutine that waits for them in its own poll set; nil
+	// when the transport has none (NVMe/TCP: a reader goroutine).
+	fdNotifier() verbs.FDNotifier
 	// connDone is closed when the connection ends (peer, network,
 	// protocol error); connErr then says why. Any goroutine.
 	connDone() <-chan struct{}

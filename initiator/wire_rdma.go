@@ -408,6 +408,11 @@ func (w *rdmaWire) arm() error { return w.cq.ReqNotify() }
 
 func (w *rdmaWire) notify() <-chan struct{} { return w.cq.Notify() }
 
+func (w *rdmaWire) fdNotifier() verbs.FDNotifier {
+	n, _ := w.cq.(verbs.FDNotifier)
+	return n
+}
+
 func (w *rdmaWire) connDone() <-chan struct{} { return w.id.Done() }
 
 func (w *rdmaWire) connErr() error { return w.id.Err() }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/nvme/tcppdu"
+	"github.com/rdmablk/rdmablk/verbs"
 )
 
 // NVMe/TCP constants of the host side.
@@ -367,6 +368,9 @@ func (w *tcpWire) poll() int {
 func (w *tcpWire) arm() error { return nil }
 
 func (w *tcpWire) notify() <-chan struct{} { return w.sig }
+
+// fdNotifier: none — arrivals come from the connection's reader goroutine.
+func (w *tcpWire) fdNotifier() verbs.FDNotifier { return nil }
 
 func (w *tcpWire) connDone() <-chan struct{} { return w.done }
 

@@ -141,6 +141,39 @@ type Flusher interface {
 	Flush()
 }
 
+// Waiter is an optional Flusher capability, for a backend whose
+// completions are signalled on a descriptor (an RDMA CQ's completion
+// channel): the queue goroutine waits for it in its own io_uring, next to
+// the kernel's block requests, and calls Flush when it is readable, so
+// that the backend's completions are reaped on the queue goroutine and
+// no other goroutine wakes it. The queue calls Arm after every Flush
+// before it sleeps, and Release once, when it stops serving (before it
+// waits for the requests still in flight), or when it cannot wait for
+// the descriptor.
+type Waiter interface {
+	Flusher
+	// Arm prepares the backend's descriptor for the queue's sleep and
+	// returns it (wait for POLLIN) with a key naming it: the same key, the
+	// same descriptor (a poll still armed for it stays); another key
+	// replaces it (the old poll is cancelled: its number may name another
+	// file by now). fd < 0: nothing to wait for there; completions come
+	// through the Completer. signalled: the descriptor of the last Arm was
+	// readable since. Requests may complete inside Arm, as in Flush. It
+	// allocates nothing.
+	Arm(signalled bool) (fd int, key uint64)
+	// Release: the queue no longer waits for the descriptor; the
+	// backend's own goroutines report every completion from now on.
+	Release()
+}
+
+// Waker is implemented by the Completer a queue hands its backend: Wake
+// makes the queue goroutine run its loop (Flush, Arm) again soon without
+// a completion — for a Waiter whose descriptor has work that its last
+// Arm did not cover. Any goroutine; never blocks; allocates nothing.
+type Waker interface {
+	Wake()
+}
+
 // Completer receives a backend queue's completions.
 type Completer interface {
 	// Complete reports the end of tag's request: errno 0 for success, or

@@ -263,7 +263,7 @@ func (d *Device) serve(b Backend, wait time.Duration) error {
 			return fmt.Errorf("ublk: device %d queue %d: mmap descriptors: %w", d.info.DevID, qid, err)
 		}
 		d.maps = append(d.maps, m)
-		r, err := newKring(depth + 1)
+		r, err := newKring(depth + 3) // + the wake-up read, the backend poll and its cancel
 		if err != nil {
 			return fmt.Errorf("ublk: device %d queue %d: %w", d.info.DevID, qid, err)
 		}

@@ -36,7 +36,14 @@
 // goroutine sleeps in io_uring_enter; backend completions arrive on a
 // channel (capacity = depth, so Complete never blocks) and wake it through
 // an eventfd read kept armed in the ring, written only when the goroutine
-// is asleep. Each tag's state (idle → fetching → executing →
+// is asleep. A batching backend (Flusher) issues each loop's requests in
+// Flush; one whose completions are signalled on a descriptor (Waiter: an
+// RDMA CQ's completion channel) hands that descriptor to the loop, which
+// keeps a one-shot POLL_ADD of it armed in the same ring, so one
+// io_uring_enter sleeps for block requests and NVMe completions alike and
+// the backend reaps them on this goroutine (Flush, Arm): no other
+// goroutine and no eventfd write between a completion and its commit.
+// Each tag's state (idle → fetching → executing →
 // [commit-pending] → fetching … → aborted) is explicit in tagSlot.
 //
 // A descriptor is kernel input and is validated before use: the op (read,

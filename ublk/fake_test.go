@@ -29,6 +29,9 @@ type fakeKernel struct {
 	events chan fkEvent
 	kick   chan struct{}
 
+	pollFn func(fd int, key uint64) // arms a poll (Waiter tests); queue goroutine
+	polled atomic.Bool
+
 	ringClosed, wakerClosed atomic.Bool
 	ringClosedCh            chan struct{}
 	wakes                   atomic.Int64
@@ -120,6 +123,28 @@ func (k *fakeKernel) wake() {
 		panic("wake after closeWaker")
 	}
 	k.wakes.Add(1)
+	select {
+	case k.kick <- struct{}{}:
+	default:
+	}
+}
+
+// poll: with pollFn set (a Waiter test) the test's own poller arms
+// it; without, polls are accepted and never fire.
+func (k *fakeKernel) poll(fd int, key uint64) bool {
+	if k.pollFn != nil {
+		k.pollFn(fd, key)
+	}
+	return true
+}
+
+func (k *fakeKernel) pollResult() (fired, failed bool) {
+	return k.polled.Swap(false), false
+}
+
+// pollFired is the test poller's report: the armed poll fired.
+func (k *fakeKernel) pollFired() {
+	k.polled.Store(true)
 	select {
 	case k.kick <- struct{}{}:
 	default:
@@ -428,6 +453,27 @@ func contains(s, sub string) bool {
 	return false
 }
 
+// newFakeQueue is queue 3 of depth tags on the fake kernel k.
+func newFakeQueue(k *fakeKernel, depth int) *queue {
+	lim := &limits{devSectors: 1 << 20, lbsMask: 0, maxIOSectors: fakeMaxIO >> 9, maxDiscard: 1 << 10}
+	return newQueue(3, depth, k.charFD, k, k.descs, lim, fakeMaxIO)
+}
+
+// runArmed starts q's goroutine and waits until it has armed every tag
+// (FETCH_REQ); the returned channel gets run's result.
+func runArmed(t *testing.T, k *fakeKernel, q *queue, depth int) chan error {
+	t.Helper()
+	ready, done := make(chan error, 1), make(chan error, 1)
+	go func() { done <- q.run(ready) }()
+	if err := <-ready; err != nil {
+		t.Fatal(err)
+	}
+	for range depth {
+		k.event(t)
+	}
+	return done
+}
+
 // flushBackend is a batching backend (Flusher): Submit only records the
 // tag; Flush completes every recorded request, from inside Flush.
 type flushBackend struct {
@@ -463,18 +509,10 @@ func TestQueueFlushesBatchingBackend(t *testing.T) {
 	for range depth {
 		b.bufs = append(b.bufs, make([]byte, fakeMaxIO))
 	}
-	lim := &limits{devSectors: 1 << 20, lbsMask: 0, maxIOSectors: fakeMaxIO >> 9, maxDiscard: 1 << 10}
-	q := newQueue(3, depth, k.charFD, k, k.descs, lim, fakeMaxIO)
+	q := newFakeQueue(k, depth)
 	q.setBackend(b)
 	b.done, b.q = q, q
-	ready, done := make(chan error, 1), make(chan error, 1)
-	go func() { done <- q.run(ready) }()
-	if err := <-ready; err != nil {
-		t.Fatal(err)
-	}
-	for range depth {
-		k.event(t)
-	}
+	done := runArmed(t, k, q, depth)
 	for round := range 3 {
 		for tag := range depth {
 			k.issue(t, uint16(tag), ioDesc{opFlags: iodOpRead, nrSectors: 1, startSector: uint64(round)})

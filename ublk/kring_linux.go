@@ -20,10 +20,28 @@ type kring struct {
 	efd   int
 	armed bool
 	val   [8]byte // eventfd read target (lives in the heap object: stable)
+
+	// The backend's descriptor (Waiter): one one-shot POLL_ADD armed
+	// for pollKey at a time; fired / failed until pollResult.
+	pollArmed     bool
+	pollKey       uint64
+	fired, failed bool
 }
 
-// wakeUserData marks the eventfd read; queue commands carry a tag < 2^16.
-const wakeUserData = 1 << 63
+// User data of the ring's own entries; queue commands carry a tag < 2^16.
+const (
+	wakeUserData       = 1 << 63 // the eventfd read
+	pollUserData       = 1 << 62 // | key: the backend descriptor's poll
+	pollRemoveUserData = 1 << 61 // the cancel of a replaced poll
+	pollKeyMask        = pollRemoveUserData - 1
+)
+
+// io_uring opcodes and poll(2) events for the backend's descriptor.
+const (
+	opPollAdd    = 6 // IORING_OP_POLL_ADD
+	opPollRemove = 7 // IORING_OP_POLL_REMOVE
+	pollIn       = 0x1
+)
 
 func newKring(entries int) (*kring, error) {
 	// COOP_TASKRUN: the driver's task work (delivering requests) runs when
@@ -69,14 +87,60 @@ func (k *kring) reap(out []uring.CQE) int {
 	n := k.r.Reap(out)
 	j := 0
 	for i := range n {
-		if out[i].UserData == wakeUserData {
+		switch ud := out[i].UserData; {
+		case ud == wakeUserData:
 			k.armed = false
+		case ud&pollUserData != 0:
+			if k.pollArmed && ud&pollKeyMask == k.pollKey {
+				k.pollArmed = false
+				if res := out[i].Res; res >= 0 {
+					k.fired = true
+				} else if res != -int32(syscall.ECANCELED) {
+					k.failed = true
+				}
+			}
+		case ud == pollRemoveUserData: // its own result says nothing
+		default:
+			out[j] = out[i]
+			j++
 			continue
 		}
-		out[j] = out[i]
-		j++
 	}
 	return j
+}
+
+// poll arms a one-shot wait for fd readable, named key (masked to 61
+// bits), unless one is armed for key already; one armed for another key
+// is cancelled first. False when the SQ had no room (nothing armed).
+func (k *kring) poll(fd int, key uint64) bool {
+	key &= pollKeyMask
+	if k.pollArmed && k.pollKey == key {
+		return true
+	}
+	if k.pollArmed {
+		e := k.r.Next()
+		if e == nil {
+			return false
+		}
+		e.Opcode, e.FD, e.Addr, e.UserData = opPollRemove, -1, pollUserData|k.pollKey, pollRemoveUserData
+		k.pollArmed = false
+	}
+	e := k.r.Next()
+	if e == nil {
+		return false
+	}
+	e.Opcode, e.FD, e.RWFlags, e.UserData = opPollAdd, int32(fd), pollIn, pollUserData|key
+	k.pollArmed, k.pollKey = true, key
+	return true
+}
+
+// pollResult reports and clears what the armed poll did since the last
+// call: fired (the descriptor was readable) or failed (the kernel refused
+// to wait for it).
+func (k *kring) pollResult() (fired, failed bool) {
+	fired, failed = k.fired, k.failed
+	k.fired, k.failed = false, false
+	return fired, failed
 }
 
 // wake adds 1 to the eventfd. The eventfd is in blocking mode (see

@@ -27,6 +27,13 @@ type qring interface {
 	reap(out []uring.CQE) int
 	// wake makes a concurrent or the next submit(true) return.
 	wake()
+	// poll arms a one-shot wait, ended by submit(true), for fd readable
+	// (the backend's descriptor, Waiter), named key, unless one is armed
+	// for key already (one for another key is cancelled). False when the
+	// SQ had no room. pollResult reports and clears whether the armed
+	// poll fired or failed since the last call.
+	poll(fd int, key uint64) bool
+	pollResult() (fired, failed bool)
 	// closeRing closes the io_uring instance (the kernel cancels the
 	// queue's commands); closeWaker releases what wake uses, once no
 	// completion can call wake any more.
@@ -98,6 +105,7 @@ type queue struct {
 	maxIO  uint32 // max_io_buf_bytes: every buffer holds this much
 	bq     BackendQueue
 	fl     Flusher // bq's, or nil (setBackend)
+	wt     Waiter  // bq's, or nil; dropped (Release) when its descriptor cannot be waited for
 	slots  []tagSlot
 	cqes   []uring.CQE
 
@@ -105,6 +113,7 @@ type queue struct {
 	posted   atomic.Uint64   // completions sent on done
 	taken    uint64          // completions received (queue goroutine)
 	sleeping atomic.Bool     // the queue goroutine is (about to be) in submit(true)
+	nudged   atomic.Bool     // Wake since the loop's start: loop again before sleeping
 	killed   atomic.Bool
 
 	wakeMu      sync.Mutex // guards wakerClosed and calls of ring.wake
@@ -137,6 +146,37 @@ func newQueue(id uint16, depth int, charFD int32, ring qring, descs []byte, lim 
 func (q *queue) setBackend(bq BackendQueue) {
 	q.bq = bq
 	q.fl, _ = bq.(Flusher)
+	q.wt, _ = bq.(Waiter)
+}
+
+// arm lets a Waiter backend prepare its descriptor and arms the ring's
+// poll of it; false when the poll could not be armed (no SQ room: the
+// queue must not sleep yet). A descriptor the kernel refused to poll
+// ends the Waiter's use: its own goroutines report completions from
+// then on.
+func (q *queue) arm() bool {
+	if q.wt == nil {
+		return true
+	}
+	fired, failed := q.ring.pollResult()
+	if failed {
+		q.wt.Release()
+		q.wt = nil
+		return true
+	}
+	fd, key := q.wt.Arm(fired)
+	if fd < 0 {
+		return true
+	}
+	return q.ring.poll(fd, key)
+}
+
+// release ends a Waiter's use of the ring (the queue stops serving).
+func (q *queue) release() {
+	if q.wt != nil {
+		q.wt.Release()
+		q.wt = nil
+	}
 }
 
 // flush hands the backend what this loop submitted (Flusher).
@@ -150,6 +190,15 @@ func (q *queue) flush() {
 func (q *queue) Complete(tag uint16, errno syscall.Errno) {
 	q.done <- completion{tag, errno} // never blocks: at most depth in flight
 	q.posted.Add(1)
+	if q.sleeping.Load() && q.sleeping.CompareAndSwap(true, false) {
+		q.wake()
+	}
+}
+
+// Wake implements Waker for the queue's backend: the queue goroutine
+// loops (Flush, Arm) before it sleeps again.
+func (q *queue) Wake() {
+	q.nudged.Store(true)
 	if q.sleeping.Load() && q.sleeping.CompareAndSwap(true, false) {
 		q.wake()
 	}
@@ -326,16 +375,22 @@ func (q *queue) serve() error {
 		if q.killed.Load() {
 			return nil
 		}
+		q.nudged.Store(false)
 		// What the last wake-up's requests gave the backend goes out
 		// now, and completions a batching backend finishes here are
-		// drained below without a wake-up.
+		// drained below without a wake-up. A Waiter then arms its
+		// descriptor, whose poll ends the sleep below when completions
+		// arrive (those it finished while arming are drained too).
 		q.flush()
 		q.drain()
+		polling := q.arm()
+		q.drain()
 		q.flushPending()
-		// Sleep only if no completion is waiting (see Complete): either
-		// this load sees a completion posted, or Complete sees sleeping.
+		// Sleep only if no completion is waiting (see Complete) and no
+		// Wake came (see Wake): either these loads see it, or the other
+		// side sees sleeping.
 		q.sleeping.Store(true)
-		wait := q.posted.Load() == q.taken && !q.killed.Load()
+		wait := polling && q.posted.Load() == q.taken && !q.nudged.Load() && !q.killed.Load()
 		if !wait {
 			q.sleeping.Store(false)
 		}
@@ -381,8 +436,10 @@ func (q *queue) run(ready chan<- error) error {
 	}
 	// The ring goes first: the kernel cancels what is still armed.
 	q.ring.closeRing()
-	// A batching backend may still hold requests submitted in the last
+	// A Waiter's completions go back to its own goroutines, and a
+	// batching backend may still hold requests submitted in the last
 	// loop: they go out now, so that the wait below ends.
+	q.release()
 	q.flush()
 	// Requests with the backend complete into nothing (the kernel requeues
 	// them, or already failed them); wait for each so the buffers are no

@@ -91,6 +91,10 @@ func (b *Backend) OpenQueue(q, depth int, done ublk.Completer) (ublk.BackendQueu
 		_ = syscall.Munmap(mem)
 		return nil, fmt.Errorf("ublkback: queue %d: %w", q, err)
 	}
+	if w, ok := done.(ublk.Waker); ok {
+		// The ublk queue goroutine waits for the CQ itself (Arm).
+		sub.SetWaker(w.Wake)
+	}
 	return &queue{sub: sub, done: done, mem: mem, regs: regs, per: per, reqs: make([]initiator.Request, depth)}, nil
 }
 
@@ -104,7 +108,7 @@ type queue struct {
 	reqs []initiator.Request // per tag: owned by the initiator from Submit to RequestDone
 }
 
-var _ ublk.Flusher = (*queue)(nil)
+var _ ublk.Waiter = (*queue)(nil)
 
 // Buffer implements ublk.BackendQueue.
 func (q *queue) Buffer(tag uint16) []byte {
@@ -146,6 +150,17 @@ func (q *queue) Submit(tag uint16, req *ublk.Request) {
 // (below) runs right here. What is left in flight the initiator's queue
 // goroutine finishes.
 func (q *queue) Flush() { q.sub.Flush() }
+
+// Arm implements ublk.Waiter: the initiator queue's CQ descriptor
+// (initiator.Submitter.Arm), so that the ublk queue goroutine sleeps in
+// its io_uring until a block request or an NVMe completion arrives and
+// reaps the completions itself (its next Flush): no initiator goroutine
+// and no eventfd write between an RDMA completion and the commit.
+func (q *queue) Arm(signalled bool) (int, uint64) { return q.sub.Arm(signalled) }
+
+// Release implements ublk.Waiter: the initiator queue's goroutine reaps
+// again.
+func (q *queue) Release() { q.sub.Release() }
 
 // RequestDone implements initiator.Notifier: on the initiator's queue
 // goroutine (or inside Submit for a request refused at once), it ends the

@@ -63,13 +63,20 @@
 //
 // # Goroutines
 //
-// Per queue: Submit runs on the ublk queue goroutine and never blocks
-// (Session.Submit does not). The adapter has no goroutine of its own: each
-// Request carries the queue as its initiator.Notifier, so the initiator's
-// queue goroutine (or the session's replay goroutine, or Submit itself
-// for a request refused at once) calls RequestDone, which calls ublk's
-// Completer (a channel send with room and, if the ublk queue sleeps, one
-// eventfd write) — one goroutine hand-off per completion, not two. Close
-// deregisters and unmaps the buffers; ublk calls it only after every
-// request has completed. Submit and completion allocate nothing.
+// Per queue: Submit and Flush run on the ublk queue goroutine and never
+// block for a completion. The adapter has no goroutine of its own. Each
+// ublk queue submits through an initiator Submitter on its I/O queue:
+// Submit leaves the commands in the queue's intake, Flush (once per ublk
+// loop) issues the burst in one post, and Arm (ublk.Waiter) hands the
+// ublk loop the I/O queue's CQ descriptor, which it polls in its own
+// io_uring; when it is readable the loop's Flush reaps the completions,
+// so RequestDone runs on the ublk queue goroutine and ublk's Completer is
+// a channel send without a wake-up — no initiator goroutine and no
+// eventfd write per completion. Where the CQ gives no descriptor
+// (NVMe/TCP; a dead controller; after Release), the initiator's queue
+// goroutine (or the session's replay goroutine, or Submit itself for a
+// request refused at once) calls RequestDone, and ublk's Completer wakes
+// the queue with one eventfd write if it sleeps. Close deregisters and
+// unmaps the buffers; ublk calls it only after every request has
+// completed. Submit and completion allocate nothing.
 package ublkback

@@ -222,20 +222,29 @@ func (r *qpRecorder) injectAll() int {
 // its own protection domain before it carries I/O — and replays the
 // reads: each completes once, with the right data, still without a copy.
 // Writes before and after the reconnect go out of the tag buffers too.
+// gatedRig is a session of one queue × 8 over the soft provider with a
+// QP recorder (for error injection) to a target serving a gated memory
+// disk at addr, and its ublk backend.
+func gatedRig(t *testing.T, p soft.Profile, addr string) (*mem.Backend, *gated, *qpRecorder, *initiator.Session, *ublkback.Backend) {
+	t.Helper()
+	fab := soft.NewFabric()
+	disk := mem.New(4096, 512)
+	g := &gated{Backend: disk, open: true}
+	g.cond = sync.NewCond(&g.mu)
+	addr = serve(t, fab, g, addr)
+	rec := &qpRecorder{Provider: soft.New(soft.Options{Profile: p, Fabric: fab})}
+	s := open(t, rec, addr, 1, 8)
+	b, err := ublkback.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return disk, g, rec, s, b
+}
+
 func TestZeroCopyReplayAfterQPError(t *testing.T) {
 	for _, pr := range profiles {
 		t.Run(pr.name, func(t *testing.T) {
-			fab := soft.NewFabric()
-			disk := mem.New(4096, 512)
-			g := &gated{Backend: disk, open: true}
-			g.cond = sync.NewCond(&g.mu)
-			addr := serve(t, fab, g, "zcreplay:4420")
-			rec := &qpRecorder{Provider: soft.New(soft.Options{Profile: pr.p, Fabric: fab})}
-			s := open(t, rec, addr, 1, 8)
-			b, err := ublkback.New(s)
-			if err != nil {
-				t.Fatal(err)
-			}
+			disk, g, rec, s, b := gatedRig(t, pr.p, "zcreplay:4420")
 			const n, size = 4, 8192
 			c := make(chanCompleter, 8)
 			q, err := b.OpenQueue(0, 8, c)
