@@ -28,7 +28,11 @@ if [ "${LAB_NOLOCK:-0}" != 1 ]; then
 fi
 OUTD=$SHARE/out/$RUNID
 mkdir -p "$SHARE/scripts" "$SHARE/bin" "$OUTD"
-cp "$HERE"/guest/*.sh "$SHARE/scripts/"
+# Each script lands by rename: twovm.sh boots two of these at once, and two cp's into the same
+# files race ("File exists", or a guest reading a half-written script).
+for f in "$HERE"/guest/*.sh; do
+  cp "$f" "$SHARE/scripts/.$(basename "$f").$$" && mv -f "$SHARE/scripts/.$(basename "$f").$$" "$SHARE/scripts/$(basename "$f")"
+done
 rm -f "$OUTD/$SCEN.log"
 case "$NET" in
   user) NETARGS=(-netdev "user,id=n0,restrict=on" -device "virtio-net-pci,netdev=n0,mac=$MAC") ;;
