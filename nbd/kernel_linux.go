@@ -29,6 +29,29 @@ const (
 	ioctlSetFlags      = 0xab0a
 )
 
+// socketBuffer is the send buffer of each end of a kernel attachment's
+// socket pair. A unix stream socket's sender may have at most its send
+// buffer's worth of skbs unread at the peer; the default (wmem_default,
+// 208 KiB) holds about 35 queued 4 KiB writes (each a header skb and a
+// data skb), so with the queue depths an attachment runs (128) the
+// kernel's nbd request path would sleep in sock_sendmsg waiting for our
+// reader, and our reply writes for the kernel's receive worker. 4 MiB
+// holds a queue depth of 128 KiB requests' headers, or 1,000 4 KiB
+// payloads, in each direction; memory is used only as far as it is.
+const socketBuffer = 4 << 20
+
+// sizeSocketBuffers sets both ends' send buffers to socketBuffer:
+// SO_SNDBUFFORCE (CAP_NET_ADMIN, which an attachment has: it needs
+// CAP_SYS_ADMIN for the nbd ioctls) past net.core.wmem_max, else
+// SO_SNDBUF up to it. A refusal only leaves the default.
+func sizeSocketBuffers(fds [2]int) {
+	for _, fd := range fds {
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, socketBuffer) != nil {
+			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, socketBuffer)
+		}
+	}
+}
+
 // KernelDevice is an export attached to a kernel /dev/nbdX.
 type KernelDevice struct {
 	// Path is the device node, e.g. /dev/nbd0.
@@ -110,6 +133,7 @@ func (s *Server) AttachKernel(dev, name string, timeout time.Duration, conns int
 			return nil, fmt.Errorf("nbd: attach %s: socketpair: %w", dev, err)
 		}
 		kernelEnds = append(kernelEnds, fds[0])
+		sizeSocketBuffers(fds)
 		sf := os.NewFile(uintptr(fds[1]), "nbd-server")
 		c, err := net.FileConn(sf)
 		sf.Close()
