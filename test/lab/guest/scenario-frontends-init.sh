@@ -42,12 +42,24 @@ devices() {
   local p; for p in /sys/block/nbd*/pid; do [ -e "$p" ] && echo "/dev/$(basename "$(dirname "$p")")"; done
   [ -n "$(ls "$RDMABLK_RUN_DIR"/*.json 2>/dev/null)" ] && echo "rdmablk-attachment:$(ls "$RDMABLK_RUN_DIR"/*.json | xargs -n1 basename | tr '\n' ' ')"
 }
-# clean WHEN: no device of any configuration is present (waits up to 10 s for one going away).
+# rc_qps: RC queue pairs on this guest's RDMA device (the kernel host's and our initiator's; the
+# GSI QP is not RC).
+rc_qps() { rdma resource show qp 2>/dev/null | grep -c 'type RC'; }
+# clean WHEN: no device of any configuration is present (waits up to 10 s for one going away), and
+# no RC QP is left (waits up to 10 s more; a QP still there is recorded, not failed: the kernel's
+# nvme-rdma destroys its QPs after nvme disconnect returns). Twice (runs 2026-11-25-0728 and
+# 2026-12-04-1947) the 6.12 guest kernel crashed in rxe right as the nbd configuration connected
+# just after the kernel host's disconnect (round 3): the next configuration starts on a device with
+# no queue pairs left.
 clean() {
   local left i
-  for ((i = 0; i < 100; i++)); do left=$(devices); [ -z "$left" ] && return 0; nap 0.1; done
-  result "fe.leftover.$1" "$(echo $left | tr ' ' ',')"
-  fail "left over $1: $left"; return 1
+  for ((i = 0; i < 100; i++)); do left=$(devices); [ -z "$left" ] && break; nap 0.1; done
+  if [ -n "$left" ]; then
+    result "fe.leftover.$1" "$(echo $left | tr ' ' ',')"
+    fail "left over $1: $left"; return 1
+  fi
+  for ((i = 0; i < 100; i++)); do [ "$(rc_qps)" = 0 ] && return 0; nap 0.1; done
+  result "fe.leftover_qps.$1" "$(rc_qps)"
 }
 # up CFG ROUND: connect; sets DEV.
 up() {
