@@ -114,14 +114,7 @@ func TestWaiterLoopAcrossQPError(t *testing.T) {
 				return p
 			}
 			submit := func(op ublk.Op, fill func(tag int, buf []byte)) []ublk.Request {
-				reqs := make([]ublk.Request, n)
-				for tag := range n {
-					buf := q.Buffer(uint16(tag))[:size]
-					fill(tag, buf)
-					reqs[tag] = ublk.Request{Op: op, Offset: uint64(tag) * size, Length: size, Data: buf}
-					q.Submit(uint16(tag), &reqs[tag])
-				}
-				return reqs
+				return submitTags(q, op, n, size, fill)
 			}
 			check := func(what string, got []completion) {
 				t.Helper()

@@ -241,6 +241,20 @@ func gatedRig(t *testing.T, p soft.Profile, addr string) (*mem.Backend, *gated, 
 	return disk, g, rec, s, b
 }
 
+// submitTags submits op on tags 0..n-1 of q, size bytes at tag × size,
+// each tag's buffer filled by fill first; it returns the requests (they
+// must live until they complete).
+func submitTags(q ublk.BackendQueue, op ublk.Op, n, size int, fill func(tag int, buf []byte)) []ublk.Request {
+	reqs := make([]ublk.Request, n)
+	for tag := range n {
+		buf := q.Buffer(uint16(tag))[:size]
+		fill(tag, buf)
+		reqs[tag] = ublk.Request{Op: op, Offset: uint64(tag * size), Length: uint64(size), Data: buf}
+		q.Submit(uint16(tag), &reqs[tag])
+	}
+	return reqs
+}
+
 func TestZeroCopyReplayAfterQPError(t *testing.T) {
 	for _, pr := range profiles {
 		t.Run(pr.name, func(t *testing.T) {
@@ -260,13 +274,7 @@ func TestZeroCopyReplayAfterQPError(t *testing.T) {
 				return p
 			}
 			run := func(op ublk.Op, fill func(tag int, buf []byte)) {
-				reqs := make([]ublk.Request, n)
-				for tag := range n {
-					buf := q.Buffer(uint16(tag))[:size]
-					fill(tag, buf)
-					reqs[tag] = ublk.Request{Op: op, Offset: uint64(tag) * size, Length: size, Data: buf}
-					q.Submit(uint16(tag), &reqs[tag])
-				}
+				submitTags(q, op, n, size, fill)
 				q.(ublk.Flusher).Flush() // as the ublk queue goroutine does after a burst
 			}
 			wait := func(what string) {
