@@ -139,9 +139,11 @@ func (m *queueMux) flush(b *Submitter) {
 	// itself (a waker: it arms before it sleeps); else the goroutine, if
 	// it sleeps idle, must see it.
 	left := b.waker == nil && (m.busy > 0 || m.fifo != nil || m.head.Load() != nil)
-	idle := m.idle.Load()
+	// The goroutine sleeps idle, or waits for another owner's Arm
+	// (waitOwner: woken, it asks that owner to arm for what b issued).
+	wake := m.idle.Load() || m.owner != nil && m.owner != b
 	m.drive.Unlock()
-	if left && idle {
+	if left && wake {
 		m.kick()
 	}
 }
@@ -280,6 +282,7 @@ func (m *queueMux) waitOwner() {
 	select {
 	case <-m.wake:
 	case <-m.c.done:
+	case <-m.q.q.w.notify(): // detached, the CQ still reports an overrun here
 	}
 	m.drive.Lock()
 }
@@ -312,7 +315,17 @@ func (m *queueMux) arm(b *Submitter, signalled bool) (fd int, key uint64) {
 func (m *queueMux) armLocked(b *Submitter, signalled bool) (int, uint64) {
 	// Under drive a live controller's CQ is open: teardown destroys it
 	// only after run, which needs drive, has returned on a dead one.
-	if m.c.isDead() || m.q.q.err != nil || m.owner != nil && m.owner != b || m.busy == 0 {
+	if m.c.isDead() || m.q.q.err != nil || m.owner != nil && m.owner != b {
+		return -1, 0
+	}
+	if m.owner == b && signalled {
+		m.fdn.TakeNotify()
+		signalled = false
+	}
+	if m.busy == 0 {
+		if m.owner == b {
+			return -1, m.key // still b's descriptor: a poll of it may stay
+		}
 		return -1, 0
 	}
 	if m.owner == nil {

@@ -118,9 +118,12 @@ func (b *Submitter) SetWaker(wake func()) { b.waker = wake }
 // it need not be armed again; a new key means the old descriptor is no
 // longer used (its poll may be cancelled: after a reconnect its number
 // may name another file). fd < 0: nothing to wait for on a descriptor
-// (nothing in flight, a dead controller, NVMe/TCP, no waker): the queue's
-// goroutine reaps, as without Arm. The CQ stays with the caller until
-// Release or until its requests take another queue (a path change).
+// now — with key 0 none at all (a dead controller, NVMe/TCP, no waker,
+// another owner: the queue's goroutine reaps, as without Arm; a poll of
+// an earlier descriptor should be cancelled), with the current key
+// nothing in flight. The CQ stays with the caller until Release or until
+// its requests take another queue (a path change). Arm takes the queue's
+// lock: never call it from a request's Done or Notify (they run under it).
 func (b *Submitter) Arm(signalled bool) (fd int, key uint64) {
 	m := b.last
 	if m == nil {
@@ -134,11 +137,11 @@ func (b *Submitter) Arm(signalled bool) (fd int, key uint64) {
 // still complete) and Flush wakes it again for what it leaves. Call it
 // before the caller stops looping.
 func (b *Submitter) Release() {
-	b.waker = nil
 	if o := b.owns; o != nil {
 		b.owns = nil
-		o.disown(b)
+		o.disown(b) // after it no queue goroutine reads b.waker
 	}
+	b.waker = nil
 	if m := b.last; m != nil {
 		m.kick()
 	}

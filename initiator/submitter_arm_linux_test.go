@@ -2,6 +2,7 @@ package initiator
 
 import (
 	"bytes"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -133,5 +134,116 @@ func TestSubmitterArmWaitsOnCaller(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatal("after Release the queue's goroutine never finished the burst")
 		}
+	}
+}
+
+// TestSubmitterArmOtherCallers: a Submitter without a waker that issues
+// commands on a queue another Submitter owns (whose last Arm found
+// nothing in flight, so it claims nothing) wakes the queue's goroutine,
+// which asks the owner to arm; the owner's Arm covers the commands, and
+// its Flush on the descriptor finishes them.
+func TestSubmitterArmOtherCallers(t *testing.T) {
+	const bs, blocks = 512, 1024
+	r := newFakeRig(t, 16, bs, blocks, 4096, 0)
+	s := newFakeSession(r, bs, blocks)
+	owner, _ := s.Submitter(0)
+	asked := make(chan struct{}, 1)
+	owner.SetWaker(func() {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+	})
+	waitMuxIdle(t, r.c.muxes[0])
+	// The owner takes the queue: one read answered while it sleeps on fd.
+	r.qp.setAuto(false)
+	done := make(chan *Request, 8)
+	first := Request{Op: IORead, Data: make([]byte, 4096), Done: done}
+	if err := owner.Submit(&first); err != nil {
+		t.Fatal(err)
+	}
+	owner.Flush()
+	fd, key := owner.Arm(false)
+	if fd < 0 {
+		t.Fatal("the owner got no descriptor")
+	}
+	// A plain Submit wakes the queue's goroutine, which issues it and,
+	// the queue being owned, waits in waitOwner (not idle): it releases
+	// drive only there once the command is at the controller.
+	second := Request{Op: IORead, Off: 4096, Data: make([]byte, 4096), Done: done}
+	if err := s.Submit(&second); err != nil {
+		t.Fatal(err)
+	}
+	for r.qp.heldCount() < 2 {
+		runtime.Gosched()
+	}
+	m := r.c.muxes[0]
+	m.drive.Lock()
+	m.drive.Unlock()
+	if m.idle.Load() {
+		t.Fatal("the queue's goroutine went idle with a command in flight")
+	}
+	r.qp.setAuto(true)
+	r.qp.release()
+	pollFD(t, fd)
+	owner.Flush()
+	if _, k := owner.Arm(true); k != key {
+		t.Fatalf("nothing in flight: Arm key %d, want the owner's %d (its poll may stay)", k, key)
+	}
+	<-done
+	<-done
+	// Another caller's burst, held at the controller.
+	r.qp.setAuto(false)
+	other, _ := s.Submitter(0)
+	reqs := make([]Request, 4)
+	for i := range reqs {
+		reqs[i] = Request{Op: IORead, Off: int64(i+1) * 4096, Data: make([]byte, 4096), Done: done}
+		if err := other.Submit(&reqs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other.Flush()
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("another caller's commands in flight on an owned queue: the owner was never asked to arm")
+	}
+	owner.Flush()
+	if fd, _ = owner.Arm(false); fd < 0 {
+		t.Fatal("the owner's Arm did not cover the other caller's commands")
+	}
+	r.qp.setAuto(true)
+	r.qp.release()
+	pollFD(t, fd)
+	owner.Flush()
+	for range reqs {
+		select {
+		case got := <-done:
+			if got.Err != nil {
+				t.Fatal(got.Err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the other caller's requests never completed")
+		}
+	}
+	owner.Release()
+}
+
+// pollFD waits until fd is readable.
+func pollFD(t *testing.T, fd int) {
+	t.Helper()
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		_, err := unix.Poll(pfd, int((30 * time.Second).Milliseconds()))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pfd[0].Revents&unix.POLLIN == 0 {
+			t.Fatal("the descriptor never became readable")
+		}
+		return
 	}
 }

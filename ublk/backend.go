@@ -156,10 +156,12 @@ type Waiter interface {
 	// returns it (wait for POLLIN) with a key naming it: the same key, the
 	// same descriptor (a poll still armed for it stays); another key
 	// replaces it (the old poll is cancelled: its number may name another
-	// file by now). fd < 0: nothing to wait for there; completions come
-	// through the Completer. signalled: the descriptor of the last Arm was
-	// readable since. Requests may complete inside Arm, as in Flush. It
-	// allocates nothing.
+	// file by now). fd < 0: nothing to wait for there now — with key 0 no
+	// descriptor at all (a poll still armed is cancelled), with the armed
+	// poll's key nothing in flight (the poll stays); completions not
+	// reaped here come through the Completer. signalled: the descriptor of
+	// the last Arm was readable since. Requests may complete inside Arm,
+	// as in Flush. It allocates nothing.
 	Arm(signalled bool) (fd int, key uint64)
 	// Release: the queue no longer waits for the descriptor; the
 	// backend's own goroutines report every completion from now on.

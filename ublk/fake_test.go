@@ -138,6 +138,8 @@ func (k *fakeKernel) poll(fd int, key uint64) bool {
 	return true
 }
 
+func (k *fakeKernel) cancelPoll() {}
+
 func (k *fakeKernel) pollResult() (fired, failed bool) {
 	return k.polled.Swap(false), false
 }

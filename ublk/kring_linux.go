@@ -134,6 +134,19 @@ func (k *kring) poll(fd int, key uint64) bool {
 	return true
 }
 
+// cancelPoll implements qring.
+func (k *kring) cancelPoll() {
+	if !k.pollArmed {
+		return
+	}
+	e := k.r.Next()
+	if e == nil {
+		return
+	}
+	e.Opcode, e.FD, e.Addr, e.UserData = opPollRemove, -1, pollUserData|k.pollKey, pollRemoveUserData
+	k.pollArmed = false
+}
+
 // pollResult reports and clears what the armed poll did since the last
 // call: fired (the descriptor was readable) or failed (the kernel refused
 // to wait for it).

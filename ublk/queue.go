@@ -34,6 +34,9 @@ type qring interface {
 	// poll fired or failed since the last call.
 	poll(fd int, key uint64) bool
 	pollResult() (fired, failed bool)
+	// cancelPoll cancels the armed poll, if any (best effort: with the SQ
+	// full it stays until a later call).
+	cancelPoll()
 	// closeRing closes the io_uring instance (the kernel cancels the
 	// queue's commands); closeWaker releases what wake uses, once no
 	// completion can call wake any more.
@@ -165,10 +168,15 @@ func (q *queue) arm() bool {
 		return true
 	}
 	fd, key := q.wt.Arm(fired)
-	if fd < 0 {
-		return true
+	switch {
+	case fd >= 0:
+		return q.ring.poll(fd, key)
+	case key == 0:
+		// No descriptor now (a dead or other path): a poll of the old
+		// one would pin its file, or watch whatever reuses its number.
+		q.ring.cancelPoll()
 	}
-	return q.ring.poll(fd, key)
+	return true
 }
 
 // release ends a Waiter's use of the ring (the queue stops serving).

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -73,10 +74,14 @@ var ublkQueues atomic.Int64
 // its own P. GOMAXPROCS is only raised; the CPUs the process may run on
 // are unchanged, so this adds no parallelism, only Ps that stay idle.
 func ublkProcs(queues int) {
+	ublkProcsMu.Lock() // two attachments starting at once must not lower it
+	defer ublkProcsMu.Unlock()
 	if want := int(ublkQueues.Add(int64(queues))) + 1; runtime.GOMAXPROCS(0) < want {
 		runtime.GOMAXPROCS(want)
 	}
 }
+
+var ublkProcsMu sync.Mutex
 
 // RemoveStaleUblk stops and deletes the ublk device a dead attachment
 // left (its state file names it): the I/O the kernel held for a recovery
