@@ -178,9 +178,10 @@ func TestSubmitterArmOtherCallers(t *testing.T) {
 		runtime.Gosched()
 	}
 	m := r.c.muxes[0]
-	m.drive.Lock()
+	m.drive.Lock() // free only once the goroutine waits (in waitOwner)
+	idle := m.idle.Load()
 	m.drive.Unlock()
-	if m.idle.Load() {
+	if idle {
 		t.Fatal("the queue's goroutine went idle with a command in flight")
 	}
 	r.qp.setAuto(true)
