@@ -125,14 +125,21 @@ func TestSubmitterArmWaitsOnCaller(t *testing.T) {
 	sub.Release()
 	r.qp.setAuto(true)
 	r.qp.release()
-	for range reqs {
+	waitDone(t, done, len(reqs), "after Release the queue's goroutine never finished the burst")
+}
+
+// waitDone takes n successful requests from done, failing with what if
+// they do not come within 30 s.
+func waitDone(t *testing.T, done <-chan *Request, n int, what string) {
+	t.Helper()
+	for range n {
 		select {
 		case got := <-done:
 			if got.Err != nil {
 				t.Fatal(got.Err)
 			}
 		case <-time.After(30 * time.Second):
-			t.Fatal("after Release the queue's goroutine never finished the burst")
+			t.Fatal(what)
 		}
 	}
 }
@@ -217,16 +224,7 @@ func TestSubmitterArmOtherCallers(t *testing.T) {
 	r.qp.release()
 	pollFD(t, fd)
 	owner.Flush()
-	for range reqs {
-		select {
-		case got := <-done:
-			if got.Err != nil {
-				t.Fatal(got.Err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("the other caller's requests never completed")
-		}
-	}
+	waitDone(t, done, len(reqs), "the other caller's requests never completed")
 	owner.Release()
 }
 
