@@ -301,9 +301,6 @@ var muxKeys atomic.Uint64
 func (m *queueMux) arm(b *Submitter, signalled bool) (fd int, key uint64) {
 	m.drive.Lock()
 	fd, key = m.armLocked(b, signalled)
-	if fd < 0 {
-		m.claimed = m.claimed && m.owner != b
-	}
 	left := fd < 0 && (m.busy > 0 || m.fifo != nil || m.head.Load() != nil || m.q.q.err != nil)
 	m.drive.Unlock()
 	if left {
@@ -318,9 +315,11 @@ func (m *queueMux) armLocked(b *Submitter, signalled bool) (int, uint64) {
 	if m.c.isDead() || m.q.q.err != nil || m.owner != nil && m.owner != b {
 		return -1, 0
 	}
-	if m.owner == b && signalled {
-		m.fdn.TakeNotify()
-		signalled = false
+	if m.owner == b {
+		m.claimed = false // until this Arm covers what is in flight
+		if signalled {
+			m.fdn.TakeNotify()
+		}
 	}
 	if m.busy == 0 {
 		if m.owner == b {
@@ -339,9 +338,6 @@ func (m *queueMux) armLocked(b *Submitter, signalled bool) (int, uint64) {
 		}
 		m.owner, m.fdn, m.fd, m.key = b, n, fd, muxKeys.Add(1)
 		b.owns = m // b owned no other queue: note disowns it when b's requests move here
-	}
-	if signalled {
-		m.fdn.TakeNotify()
 	}
 	if err := m.q.q.w.arm(); err != nil {
 		m.q.q.fail(fmt.Errorf("%w: queue %d: arm CQ: %w", ErrControllerLost, m.q.q.qid, err))

@@ -181,8 +181,10 @@ func TestSubmitterArmOtherCallers(t *testing.T) {
 	if err := s.Submit(&second); err != nil {
 		t.Fatal(err)
 	}
-	for r.qp.heldCount() < 2 {
-		runtime.Gosched()
+	for deadline := time.Now().Add(30 * time.Second); r.qp.heldCount() < 2; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("the plain Submit never reached the controller")
+		}
 	}
 	m := r.c.muxes[0]
 	m.drive.Lock() // free only once the goroutine waits (in waitOwner)

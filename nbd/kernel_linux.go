@@ -36,8 +36,8 @@ const (
 // data skb), so with the queue depths an attachment runs (128) the
 // kernel's nbd request path would sleep in sock_sendmsg waiting for our
 // reader, and our reply writes for the kernel's receive worker. 4 MiB
-// holds a queue depth of 128 KiB requests' headers, or 1,000 4 KiB
-// payloads, in each direction; memory is used only as far as it is.
+// holds the payloads of a full queue (128) of 32 KiB requests in each
+// direction; memory is taken only as far as data is queued.
 const socketBuffer = 4 << 20
 
 // sizeSocketBuffers sets both ends' send buffers to socketBuffer:

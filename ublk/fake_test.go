@@ -266,11 +266,18 @@ func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&b[0]))) }
 
 func (r *queueRig) finish(t testing.TB) error {
 	t.Helper()
+	return runEnd(t, r.done, "queue did not end")
+}
+
+// runEnd returns a queue goroutine's result from done, failing with what
+// if it has not ended within 10 s.
+func runEnd(t testing.TB, done <-chan error, what string) error {
+	t.Helper()
 	select {
-	case err := <-r.done:
+	case err := <-done:
 		return err
 	case <-time.After(10 * time.Second):
-		t.Fatal("queue did not end")
+		t.Fatal(what)
 	}
 	return nil
 }
@@ -529,13 +536,8 @@ func TestQueueFlushesBatchingBackend(t *testing.T) {
 	// kills it from Submit): the queue's teardown flushes it, so the wait
 	// for it ends.
 	k.issue(t, 0, ioDesc{opFlags: iodOpWrite, nrSectors: 8})
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a killed queue never ended: its held request was not flushed")
+	if err := runEnd(t, done, "a killed queue never ended: its held request was not flushed"); err != nil {
+		t.Fatal(err)
 	}
 	if b.closed.Load() != 1 {
 		t.Fatal("backend queue not closed")

@@ -117,13 +117,8 @@ func (k *kring) poll(fd int, key uint64) bool {
 	if k.pollArmed && k.pollKey == key {
 		return true
 	}
-	if k.pollArmed {
-		e := k.r.Next()
-		if e == nil {
-			return false
-		}
-		e.Opcode, e.FD, e.Addr, e.UserData = opPollRemove, -1, pollUserData|k.pollKey, pollRemoveUserData
-		k.pollArmed = false
+	if !k.removePoll() {
+		return false
 	}
 	e := k.r.Next()
 	if e == nil {
@@ -135,16 +130,21 @@ func (k *kring) poll(fd int, key uint64) bool {
 }
 
 // cancelPoll implements qring.
-func (k *kring) cancelPoll() {
+func (k *kring) cancelPoll() { k.removePoll() }
+
+// removePoll queues the cancel of the armed poll, if any; false when the
+// SQ had no room for it (the poll stays armed).
+func (k *kring) removePoll() bool {
 	if !k.pollArmed {
-		return
+		return true
 	}
 	e := k.r.Next()
 	if e == nil {
-		return
+		return false
 	}
 	e.Opcode, e.FD, e.Addr, e.UserData = opPollRemove, -1, pollUserData|k.pollKey, pollRemoveUserData
 	k.pollArmed = false
+	return true
 }
 
 // pollResult reports and clears what the armed poll did since the last

@@ -163,8 +163,7 @@ func (q *queue) arm() bool {
 	}
 	fired, failed := q.ring.pollResult()
 	if failed {
-		q.wt.Release()
-		q.wt = nil
+		q.release()
 		return true
 	}
 	fd, key := q.wt.Arm(fired)
@@ -179,7 +178,8 @@ func (q *queue) arm() bool {
 	return true
 }
 
-// release ends a Waiter's use of the ring (the queue stops serving).
+// release ends a Waiter's use of the ring (the queue stops serving, or
+// cannot poll its descriptor).
 func (q *queue) release() {
 	if q.wt != nil {
 		q.wt.Release()

@@ -158,13 +158,8 @@ func TestQueueWaitsOnWaiterDescriptor(t *testing.T) {
 		t.Fatal("Arm never called")
 	}
 	q.kill()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("queue never stopped")
+	if err := runEnd(t, done, "queue never stopped"); err != nil {
+		t.Fatal(err)
 	}
 	if r := b.released.Load(); r != 1 {
 		t.Fatalf("Waiter released %d times, want once", r)

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/rdmablk/rdmablk/internal/attach/ublkback"
@@ -59,7 +58,12 @@ func (a *Attachment) startUblk(prev *state) error {
 
 // ublkQueues counts the ublk queue threads this process has started
 // (every attachment's, never decremented: a P left over is harmless).
-var ublkQueues atomic.Int64
+// ublkProcsMu guards it and the GOMAXPROCS check and set (two
+// attachments starting at once must not lower it).
+var (
+	ublkProcsMu sync.Mutex
+	ublkQueues  int
+)
 
 // ublkProcs raises GOMAXPROCS to one P per ublk queue thread of the
 // process plus one. A queue thread sleeps in io_uring_enter as a
@@ -74,14 +78,13 @@ var ublkQueues atomic.Int64
 // its own P. GOMAXPROCS is only raised; the CPUs the process may run on
 // are unchanged, so this adds no parallelism, only Ps that stay idle.
 func ublkProcs(queues int) {
-	ublkProcsMu.Lock() // two attachments starting at once must not lower it
+	ublkProcsMu.Lock()
 	defer ublkProcsMu.Unlock()
-	if want := int(ublkQueues.Add(int64(queues))) + 1; runtime.GOMAXPROCS(0) < want {
+	ublkQueues += queues
+	if want := ublkQueues + 1; runtime.GOMAXPROCS(0) < want {
 		runtime.GOMAXPROCS(want)
 	}
 }
-
-var ublkProcsMu sync.Mutex
 
 // RemoveStaleUblk stops and deletes the ublk device a dead attachment
 // left (its state file names it): the I/O the kernel held for a recovery

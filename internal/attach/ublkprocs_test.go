@@ -10,9 +10,15 @@ import (
 func TestUblkProcs(t *testing.T) {
 	old := runtime.GOMAXPROCS(1)
 	defer runtime.GOMAXPROCS(old)
-	before := ublkQueues.Load()
-	defer ublkQueues.Store(before)
-	ublkQueues.Store(0)
+	ublkProcsMu.Lock()
+	before := ublkQueues
+	ublkQueues = 0
+	ublkProcsMu.Unlock()
+	defer func() {
+		ublkProcsMu.Lock()
+		ublkQueues = before
+		ublkProcsMu.Unlock()
+	}()
 	ublkProcs(2)
 	if got := runtime.GOMAXPROCS(0); got != 3 {
 		t.Fatalf("one device of 2 queues: GOMAXPROCS %d, want 3", got)
