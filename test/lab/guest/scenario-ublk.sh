@@ -94,10 +94,12 @@ FPID=$!
 sleep 3
 APID=$(sed 's/.*"pid":\([0-9]*\).*/\1/' "$RDMABLK_RUN_DIR/lab.json")
 OLD=$DEV
+peer_kill_begin
 run kill -9 "$APID"
 for _ in $(seq 100); do kill -0 "$APID" 2>/dev/null || break; sleep 0.1; done
 t0=$(ts)
 attach || fail "restart of the attachment"
+peer_kill_end "the attachment"
 echo "recovery took $(since "$t0")s"
 grep -q 'recovered ublk device' "$RDMABLK_RUN_DIR/lab.log" && result ublk.kill9.recovered yes || { result ublk.kill9.recovered no; fail "the attachment did not recover the device"; }
 [ "$DEV" = "$OLD" ] || fail "device changed across the restart: $OLD -> $DEV"
@@ -159,9 +161,11 @@ if serve_up; then
   WPID=$!
   sleep 2
   OLD=$DEV
+  peer_kill_begin
   run kill -9 "$SPID"; wait "$SPID" 2>/dev/null
   t0=$(ts)
   serve_up || fail "serve restart"
+  peer_kill_end "rdmablk serve"
   echo "serve recovery took $(since "$t0")s"
   grep -q 'recovered ublk device' "$LAB_OUT/serve.log" && result ublk.serve_kill9.recovered yes || { result ublk.serve_kill9.recovered no; fail "serve did not recover the device"; }
   [ "$DEV" = "$OLD" ] || fail "device changed across the serve restart: $OLD -> $DEV"
