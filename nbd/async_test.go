@@ -32,6 +32,18 @@ func contract(t *testing.T, test func(*testing.T, wrapFn)) {
 	t.Run("async-kicker", func(t *testing.T) {
 		test(t, func(m *memBackend) nbd.Backend { return &asyncMem{memBackend: m, t: t, kicker: true} })
 	})
+	for _, v := range contractVariants {
+		t.Run(v.name, func(t *testing.T) { test(t, v.wrap(t)) })
+	}
+}
+
+// contractVariants are backends of the contract that exist on some
+// systems only (poller_linux_test.go).
+var contractVariants []contractVariant
+
+type contractVariant struct {
+	name string
+	wrap func(*testing.T) wrapFn
 }
 
 // asyncMem is a memBackend with an AsyncQueue per connection that checks

@@ -134,9 +134,9 @@ func (s *Server) AttachKernel(dev, name string, timeout time.Duration, conns int
 		}
 		kernelEnds = append(kernelEnds, fds[0])
 		sizeSocketBuffers(fds)
-		sf := os.NewFile(uintptr(fds[1]), "nbd-server")
-		c, err := net.FileConn(sf)
-		sf.Close()
+		// Served by descriptor: a connection whose queue is a Poller
+		// runs its poll loop on it (loop_linux.go).
+		c, err := newSockConn(fds[1])
 		if err != nil {
 			closeAll()
 			f.Close()

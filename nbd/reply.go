@@ -28,6 +28,12 @@ func (cs *conn) finish(r *Request, errno uint32, more bool) {
 	binary.BigEndian.PutUint64(r.hdr[8:], r.cookie)
 	cs.wmu.Lock()
 	cs.pend = append(cs.pend, r)
+	if l := cs.loop; l != nil && l.deferring {
+		// The poll loop writes it (loop_linux.go).
+		cs.wmu.Unlock()
+		l.poke()
+		return
+	}
 	if cs.writing || more {
 		cs.wmu.Unlock()
 		return
@@ -38,6 +44,18 @@ func (cs *conn) finish(r *Request, errno uint32, more bool) {
 		cs.wake <- struct{}{}
 		return
 	}
+	cs.writeAll()
+}
+
+// writePending writes the queued replies unless a writer is at work. The
+// poll loop's (the only writer while it runs).
+func (cs *conn) writePending() {
+	cs.wmu.Lock()
+	if cs.writing || len(cs.pend) == 0 {
+		cs.wmu.Unlock()
+		return
+	}
+	cs.writing = true
 	cs.writeAll()
 }
 
@@ -77,7 +95,13 @@ func (cs *conn) writeBatch(batch []*Request) {
 			}
 		}
 		cs.iov, cs.wb = iov, iov
-		if _, err := cs.wb.WriteTo(cs.c); err != nil {
+		var err error
+		if v, ok := cs.c.(vectorWriter); ok {
+			_, err = v.writeBuffers(cs.wb)
+		} else {
+			_, err = cs.wb.WriteTo(cs.c)
+		}
+		if err != nil {
 			cs.werr = err
 			cs.c.Close() // the reader stops too
 		}
@@ -85,4 +109,11 @@ func (cs *conn) writeBatch(batch []*Request) {
 	for _, r := range batch {
 		cs.release(r)
 	}
+}
+
+// vectorWriter is a connection that writes several buffers in one system
+// call itself (sockConn; net.Buffers.WriteTo does for the net package's
+// connections only).
+type vectorWriter interface {
+	writeBuffers(bufs [][]byte) (int64, error)
 }

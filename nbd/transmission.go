@@ -20,6 +20,10 @@ type conn struct {
 	e *Export
 	q AsyncQueue // nil: every request runs the blocking Backend methods
 
+	kicker Kicker // q's, if it batches
+	held   bool   // kicker holds requests submitted since the last Kick
+	loop   *loop  // the poll loop (loop_linux.go), nil without one
+
 	reqs []Request  // one per slot
 	free chan int32 // slots not in flight; the in-flight bound
 	wg   sync.WaitGroup
@@ -39,7 +43,31 @@ type conn struct {
 // protocol violation, starts each (see dispatch), and returns after every
 // started request has replied.
 func (s *Server) transmit(c net.Conn, e *Export) {
-	cs := &conn{s: s, c: c, e: e,
+	var q AsyncQueue
+	if ab, ok := e.Backend.(AsyncBackend); ok {
+		var err error
+		if q, err = ab.OpenQueue(s.maxIn); err != nil {
+			s.log.Warn("nbd: backend refused a queue; closing connection", "err", err)
+			return
+		}
+	}
+	if _, ok := q.(Poller); ok && !s.writerGoroutine {
+		// A socket of the net package is served by descriptor from
+		// here on, so that the poll loop can wait for it.
+		if sc := s.adopt(c); sc != nil {
+			defer s.unadopt(sc)
+			c = sc
+		}
+	}
+	release, ok := holdConn(c)
+	if !ok {
+		if q != nil {
+			q.Close()
+		}
+		return
+	}
+	defer release() // after the drain below: no reply is written after it
+	cs := &conn{s: s, c: c, e: e, q: q,
 		reqs:  make([]Request, s.maxIn),
 		free:  make(chan int32, s.maxIn),
 		pend:  make([]*Request, 0, s.maxIn),
@@ -50,34 +78,23 @@ func (s *Server) transmit(c net.Conn, e *Export) {
 		cs.reqs[i].c, cs.reqs[i].Slot = cs, i
 		cs.free <- int32(i)
 	}
-	if ab, ok := e.Backend.(AsyncBackend); ok {
-		q, err := ab.OpenQueue(s.maxIn)
-		if err != nil {
-			s.log.Warn("nbd: backend refused a queue; closing connection", "err", err)
-			return
-		}
-		cs.q = q
-	}
 	if s.writerGoroutine {
 		cs.wake = make(chan struct{}, 1)
 		cs.wg.Add(1)
 		go cs.writer()
 	}
+	cs.kicker, _ = cs.q.(Kicker)
+	cs.loop = startLoop(cs)
 	// Requests are read through a buffer: a burst the kernel sent
 	// together costs one read, and the reader knows when the burst ends
 	// (nothing whole left in the buffer) to Kick a batching queue then,
 	// before it blocks.
-	rd := bufio.NewReaderSize(c, readBufferSize)
-	kick := func() {}
-	held := false // a Kicker holds requests submitted since the last kick
-	if k, ok := cs.q.(Kicker); ok {
-		kick = func() {
-			if held {
-				held = false
-				k.Kick()
-			}
-		}
+	var src io.Reader = c
+	if cs.loop != nil {
+		src = cs.loop // reads without blocking; sleeps in the loop
 	}
+	rd := bufio.NewReaderSize(src, readBufferSize)
+	kick := cs.kick
 	defer func() {
 		kick() // drain waits for every request: none may stay held
 		cs.drain()
@@ -113,7 +130,11 @@ func (s *Server) transmit(c net.Conn, e *Export) {
 		case slot = <-cs.free:
 		default: // every slot in flight: what is held must go before the wait
 			kick()
-			slot = <-cs.free
+			if cs.loop != nil {
+				slot = cs.loop.takeSlot()
+			} else {
+				slot = <-cs.free
+			}
 		}
 		r := &cs.reqs[slot]
 		r.typ, r.length = typ, length
@@ -137,7 +158,15 @@ func (s *Server) transmit(c net.Conn, e *Export) {
 		}
 		s.inFlight.Add(1)
 		s.requests.Add(1)
-		held = cs.dispatch(r) || held
+		cs.held = cs.dispatch(r) && cs.kicker != nil || cs.held
+	}
+}
+
+// kick issues what the Kicker holds. Reader goroutine only.
+func (cs *conn) kick() {
+	if cs.held {
+		cs.held = false
+		cs.kicker.Kick()
 	}
 }
 
@@ -222,6 +251,9 @@ func (cs *conn) runBlocking(r *Request) {
 // drain waits until every slot is free again (every started request has
 // replied) and the reply writer is done, then closes the AsyncQueue.
 func (cs *conn) drain() {
+	if cs.loop != nil {
+		cs.loop.stop() // the loop writes the replies until every slot is free
+	}
 	for range cs.s.maxIn {
 		<-cs.free
 	}

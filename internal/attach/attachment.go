@@ -207,7 +207,9 @@ func Start(ctx context.Context, cfg Config, opts initiator.Options, runDir strin
 			dev = ""
 		}
 		// One NBD connection per I/O queue (NBD_FLAG_CAN_MULTI_CONN).
-		k, err := a.srv.AttachKernel(dev, cfg.Name, cfg.IOTimeout, max(1, sess.Stats().Queues))
+		conns := max(1, sess.Stats().Queues)
+		pollerProcs(conns) // each connection's poll loop (nbd/loop_linux.go)
+		k, err := a.srv.AttachKernel(dev, cfg.Name, cfg.IOTimeout, conns)
 		switch {
 		case err == nil:
 			a.kdev = k

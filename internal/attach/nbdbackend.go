@@ -22,8 +22,10 @@ func newNBDBackend(s *initiator.Session) nbdBackend {
 }
 
 var (
-	_ nbd.AsyncBackend = nbdBackend{}
-	_ nbd.Kicker       = (*nbdQueue)(nil)
+	_ nbd.AsyncBackend   = nbdBackend{}
+	_ nbd.Kicker         = (*nbdQueue)(nil)
+	_ nbd.Poller         = (*nbdQueue)(nil)
+	_ initiator.Notifier = (*nbdQueue)(nil)
 )
 
 // OpenQueue returns one connection's queue: a slot table of depth
@@ -58,6 +60,10 @@ type nbdQueue struct {
 	slots   []nbdSlot            // indexed by nbd.Request.Slot (= initiator.Request.User)
 	done    chan *initiator.Request
 	stopped chan struct{} // closed when complete returned
+	// polled: the connection's poll loop reaps the queue itself
+	// (SetWaker); requests then complete through RequestDone, mostly on
+	// the loop's goroutine inside Kick or Arm, and Done is not used.
+	polled bool
 }
 
 // nbdSlot is the state of one in-flight request. The connection's reader
@@ -87,7 +93,10 @@ func (q *nbdQueue) Submit(r *nbd.Request) {
 	if int(r.Op) < len(opOf) {
 		ir.Op = opOf[r.Op] // 0 for an unknown op: the session rejects it with ErrInvalid
 	}
-	ir.Done, ir.User = q.done, uint64(r.Slot)
+	ir.Done, ir.Notify, ir.User = q.done, nil, uint64(r.Slot)
+	if q.polled {
+		ir.Done, ir.Notify = nil, q
+	}
 	if err := q.sub.Submit(ir); err != nil {
 		s.nr, ir.Data = nil, nil
 		r.Complete(err)
@@ -99,6 +108,30 @@ func (q *nbdQueue) Submit(r *nbd.Request) {
 // hand-off to the queue's goroutine); completions it finishes there go
 // to Done like the others.
 func (q *nbdQueue) Kick() { q.sub.Flush() }
+
+// SetWaker implements nbd.Poller: the connection's loop waits for the
+// initiator queue's completions itself (initiator.Submitter.SetWaker).
+func (q *nbdQueue) SetWaker(wake func()) {
+	q.sub.SetWaker(wake)
+	q.polled = true
+}
+
+// Arm implements nbd.Poller (initiator.Submitter.Arm).
+func (q *nbdQueue) Arm(signalled bool) (int, uint64) { return q.sub.Arm(signalled) }
+
+// Release implements nbd.Poller (initiator.Submitter.Release).
+func (q *nbdQueue) Release() { q.sub.Release() }
+
+// RequestDone implements initiator.Notifier for a polled queue: it
+// completes the NBD request, which queues its reply for the loop (on the
+// loop's goroutine when it reaped the request, else from the initiator's
+// goroutine, which then wakes the loop). It does not block.
+func (q *nbdQueue) RequestDone(ir *initiator.Request) {
+	s := &q.slots[ir.User]
+	r, err := s.nr, ir.Err
+	s.nr, ir.Data = nil, nil
+	r.Complete(err)
+}
 
 // complete runs until Close: it completes each NBD request whose
 // initiator Request came back (an initiator error becomes the errno the

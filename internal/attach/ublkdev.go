@@ -3,10 +3,8 @@ package attach
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/rdmablk/rdmablk/internal/attach/ublkback"
@@ -23,7 +21,7 @@ func (a *Attachment) startUblk(prev *state) error {
 	if err != nil {
 		return err
 	}
-	ublkProcs(b.Geometry().Queues)
+	pollerProcs(b.Geometry().Queues)
 	o := ublk.Options{DevID: -1}
 	if prev != nil && prev.Ublk {
 		d, err := ublk.Recover(prev.UblkID, b, o)
@@ -54,36 +52,6 @@ func (a *Attachment) startUblk(prev *state) error {
 	a.udev = d
 	a.log.Info("created ublk device", "device", d.Path(), "queues", d.Info().NrHWQueues, "depth", d.Info().QueueDepth)
 	return nil
-}
-
-// ublkQueues counts the ublk queue threads this process has started
-// (every attachment's, never decremented: a P left over is harmless).
-// ublkProcsMu guards it and the GOMAXPROCS check and set (two
-// attachments starting at once must not lower it).
-var (
-	ublkProcsMu sync.Mutex
-	ublkQueues  int
-)
-
-// ublkProcs raises GOMAXPROCS to one P per ublk queue thread of the
-// process plus one. A queue thread sleeps in io_uring_enter as a
-// blocking system call; when no P is left idle, the runtime's monitor
-// takes the sleeping thread's P after ~20 µs and starts a spinning thread
-// to look for work (runtime handoffp: no idle P, no spinning M), which
-// finds none and sleeps again, and the queue thread then waits for a P
-// when it wakes: thread wake-ups per sleep for nothing (on a one-vCPU
-// guest, runtime.schedule/findRunnable/futex were ~20 % of the
-// attachment's CPU). With a P idle the monitor leaves a system call
-// shorter than 10 ms alone (runtime retake) and the thread goes on with
-// its own P. GOMAXPROCS is only raised; the CPUs the process may run on
-// are unchanged, so this adds no parallelism, only Ps that stay idle.
-func ublkProcs(queues int) {
-	ublkProcsMu.Lock()
-	defer ublkProcsMu.Unlock()
-	ublkQueues += queues
-	if want := ublkQueues + 1; runtime.GOMAXPROCS(0) < want {
-		runtime.GOMAXPROCS(want)
-	}
 }
 
 // RemoveStaleUblk stops and deletes the ublk device a dead attachment

@@ -1,0 +1,218 @@
+package nbd
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// sockConn is a connected stream socket the server drives by descriptor,
+// outside Go's netpoller: its connection goroutine reads it and waits for
+// it in its own poll(2) set (loop_linux.go), so a request's arrival costs
+// no netpoller wake-up and no goroutine hand-off. It is a net.Conn so the
+// server tracks and closes it like any other; Read and Write block with
+// poll(2) for the paths that do not use the loop.
+//
+// The descriptor's lifetime: transmit holds it (hold) from its start to
+// its end, after every reply was written (done). Close shuts the socket
+// down at once — the loop's poll wakes, the reads see end of file, the
+// writes EPIPE — and closes the descriptor only when nobody holds it;
+// otherwise done does. So no goroutine ever uses the number after close,
+// when it could name another file.
+type sockConn struct {
+	fd int
+
+	mu     sync.Mutex // guards held, closed, shut
+	held   bool
+	closed bool // Close was called
+	shut   bool // the descriptor is closed
+
+	iov []unix.Iovec // writeBuffers' vector; writers are serialised (conn.wmu)
+}
+
+// newSockConn takes ownership of fd (a connected stream socket) and makes
+// it non-blocking.
+func newSockConn(fd int) (*sockConn, error) {
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return &sockConn{fd: fd}, nil
+}
+
+// hold reserves the descriptor until done; false when Close came first.
+func (c *sockConn) hold() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.held = true
+	return true
+}
+
+// done ends hold; the descriptor is closed if Close was called.
+func (c *sockConn) done() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = false
+	if c.closed && !c.shut {
+		c.shut = true
+		unix.Close(c.fd)
+	}
+}
+
+// Close shuts the socket down and closes the descriptor unless transmit
+// holds it (then done closes it). Idempotent.
+func (c *sockConn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	if c.shut {
+		return nil
+	}
+	_ = unix.Shutdown(c.fd, unix.SHUT_RDWR)
+	if !c.held {
+		c.shut = true
+		return unix.Close(c.fd)
+	}
+	return nil
+}
+
+// errAgain: a non-blocking read found nothing to read.
+var errAgain = errors.New("nbd: socket would block")
+
+// readOnce is one non-blocking read: (n, nil), (0, io.EOF), (0, errAgain)
+// or (0, the error).
+func (c *sockConn) readOnce(p []byte) (int, error) {
+	for {
+		n, err := unix.Read(c.fd, p)
+		switch {
+		case err == nil && n > 0:
+			return n, nil
+		case err == nil:
+			return 0, io.EOF
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return 0, errAgain
+		case err == unix.ECONNRESET:
+			return 0, io.EOF
+		}
+		return 0, err
+	}
+}
+
+// Read implements net.Conn, blocking in poll(2).
+func (c *sockConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for {
+		n, err := c.readOnce(p)
+		if err != errAgain {
+			return n, err
+		}
+		if err := c.await(unix.POLLIN); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// await blocks until the socket is ready for events (or hung up).
+func (c *sockConn) await(events int16) error {
+	pfd := []unix.PollFd{{Fd: int32(c.fd), Events: events}}
+	for {
+		_, err := unix.Poll(pfd, -1)
+		if err == unix.EINTR {
+			continue
+		}
+		return err
+	}
+}
+
+// Write implements net.Conn: all of p, blocking in poll(2) while the
+// socket's send buffer is full.
+func (c *sockConn) Write(p []byte) (int, error) {
+	b := [][]byte{p}
+	n, err := c.writeBuffers(b)
+	return int(n), err
+}
+
+// writeBuffers writes every byte of bufs with writev(2), resuming after
+// short writes (it reslices the elements of bufs as it goes). Writers must
+// be serialised (the connection's reply writer).
+func (c *sockConn) writeBuffers(bufs [][]byte) (int64, error) {
+	var total int64
+	for len(bufs) > 0 {
+		iov := c.iov[:0]
+		for _, b := range bufs {
+			if len(b) == 0 {
+				continue
+			}
+			v := unix.Iovec{Base: &b[0]}
+			v.SetLen(len(b))
+			iov = append(iov, v)
+			if len(iov) == maxIOV {
+				break
+			}
+		}
+		c.iov = iov
+		if len(iov) == 0 {
+			return total, nil
+		}
+		r, _, e := unix.Syscall(unix.SYS_WRITEV, uintptr(c.fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
+		switch e {
+		case 0:
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			if err := c.await(unix.POLLOUT); err != nil {
+				return total, err
+			}
+			continue
+		default:
+			return total, e
+		}
+		n := int(r)
+		total += int64(n)
+		for n > 0 && len(bufs) > 0 {
+			if n < len(bufs[0]) {
+				bufs[0] = bufs[0][n:]
+				n = 0
+				break
+			}
+			n -= len(bufs[0])
+			bufs = bufs[1:]
+		}
+		for len(bufs) > 0 && len(bufs[0]) == 0 {
+			bufs = bufs[1:]
+		}
+	}
+	return total, nil
+}
+
+// maxIOV is the most buffers one writev takes (the kernel's UIO_MAXIOV).
+const maxIOV = 1024
+
+// sockAddr names the local and remote ends: a socket pair has no address.
+type sockAddr struct{}
+
+func (sockAddr) Network() string { return "unix" }
+func (sockAddr) String() string  { return "socketpair" }
+
+func (c *sockConn) LocalAddr() net.Addr              { return sockAddr{} }
+func (c *sockConn) RemoteAddr() net.Addr             { return sockAddr{} }
+func (c *sockConn) SetDeadline(time.Time) error      { return errNoDeadline }
+func (c *sockConn) SetReadDeadline(time.Time) error  { return errNoDeadline }
+func (c *sockConn) SetWriteDeadline(time.Time) error { return errNoDeadline }
+
+var errNoDeadline = errors.New("nbd: deadlines are not supported on a socket served by descriptor")
