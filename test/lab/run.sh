@@ -40,7 +40,9 @@
 #              rotated order per round, fio 4 KiB randread/randwrite QD32 x 2 jobs (+ crc32c verify
 #              in round 1); writes results/<date>-frontends[-KERNEL].md (issue 13's goals). Boots
 #              the 6.12 kernel unless LAB_KERNEL says otherwise (ublk rows skipped on 6.1). Env:
-#              ROUNDS (3), FIOTIME (10), VERIFYSIZE (64M). Not part of the default set.
+#              ROUNDS (3), FIOTIME (10), VERIFYSIZE (64M), LABARGS=lab.configs=kernel,ublk,ublk-np,nbd,nbd-np
+#              (which configurations; -np: GODEBUG=asyncpreemptoff=1 in the attachment, an experiment
+#              row). Not part of the default set.
 #   replica    issue 16: two guests; the target guest runs a three-node rdmablkd cluster (raft and API on
 #              loopback, one RDMA listener each on rxe0) with a replicated volume (lab.replicas copies,
 #              2: owner n2, copy n3; 3 adds n1); the other guest's kernel nvme-rdma host (native multipath)
@@ -186,9 +188,10 @@ for s in $SCENARIOS; do
       (exit $rc) ;;
     frontends)
       FFT=${FIOTIME:-10}
-      FTO=${TIMEOUT:-$(( 1200 + ROUNDS * 3 * (90 + 3 * FFT) ))}
+      NCFG=3; case "${LABARGS:-}" in *lab.configs=*) NCFG=$(echo "${LABARGS#*lab.configs=}" | cut -d' ' -f1 | tr ',' '\n' | wc -l) ;; esac
+      FTO=${TIMEOUT:-$(( 1200 + ROUNDS * NCFG * (90 + 3 * FFT) ))}
       LAB_KERNEL=$FE_KERNEL KERNEL=$USER_KERNEL INITRD=$USER_INITRD RUNID=$RUN-frontends FIOTIME=$FFT TIMEOUT=$FTO \
-        GUESTARGS="lab.rounds=$ROUNDS lab.verifysize=${VERIFYSIZE:-64M} lab.wait=$FTO" PAIR=frontends bg "$HERE/twovm.sh"
+        GUESTARGS="lab.rounds=$ROUNDS lab.verifysize=${VERIFYSIZE:-64M} lab.wait=$FTO ${LABARGS:-}" PAIR=frontends bg "$HERE/twovm.sh"
       rc=$?
       echo "$(cut -d' ' -f1-3 /proc/loadavg)" > "$SHARE/out/$RUN-frontends/load-after.txt"
       (exit $rc) ;;

@@ -30,7 +30,14 @@ if ! run modprobe ublk_drv; then
   echo "no ublk_drv in kernel $(uname -r) (ublk needs 6.0+: LAB_KERNEL=6.12): ublk rows skipped"
   CFGS="kernel nbd"
 fi
-result fe.configs "${CFGS// /,}"
+# lab.configs=kernel,ublk,ublk-np,...: the configurations to run instead (a name ending in -np is
+# that frontend with GODEBUG=asyncpreemptoff=1 in the attachment: the runtime's signal-based
+# preemption off, an experiment row without a goal)
+if [ -n "${LAB_CONFIGS:-}" ]; then
+  CFGS=${LAB_CONFIGS//,/ }
+  [ -e /dev/ublk-control ] || CFGS=$(echo "$CFGS" | tr ' ' '\n' | grep -v '^ublk' | tr '\n' ' ')
+fi
+result fe.configs "$(echo $CFGS | tr ' ' ',')"
 wait_file "$LAB_OUT/target.ready" 900 || { fail "target VM never got ready"; exit 1; }
 run ping -c 2 -W 5 "$P" || fail "ping $P"
 
@@ -72,8 +79,10 @@ up() {
       [ -n "$DEV" ] && DEV=/dev/$DEV
       local c0=/sys/class/nvme/$(basename "$DEV" | sed 's/n[0-9]*$//')
       [ -r "$c0/queue_count" ] && result fe.kernel.queues "$(( $(cat "$c0/queue_count") - 1 ))x$(( $(cat "$c0/sqsize") + 1 ))" ;;
-    ublk|nbd)
-      out=$("$B" connect --provider ibverbs -a "$P:4420" --nqn "$NQN" --name "$NAME" --frontend "$c" \
+    ublk|nbd|ublk-np|nbd-np)
+      local gd=${GODEBUG:-}
+      case $c in *-np) gd=asyncpreemptoff=1 ;; esac
+      out=$(GODEBUG=$gd "$B" connect --provider ibverbs -a "$P:4420" --nqn "$NQN" --name "$NAME" --frontend "${c%-np}" \
         --cpuprofile "$LAB_OUT/rdmablk-$c.r$r.pprof" 2>&1); rc=$?
       echo "$out"
       [ $rc = 0 ] || { cat "$RDMABLK_RUN_DIR/$NAME.log"; return 1; }
@@ -81,7 +90,7 @@ up() {
       result "fe.$c.queues" "$(echo "$out" | sed -n 's/.*, \([0-9]*\) queues × \([0-9]*\),.*/\1x\2/p' | head -1)"
       result "fe.$c.provider" ibverbs ;;
   esac
-  case "$c:$DEV" in kernel:/dev/nvme*|ublk:/dev/ublkb*|nbd:/dev/nbd*) ;; *) fail "$c: no device ('$DEV')"; return 1 ;; esac
+  case "${c%-np}:$DEV" in kernel:/dev/nvme*|ublk:/dev/ublkb*|nbd:/dev/nbd*) ;; *) fail "$c: no device ('$DEV')"; return 1 ;; esac
   for _ in $(seq 100); do [ "$(cat /sys/block/"${DEV#/dev/}"/size 2>/dev/null || echo 0)" != 0 ] && break; nap 0.1; done
   result "fe.$c.connect_s.r$r" "$(since "$t0")"
   result "fe.$c.device.r$r" "$DEV"

@@ -17,13 +17,18 @@ import (
 
 // feConfigs in table order, with the device they give and the goal against the kernel host
 // (issue 13: ublk ≥ 0.9×, nbd ≥ 0.7× of the kernel host's IOPS; 0 = the reference).
+// Experiment rows (lab.configs=…,ublk-np,nbd-np: the attachment with GODEBUG=asyncpreemptoff=1)
+// appear only when the run had them.
 var feConfigs = []struct {
 	name, what string
 	goal       float64
+	experiment bool
 }{
-	{"kernel", "kernel nvme-rdma host (/dev/nvmeXnY)", 0},
-	{"ublk", "rdmablk --frontend ublk (/dev/ublkbN)", 0.9},
-	{"nbd", "rdmablk --frontend nbd (/dev/nbdN)", 0.7},
+	{"kernel", "kernel nvme-rdma host (/dev/nvmeXnY)", 0, false},
+	{"ublk", "rdmablk --frontend ublk (/dev/ublkbN)", 0.9, false},
+	{"nbd", "rdmablk --frontend nbd (/dev/nbdN)", 0.7, false},
+	{"ublk-np", "rdmablk --frontend ublk, GODEBUG=asyncpreemptoff=1 (experiment)", 0.9, true},
+	{"nbd-np", "rdmablk --frontend nbd, GODEBUG=asyncpreemptoff=1 (experiment)", 0.7, true},
 }
 
 // feJobs are the timed fio jobs, in table order.
@@ -237,6 +242,7 @@ func writeFrontends(w io.Writer, r *feRun) {
 		fmt.Fprintf(w, "\n**ublk skipped**: no ublk_drv in kernel %s (ublk_drv exists from Linux 6.0; run with LAB_KERNEL=6.12).\n", r.skipped)
 	}
 	ran := func(cfg string) bool { return len(r.configs) == 0 || slices.Contains(r.configs, cfg) }
+	shown := func(i int) bool { return !feConfigs[i].experiment || len(r.configs) > 0 && ran(feConfigs[i].name) }
 
 	fmt.Fprintln(w, "\n### Goals (issue 13): IOPS against the kernel host on the same target")
 	fmt.Fprintln(w)
@@ -244,7 +250,10 @@ func writeFrontends(w io.Writer, r *feRun) {
 	fmt.Fprintln(w, "| --- | --- | --- | --- |")
 	for _, j := range feJobs {
 		ki := summarize(r.series("kernel", j.name, feIOPS))
-		for _, c := range feConfigs[1:] {
+		for i, c := range feConfigs {
+			if i == 0 || !shown(i) {
+				continue
+			}
 			if !ran(c.name) {
 				fmt.Fprintf(w, "| %s | %s | - | not run |\n", j.what, c.name)
 				continue
@@ -264,8 +273,8 @@ func writeFrontends(w io.Writer, r *feRun) {
 	fmt.Fprintln(w, "| job | configuration | IOPS | p50 µs | p99 µs | initiator guest CPU µs per I/O | initiator guest busy % of its CPU | rdmablk process CPU µs per I/O |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, j := range feJobs {
-		for _, c := range feConfigs {
-			if !ran(c.name) {
+		for i, c := range feConfigs {
+			if !shown(i) || !ran(c.name) {
 				continue
 			}
 			ci := summarize(r.series(c.name, j.name, feIOPS))
@@ -282,8 +291,8 @@ func writeFrontends(w io.Writer, r *feRun) {
 
 	fmt.Fprintln(w)
 	var vs, cs, ds []string
-	for _, c := range feConfigs {
-		if !ran(c.name) {
+	for i, c := range feConfigs {
+		if !shown(i) || !ran(c.name) {
 			continue
 		}
 		v := r.verify[c.name]
