@@ -101,14 +101,7 @@ type memQueue struct {
 }
 
 func (q *memQueue) Submit(r *nbd.Request) {
-	q.mu.Lock()
-	if r.Slot < 0 || r.Slot >= len(q.busy) || q.busy[r.Slot] {
-		q.a.t.Errorf("Submit: slot %d of %d busy or out of range", r.Slot, len(q.busy))
-	} else {
-		q.busy[r.Slot] = true
-		q.n++
-	}
-	q.mu.Unlock()
+	q.take(r)
 	if q.a.hold != nil && q.a.hold(r) {
 		q.a.held <- heldReq{r: r, q: q}
 		return
@@ -118,6 +111,19 @@ func (q *memQueue) Submit(r *nbd.Request) {
 		return
 	}
 	q.complete(r, q.a.exec(r))
+}
+
+// take marks r's slot in flight, failing the test if the server gave a
+// slot out of range or one already in flight.
+func (q *memQueue) take(r *nbd.Request) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if r.Slot < 0 || r.Slot >= len(q.busy) || q.busy[r.Slot] {
+		q.a.t.Errorf("Submit: slot %d of %d busy or out of range", r.Slot, len(q.busy))
+		return
+	}
+	q.busy[r.Slot] = true
+	q.n++
 }
 
 // heldReq is a request kept by asyncMem.hold; the test completes it.

@@ -58,7 +58,7 @@ type pollQueue struct {
 	work    chan *nbd.Request
 	stopped chan struct{}
 
-	mu       sync.Mutex
+	doneMu   sync.Mutex
 	done     []doneReq // executed, waiting for Arm
 	spare    []doneReq // Arm's other slice (no allocation per batch)
 	inFlight atomic.Int32
@@ -73,14 +73,7 @@ type doneReq struct {
 func (q *pollQueue) SetWaker(wake func()) { q.waker = wake }
 
 func (q *pollQueue) Submit(r *nbd.Request) {
-	q.mu.Lock()
-	if r.Slot < 0 || r.Slot >= len(q.busy) || q.busy[r.Slot] {
-		q.a.t.Errorf("Submit: slot %d of %d busy or out of range", r.Slot, len(q.busy))
-	} else {
-		q.busy[r.Slot] = true
-		q.n++
-	}
-	q.mu.Unlock()
+	q.take(r)
 	q.inFlight.Add(1)
 	q.pending = append(q.pending, r)
 }
@@ -102,17 +95,17 @@ func (q *pollQueue) Arm(signalled bool) (int, uint64) {
 		var b [8]byte
 		_, _ = unix.Read(q.efd, b[:])
 	}
-	q.mu.Lock()
+	q.doneMu.Lock()
 	done := q.done
 	q.done = q.spare[:0]
-	q.mu.Unlock()
+	q.doneMu.Unlock()
 	for _, d := range done {
 		q.finish(d.r, d.err)
 	}
 	clear(done)
-	q.mu.Lock()
+	q.doneMu.Lock()
 	q.spare = done[:0]
-	q.mu.Unlock()
+	q.doneMu.Unlock()
 	if q.inFlight.Load() == 0 {
 		return -1, 1
 	}
@@ -128,12 +121,8 @@ func (q *pollQueue) Release() {
 
 // finish completes r: slot bookkeeping, then the NBD completion.
 func (q *pollQueue) finish(r *nbd.Request, err error) {
-	q.mu.Lock()
-	q.busy[r.Slot] = false
-	q.n--
-	q.mu.Unlock()
 	q.inFlight.Add(-1)
-	r.Complete(err)
+	q.complete(r, err)
 }
 
 func (q *pollQueue) worker() {
@@ -148,9 +137,9 @@ func (q *pollQueue) worker() {
 			q.finish(r, err)
 			continue
 		}
-		q.mu.Lock()
+		q.doneMu.Lock()
 		q.done = append(q.done, doneReq{r, err})
-		q.mu.Unlock()
+		q.doneMu.Unlock()
 		if k%5 == 0 {
 			q.pm.wakes.Add(1)
 			q.waker()

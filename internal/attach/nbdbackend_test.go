@@ -68,6 +68,17 @@ func nbdServe(t testing.TB, backend nbd.Backend) string {
 	return sock
 }
 
+// nbdClient connects to export "v" on sock, until the test ends.
+func nbdClient(t *testing.T, sock string) *nbdtest.Client {
+	t.Helper()
+	c, err := nbdtest.Dial("unix", sock, "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // TestNBDBackendAsync: the attachment's backend is an nbd.AsyncBackend
 // that keeps every capability of the Session (flush, FUA, trim, write
 // zeroes), and NBD requests through it — many at once on each of two
@@ -91,11 +102,7 @@ func TestNBDBackendAsync(t *testing.T) {
 	sock := nbdServe(t, be)
 	var wg sync.WaitGroup
 	for conn := range 2 {
-		c, err := nbdtest.Dial("unix", sock, "v")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := nbdClient(t, sock)
 		if c.Flags&nbd.TFlagSendTrim == 0 {
 			t.Fatalf("flags %#x: no trim", c.Flags)
 		}
@@ -129,11 +136,7 @@ func TestNBDBackendAsync(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	c, err := nbdtest.Dial("unix", sock, "v")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := nbdClient(t, sock)
 	if err := c.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -169,11 +172,7 @@ func is[T any](v any) bool { _, ok := v.(T); return ok }
 func TestNBDBackendSessionClosed(t *testing.T) {
 	sess := nbdSession(t, 1, 4)
 	sock := nbdServe(t, newNBDBackend(sess))
-	c, err := nbdtest.Dial("unix", sock, "v")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := nbdClient(t, sock)
 	if _, err := c.ReadAt(make([]byte, 4096), 0); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/rdmablk/rdmablk/nbd"
-	"github.com/rdmablk/rdmablk/nbd/nbdtest"
 )
 
 // armCounting is the attachment's NBD backend with each queue's Arm
@@ -52,11 +51,7 @@ func TestNBDBackendPollLoop(t *testing.T) {
 	sock := nbdServe(t, be)
 	var wg sync.WaitGroup
 	for conn := range 2 {
-		c, err := nbdtest.Dial("unix", sock, "v")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := nbdClient(t, sock)
 		for g := range 6 {
 			wg.Add(1)
 			go func() {

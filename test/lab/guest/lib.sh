@@ -117,6 +117,8 @@ perf_fio() {
 # cpu_busy: the guest's busy CPU time in jiffies (USER_HZ) since boot, all CPUs:
 # user+nice+system+irq+softirq from /proc/stat (idle, iowait and steal are not busy).
 cpu_busy() { awk '$1=="cpu" {print $2+$3+$4+$7+$8; exit}' /proc/stat; }
+# ctxt_count: the guest's context switches since boot, all CPUs
+ctxt_count() { awk '$1=="ctxt" {print $2; exit}' /proc/stat; }
 # proc_cpu PID: utime+stime of one process in jiffies (0 when it is gone).
 proc_cpu() { awk '{print $14+$15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 # nvmet_up NQN DEV IP PORT [TRANSPORT]: kernel nvmet-rdma (or nvmet-tcp with TRANSPORT tcp)

@@ -30,9 +30,10 @@ if ! run modprobe ublk_drv; then
   echo "no ublk_drv in kernel $(uname -r) (ublk needs 6.0+: LAB_KERNEL=6.12): ublk rows skipped"
   CFGS="kernel nbd"
 fi
-# lab.configs=kernel,ublk,ublk-np,...: the configurations to run instead (a name ending in -np is
-# that frontend with GODEBUG=asyncpreemptoff=1 in the attachment: the runtime's signal-based
-# preemption off, an experiment row without a goal)
+# lab.configs=kernel,ublk,ublk-np,...: the configurations to run instead; experiment rows: a name
+# ending in -np is that frontend with GODEBUG=asyncpreemptoff=1 in the attachment (the runtime's
+# signal-based preemption off), -b the attachment started under chrt --batch (SCHED_BATCH: its
+# threads do not preempt the task that wakes them)
 if [ -n "${LAB_CONFIGS:-}" ]; then
   CFGS=${LAB_CONFIGS//,/ }
   [ -e /dev/ublk-control ] || CFGS=$(echo "$CFGS" | tr ' ' '\n' | grep -v '^ublk' | tr '\n' ' ')
@@ -68,6 +69,8 @@ clean() {
   for ((i = 0; i < 100; i++)); do [ "$(rc_qps)" = 0 ] && return 0; nap 0.1; done
   result "fe.leftover_qps.$1" "$(rc_qps)"
 }
+# fe_of CFG: the frontend of a configuration (kernel, ublk, nbd)
+fe_of() { local f=${1%-np}; echo "${f%-b}"; }
 # up CFG ROUND: connect; sets DEV.
 up() {
   local c=$1 r=$2 t0 out rc
@@ -79,10 +82,10 @@ up() {
       [ -n "$DEV" ] && DEV=/dev/$DEV
       local c0=/sys/class/nvme/$(basename "$DEV" | sed 's/n[0-9]*$//')
       [ -r "$c0/queue_count" ] && result fe.kernel.queues "$(( $(cat "$c0/queue_count") - 1 ))x$(( $(cat "$c0/sqsize") + 1 ))" ;;
-    ublk|nbd|ublk-np|nbd-np)
-      local gd=${GODEBUG:-}
-      case $c in *-np) gd=asyncpreemptoff=1 ;; esac
-      out=$(GODEBUG=$gd "$B" connect --provider ibverbs -a "$P:4420" --nqn "$NQN" --name "$NAME" --frontend "${c%-np}" \
+    ublk|nbd|ublk-np|nbd-np|ublk-b|nbd-b)
+      local gd=${GODEBUG:-} pre=()
+      case $c in *-np) gd=asyncpreemptoff=1 ;; *-b) pre=(chrt --batch 0) ;; esac
+      out=$(GODEBUG=$gd "${pre[@]}" "$B" connect --provider ibverbs -a "$P:4420" --nqn "$NQN" --name "$NAME" --frontend "$(fe_of "$c")" \
         --cpuprofile "$LAB_OUT/rdmablk-$c.r$r.pprof" 2>&1); rc=$?
       echo "$out"
       [ $rc = 0 ] || { cat "$RDMABLK_RUN_DIR/$NAME.log"; return 1; }
@@ -90,7 +93,7 @@ up() {
       result "fe.$c.queues" "$(echo "$out" | sed -n 's/.*, \([0-9]*\) queues × \([0-9]*\),.*/\1x\2/p' | head -1)"
       result "fe.$c.provider" ibverbs ;;
   esac
-  case "${c%-np}:$DEV" in kernel:/dev/nvme*|ublk:/dev/ublkb*|nbd:/dev/nbd*) ;; *) fail "$c: no device ('$DEV')"; return 1 ;; esac
+  case "$(fe_of "$c"):$DEV" in kernel:/dev/nvme*|ublk:/dev/ublkb*|nbd:/dev/nbd*) ;; *) fail "$c: no device ('$DEV')"; return 1 ;; esac
   for _ in $(seq 100); do [ "$(cat /sys/block/"${DEV#/dev/}"/size 2>/dev/null || echo 0)" != 0 ] && break; nap 0.1; done
   result "fe.$c.connect_s.r$r" "$(since "$t0")"
   result "fe.$c.device.r$r" "$DEV"
@@ -103,12 +106,13 @@ down() {
 }
 # job LABEL FIO-ARGS...: perf_fio with this guest's busy jiffies and the attachment's own around it.
 job() {
-  local label=$1 b0 b1 a0 a1 t0 apid=; shift
+  local label=$1 b0 b1 a0 a1 x0 x1 t0 apid=; shift
   [ -e "$RDMABLK_RUN_DIR/$NAME.json" ] && apid=$(sed 's/.*"pid":\([0-9]*\).*/\1/' "$RDMABLK_RUN_DIR/$NAME.json")
   a0=0; [ -n "$apid" ] && a0=$(proc_cpu "$apid")
-  t0=$(ts); b0=$(cpu_busy)
+  t0=$(ts); b0=$(cpu_busy); x0=$(ctxt_count)
   perf_fio "$label" "$@"
-  b1=$(cpu_busy); a1=0; [ -n "$apid" ] && a1=$(proc_cpu "$apid")
+  b1=$(cpu_busy); x1=$(ctxt_count); a1=0; [ -n "$apid" ] && a1=$(proc_cpu "$apid")
+  result "$label.ctxt" $((x1 - x0))
   result "$label.busy_j" $((b1 - b0))
   result "$label.proc_j" $((a1 - a0))
   result "$label.wall_s" "$(since "$t0")"

@@ -17,8 +17,8 @@ import (
 
 // feConfigs in table order, with the device they give and the goal against the kernel host
 // (issue 13: ublk ≥ 0.9×, nbd ≥ 0.7× of the kernel host's IOPS; 0 = the reference).
-// Experiment rows (lab.configs=…,ublk-np,nbd-np: the attachment with GODEBUG=asyncpreemptoff=1)
-// appear only when the run had them.
+// Experiment rows (lab.configs=…: -np the attachment with GODEBUG=asyncpreemptoff=1, -b under
+// chrt --batch) appear only when the run had them.
 var feConfigs = []struct {
 	name, what string
 	goal       float64
@@ -29,6 +29,8 @@ var feConfigs = []struct {
 	{"nbd", "rdmablk --frontend nbd (/dev/nbdN)", 0.7, false},
 	{"ublk-np", "rdmablk --frontend ublk, GODEBUG=asyncpreemptoff=1 (experiment)", 0.9, true},
 	{"nbd-np", "rdmablk --frontend nbd, GODEBUG=asyncpreemptoff=1 (experiment)", 0.7, true},
+	{"ublk-b", "rdmablk --frontend ublk under chrt --batch (experiment)", 0.9, true},
+	{"nbd-b", "rdmablk --frontend nbd under chrt --batch (experiment)", 0.7, true},
 }
 
 // feJobs are the timed fio jobs, in table order.
@@ -46,6 +48,7 @@ type feKey struct {
 type feSample struct {
 	fioFigures
 	busyJ, procJ, wallS float64 // initiator guest busy jiffies, attachment process jiffies, job wall s
+	ctxt                float64 // initiator guest context switches (all CPUs) over the job
 }
 
 // feRun is everything one frontends run reported.
@@ -67,7 +70,7 @@ type feRun struct {
 
 func newFeSample() *feSample {
 	nan := math.NaN()
-	return &feSample{fioFigures: newFioFigures(), busyJ: nan, procJ: nan, wallS: nan}
+	return &feSample{fioFigures: newFioFigures(), busyJ: nan, procJ: nan, wallS: nan, ctxt: nan}
 }
 
 // loadFrontends reads results.txt of a frontends run: "KEY VALUE" lines with keys starting "fe.".
@@ -166,6 +169,8 @@ func (s *feSample) set(field, v string) {
 		s.procJ = x
 	case "wall_s":
 		s.wallS = x
+	case "ctxt":
+		s.ctxt = x
 	}
 }
 
@@ -203,6 +208,14 @@ func (r *feRun) cpuPerIO(s *feSample) (float64, bool) {
 		return 0, false
 	}
 	return s.busyJ / r.hz * 1e6 / s.ios, true
+}
+
+// ctxtPerIO is the initiator guest's context switches per I/O fio completed.
+func (r *feRun) ctxtPerIO(s *feSample) (float64, bool) {
+	if math.IsNaN(s.ctxt) || !(s.ios > 0) {
+		return 0, false
+	}
+	return s.ctxt / s.ios, true
 }
 
 // procPerIO is the attachment process's (rdmablk connect) CPU time per I/O, in µs.
@@ -270,8 +283,8 @@ func writeFrontends(w io.Writer, r *feRun) {
 
 	fmt.Fprintln(w, "\n### Per configuration")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| job | configuration | IOPS | p50 µs | p99 µs | initiator guest CPU µs per I/O | initiator guest busy % of its CPU | rdmablk process CPU µs per I/O |")
-	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Fprintln(w, "| job | configuration | IOPS | p50 µs | p99 µs | initiator guest CPU µs per I/O | initiator guest busy % of its CPU | rdmablk process CPU µs per I/O | initiator guest context switches per I/O |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, j := range feJobs {
 		for i, c := range feConfigs {
 			if !shown(i) || !ran(c.name) {
@@ -282,10 +295,11 @@ func writeFrontends(w io.Writer, r *feRun) {
 			if c.name != "kernel" {
 				proc = summarize(r.series(c.name, j.name, r.procPerIO)).format("%.1f")
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", j.what, c.what, ci,
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", j.what, c.what, ci,
 				summarize(r.series(c.name, j.name, feP50)), summarize(r.series(c.name, j.name, feP99)),
 				summarize(r.series(c.name, j.name, r.cpuPerIO)).format("%.1f"),
-				summarize(r.series(c.name, j.name, r.busyPct)).format("%.0f"), proc)
+				summarize(r.series(c.name, j.name, r.busyPct)).format("%.0f"), proc,
+				summarize(r.series(c.name, j.name, r.ctxtPerIO)).format("%.2f"))
 		}
 	}
 
