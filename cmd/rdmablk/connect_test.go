@@ -36,3 +36,19 @@ func TestDisconnectNeedsNamesOrNQN(t *testing.T) {
 		t.Fatalf("unknown NQN: %v", err)
 	}
 }
+
+// TestSchedFlag: connect and serve refuse an unknown --sched with a line
+// that names it and the choices, before they touch anything.
+func TestSchedFlag(t *testing.T) {
+	if _, err := runRoot(t, "connect", "--sched", "fifo", "-a", "127.0.0.1:4420", "--run-dir", t.TempDir()); err == nil ||
+		!strings.Contains(err.Error(), `--sched: scheduling policy "fifo": want batch or normal`) {
+		t.Fatalf("connect --sched fifo: %v", err)
+	}
+	cfg := filepath.Join(t.TempDir(), "a.yaml")
+	if err := os.WriteFile(cfg, []byte("attachments: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runRoot(t, "serve", "-c", cfg, "--sched", "rr"); err == nil || !strings.Contains(err.Error(), `"rr"`) {
+		t.Fatalf("serve --sched rr: %v", err)
+	}
+}

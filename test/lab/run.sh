@@ -42,7 +42,7 @@
 #              the 6.12 kernel unless LAB_KERNEL says otherwise (ublk rows skipped on 6.1). Env:
 #              ROUNDS (3), FIOTIME (10), VERIFYSIZE (64M), LABARGS=lab.configs=kernel,ublk,ublk-np,nbd,nbd-np
 #              (which configurations; experiment rows: -np GODEBUG=asyncpreemptoff=1 in the attachment,
-#              -b the attachment under chrt --batch). Not part of the default set.
+#              -b the attachment under chrt --batch, -n with --sched normal). Not part of the default set.
 #   replica    issue 16: two guests; the target guest runs a three-node rdmablkd cluster (raft and API on
 #              loopback, one RDMA listener each on rxe0) with a replicated volume (lab.replicas copies,
 #              2: owner n2, copy n3; 3 adds n1); the other guest's kernel nvme-rdma host (native multipath)

@@ -33,7 +33,8 @@ fi
 # lab.configs=kernel,ublk,ublk-np,...: the configurations to run instead; experiment rows: a name
 # ending in -np is that frontend with GODEBUG=asyncpreemptoff=1 in the attachment (the runtime's
 # signal-based preemption off), -b the attachment started under chrt --batch (SCHED_BATCH: its
-# threads do not preempt the task that wakes them)
+# threads do not preempt the task that wakes them), -n the attachment with --sched normal (its
+# threads left SCHED_OTHER; --sched batch is connect's default)
 if [ -n "${LAB_CONFIGS:-}" ]; then
   CFGS=${LAB_CONFIGS//,/ }
   [ -e /dev/ublk-control ] || CFGS=$(echo "$CFGS" | tr ' ' '\n' | grep -v '^ublk' | tr '\n' ' ')
@@ -70,7 +71,7 @@ clean() {
   result "fe.leftover_qps.$1" "$(rc_qps)"
 }
 # fe_of CFG: the frontend of a configuration (kernel, ublk, nbd)
-fe_of() { local f=${1%-np}; echo "${f%-b}"; }
+fe_of() { local f=${1%-np}; f=${f%-b}; echo "${f%-n}"; }
 # up CFG ROUND: connect; sets DEV.
 up() {
   local c=$1 r=$2 t0 out rc
@@ -82,11 +83,11 @@ up() {
       [ -n "$DEV" ] && DEV=/dev/$DEV
       local c0=/sys/class/nvme/$(basename "$DEV" | sed 's/n[0-9]*$//')
       [ -r "$c0/queue_count" ] && result fe.kernel.queues "$(( $(cat "$c0/queue_count") - 1 ))x$(( $(cat "$c0/sqsize") + 1 ))" ;;
-    ublk|nbd|ublk-np|nbd-np|ublk-b|nbd-b)
-      local gd=${GODEBUG:-} pre=()
-      case $c in *-np) gd=asyncpreemptoff=1 ;; *-b) pre=(chrt --batch 0) ;; esac
+    ublk|nbd|ublk-np|nbd-np|ublk-b|nbd-b|ublk-n|nbd-n)
+      local gd=${GODEBUG:-} pre=() more=()
+      case $c in *-np) gd=asyncpreemptoff=1 ;; *-b) pre=(chrt --batch 0) ;; *-n) more=(--sched normal) ;; esac
       out=$(GODEBUG=$gd "${pre[@]}" "$B" connect --provider ibverbs -a "$P:4420" --nqn "$NQN" --name "$NAME" --frontend "$(fe_of "$c")" \
-        --cpuprofile "$LAB_OUT/rdmablk-$c.r$r.pprof" 2>&1); rc=$?
+        "${more[@]}" --cpuprofile "$LAB_OUT/rdmablk-$c.r$r.pprof" 2>&1); rc=$?
       echo "$out"
       [ $rc = 0 ] || { cat "$RDMABLK_RUN_DIR/$NAME.log"; return 1; }
       DEV=$(echo "$out" | awk '$1=="device:" {print $2; exit}')

@@ -18,7 +18,7 @@ import (
 // feConfigs in table order, with the device they give and the goal against the kernel host
 // (issue 13: ublk ≥ 0.9×, nbd ≥ 0.7× of the kernel host's IOPS; 0 = the reference).
 // Experiment rows (lab.configs=…: -np the attachment with GODEBUG=asyncpreemptoff=1, -b under
-// chrt --batch) appear only when the run had them.
+// chrt --batch, -n with --sched normal) appear only when the run had them.
 var feConfigs = []struct {
 	name, what string
 	goal       float64
@@ -31,6 +31,8 @@ var feConfigs = []struct {
 	{"nbd-np", "rdmablk --frontend nbd, GODEBUG=asyncpreemptoff=1 (experiment)", 0.7, true},
 	{"ublk-b", "rdmablk --frontend ublk under chrt --batch (experiment)", 0.9, true},
 	{"nbd-b", "rdmablk --frontend nbd under chrt --batch (experiment)", 0.7, true},
+	{"ublk-n", "rdmablk --frontend ublk --sched normal (experiment)", 0.9, true},
+	{"nbd-n", "rdmablk --frontend nbd --sched normal (experiment)", 0.7, true},
 }
 
 // feJobs are the timed fio jobs, in table order.
