@@ -32,17 +32,19 @@ rxe_counters() {
   local f; [ -d /sys/class/infiniband/rxe0 ] || return 0
   for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "${f##*/} $(cat "$f")"; done
 }
-# peer_kill_begin / peer_kill_end: bracket the SIGKILL of a process that owns initiator memory regions
-# while I/O runs. The kernel tears the dead process's MRs down while the target may still be reading
-# write data from them, so the target's QP completes that RDMA READ with a remote access error
-# (status 10), which rxe logs: the expected consequence of the kill, and the target logs it too
-# ("RDMA READ failed"). Only those lines, only inside the bracket, are set aside for dmesg_check.
+# peer_kill_begin / peer_kill_end: bracket the SIGKILL of a process that owns RDMA resources while
+# I/O runs. The kernel tears the dead process's memory regions down before or while its QPs go, so
+# an RDMA operation in flight can meet a freed MR, and rxe logs the error completion: status 10
+# (remote access error) when the target's RDMA READ of write data reaches a killed initiator's MR
+# (rdmablkd logs "RDMA READ failed" too), status 4 (local protection error) when a killed target's
+# own QP still executes a READ/WRITE whose local MR is gone. The expected consequence of the kill;
+# only those lines, only inside the bracket, are set aside for dmesg_check.
 peer_kill_begin() { PEER_KILL_START=$(dmesg | wc -l); }
 peer_kill_end() {
   local lines
-  lines=$(dmesg | tail -n +$((PEER_KILL_START + 1)) | grep -E 'rxe[0-9]+: qp#[0-9]+ make_send_cqe: non-flush error status = 10$')
+  lines=$(dmesg | tail -n +$((PEER_KILL_START + 1)) | grep -E 'rxe[0-9]+: qp#[0-9]+ make_send_cqe: non-flush error status = (4|10)$')
   [ -n "$lines" ] || return 0
-  echo "expected after the SIGKILL of $1 (a target RDMA READ met its freed memory region):"; echo "$lines"
+  echo "expected after the SIGKILL of $1 (an RDMA operation met a freed memory region):"; echo "$lines"
   echo "$lines" >> "$LAB_OUT/dmesg-expected-${LAB_NAME:-guest}.txt"
 }
 # dmesg_check: fail on kernel warnings, bugs and error lines logged since the scenario started
@@ -173,8 +175,10 @@ target_kill9_files() {
   (for i in $(seq 8); do cp /tmp/t$i /mnt/v/t$i && sync; done) &
   local wpid=$!
   sleep 2
+  peer_kill_begin
   run kill -9 "$DPID"; wait "$DPID" 2>/dev/null
   start_daemon "$3" || return 1
+  peer_kill_end "rdmablkd ($1)"
   wait "$wpid" || fail "writing files across kill -9 of rdmablkd ($1)"
   run umount /mnt/v || fail "umount (target kill)"
   echo 3 > /proc/sys/vm/drop_caches

@@ -73,8 +73,10 @@ fio --name=nbd.restart --filename=/dev/nbd0 --rw=randwrite --bs=64k --iodepth=16
     --size="${LAB_VERIFYSIZE:-128M}" --verify=crc32c --do_verify=1 --verify_fatal=1 --output-format=json --output="$LAB_OUT/fio-nbd.restart.json" &
 FPID=$!
 sleep 3
+peer_kill_begin
 run kill -9 "$DPID"; wait "$DPID" 2>/dev/null
 start_daemon 2
+peer_kill_end rdmablkd
 wait "$FPID"; rc=$?
 err=$(awk '$1=="\"error\"" {gsub(",","",$3); print $3; exit}' "$LAB_OUT/fio-nbd.restart.json")
 result nbd.restart.err "${err:-none}"

@@ -114,9 +114,11 @@ fio --name=ublk.target_kill9 --filename="$DEV" --rw=randwrite --bs=64k --iodepth
     --size="${LAB_VERIFYSIZE:-128M}" --verify=crc32c --do_verify=1 --verify_fatal=1 --output-format=json --output="$LAB_OUT/fio-ublk.target_kill9.json" &
 FPID=$!
 sleep 3
+peer_kill_begin
 run kill -9 "$DPID"; wait "$DPID" 2>/dev/null
 t0=$(ts)
 start_daemon 2 || exit 1
+peer_kill_end rdmablkd
 echo "rdmablkd restart took $(since "$t0")s"
 wait "$FPID"; rc=$?
 err=$(awk '$1=="\"error\"" {gsub(",","",$3); print $3; exit}' "$LAB_OUT/fio-ublk.target_kill9.json")
