@@ -56,6 +56,15 @@
 // with the blocking Backend methods. Backends must be safe for concurrent
 // use.
 //
+// A connection served by descriptor (the kernel path's socket pairs, and
+// Unix or TCP sockets adopted after their handshake) whose AsyncQueue is
+// also a Poller runs a poll loop instead (loop_linux.go): its one goroutine
+// reads the socket without blocking, submits, reaps the queue's
+// completions itself (Poller.Arm) and writes the replies, and sleeps only
+// in poll(2) on the socket, the queue's descriptor and an eventfd that
+// other goroutines' completions poke; the socket is outside Go's netpoller
+// (sockConn), and its descriptor is closed only after the loop let go of it.
+//
 // Replies are written by the goroutine that completes a request (the
 // backend's completion goroutine, or the request's own goroutine) under
 // the connection's write lock: the first to find no write under way
