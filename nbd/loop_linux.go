@@ -7,6 +7,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rdmablk/rdmablk/internal/nbsys"
 )
 
 // loop is the poll loop of a connection served by descriptor (sockConn)
@@ -65,7 +67,7 @@ func startLoop(cs *conn) *loop {
 
 // wakeup makes the loop's poll return (the eventfd becomes readable).
 // Any goroutine; never blocks.
-func (l *loop) wakeup() { _, _ = unix.Write(l.efd, l.one[:]) }
+func (l *loop) wakeup() { _, _ = nbsys.Write(uintptr(l.efd), l.one[:]) }
 
 // poke tells the loop it has work (a queued reply): gen, then a wake-up
 // unless the loop is running and will see gen before it sleeps.
@@ -94,17 +96,23 @@ func (l *loop) ready(what int) bool {
 	return false
 }
 
-// wait runs the loop until what is ready: it issues what Submit held,
-// arms the queue (reaping what completed), writes the queued replies and
-// sleeps in poll(2) until the socket, the queue's descriptor or the
-// eventfd is readable.
+// service issues what Submit held, arms the queue (reaping what
+// completed: the requests complete here) and writes the queued replies.
+// It returns the descriptor to wait for (< 0: none).
+func (l *loop) service() int {
+	l.cs.kick()
+	fd, _ := l.p.Arm(l.signalled)
+	l.signalled = false
+	l.cs.writePending()
+	return fd
+}
+
+// wait runs the loop until what is ready: service, then sleep in poll(2)
+// until the socket, the queue's descriptor or the eventfd is readable.
 func (l *loop) wait(what int) {
 	for {
 		seen := l.gen.Load()
-		l.cs.kick()
-		fd, _ := l.p.Arm(l.signalled)
-		l.signalled = false
-		l.cs.writePending()
+		fd := l.service()
 		if l.ready(what) {
 			return
 		}
@@ -133,17 +141,14 @@ func (l *loop) wait(what int) {
 			continue // EINTR; nothing else is expected of three valid descriptors
 		}
 		if l.pfd[0].Revents != 0 {
-			_, _ = unix.Read(l.efd, l.sink[:])
+			_, _ = nbsys.Read(uintptr(l.efd), l.sink[:])
 		}
 		if cq >= 0 && l.pfd[cq].Revents != 0 {
 			l.signalled = true
 		}
 		if sock >= 0 && l.pfd[sock].Revents != 0 {
 			if l.signalled {
-				l.cs.kick()
-				l.p.Arm(true) // reap before reading on; the next wait arms again
-				l.signalled = false
-				l.cs.writePending()
+				l.service() // reap before reading on
 			}
 			return
 		}
@@ -188,7 +193,7 @@ func (l *loop) stop() {
 
 // holdConn reserves c's descriptor for transmit when it is served by
 // descriptor (release ends that); false when c was closed already.
-func holdConn(c any) (release func(), ok bool) {
+func holdConn(c net.Conn) (release func(), ok bool) {
 	sc, isSock := c.(*sockConn)
 	if !isSock {
 		return func() {}, true

@@ -5,10 +5,12 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rdmablk/rdmablk/internal/nbsys"
 )
 
 // sockConn is a connected stream socket the server drives by descriptor,
@@ -27,12 +29,14 @@ import (
 type sockConn struct {
 	fd int
 
-	mu     sync.Mutex // guards held, closed, shut
+	// mu guards held and closed. The descriptor is closed exactly once:
+	// by Close when nobody holds it (then hold fails from then on), else
+	// by done.
+	mu     sync.Mutex
 	held   bool
 	closed bool // Close was called
-	shut   bool // the descriptor is closed
 
-	iov []unix.Iovec // writeBuffers' vector; writers are serialised (conn.wmu)
+	iov []syscall.Iovec // writeBuffers' vector; writers are serialised (conn.wmu)
 }
 
 // newSockConn takes ownership of fd (a connected stream socket) and makes
@@ -61,8 +65,7 @@ func (c *sockConn) done() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.held = false
-	if c.closed && !c.shut {
-		c.shut = true
+	if c.closed {
 		unix.Close(c.fd)
 	}
 }
@@ -76,12 +79,8 @@ func (c *sockConn) Close() error {
 		return nil
 	}
 	c.closed = true
-	if c.shut {
-		return nil
-	}
 	_ = unix.Shutdown(c.fd, unix.SHUT_RDWR)
 	if !c.held {
-		c.shut = true
 		return unix.Close(c.fd)
 	}
 	return nil
@@ -90,24 +89,26 @@ func (c *sockConn) Close() error {
 // errAgain: a non-blocking read found nothing to read.
 var errAgain = errors.New("nbd: socket would block")
 
-// readOnce is one non-blocking read: (n, nil), (0, io.EOF), (0, errAgain)
-// or (0, the error).
+// readOnce is one non-blocking read (nbsys: the descriptor is
+// non-blocking, so the call cannot sleep and needs no scheduler hand-off):
+// (n, nil), (0, io.EOF), (0, errAgain) or (0, the error).
 func (c *sockConn) readOnce(p []byte) (int, error) {
 	for {
-		n, err := unix.Read(c.fd, p)
-		switch {
-		case err == nil && n > 0:
+		n, e := nbsys.Read(uintptr(c.fd), p)
+		switch e {
+		case 0:
+			if n == 0 {
+				return 0, io.EOF
+			}
 			return n, nil
-		case err == nil:
-			return 0, io.EOF
-		case err == unix.EINTR:
+		case syscall.EINTR:
 			continue
-		case err == unix.EAGAIN:
+		case syscall.EAGAIN:
 			return 0, errAgain
-		case err == unix.ECONNRESET:
+		case syscall.ECONNRESET:
 			return 0, io.EOF
 		}
-		return 0, err
+		return 0, e
 	}
 }
 
@@ -147,34 +148,34 @@ func (c *sockConn) Write(p []byte) (int, error) {
 	return int(n), err
 }
 
-// writeBuffers writes every byte of bufs with writev(2), resuming after
-// short writes (it reslices the elements of bufs as it goes). Writers must
-// be serialised (the connection's reply writer).
+// writeBuffers writes every byte of bufs with writev(2) (nbsys, as
+// readOnce), resuming after short writes (it reslices the elements of
+// bufs as it goes) and blocking in poll(2) while the send buffer is full.
+// Writers must be serialised (the connection's reply writer).
 func (c *sockConn) writeBuffers(bufs [][]byte) (int64, error) {
 	var total int64
 	for len(bufs) > 0 {
 		iov := c.iov[:0]
 		for _, b := range bufs {
-			if len(b) == 0 {
-				continue
-			}
-			v := unix.Iovec{Base: &b[0]}
-			v.SetLen(len(b))
-			iov = append(iov, v)
-			if len(iov) == maxIOV {
+			if len(iov) == nbsys.MaxIOV {
 				break
+			}
+			if len(b) > 0 {
+				v := syscall.Iovec{Base: &b[0]}
+				v.SetLen(len(b))
+				iov = append(iov, v)
 			}
 		}
 		c.iov = iov
 		if len(iov) == 0 {
 			return total, nil
 		}
-		r, _, e := unix.Syscall(unix.SYS_WRITEV, uintptr(c.fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
+		n, e := nbsys.Writev(uintptr(c.fd), iov)
 		switch e {
 		case 0:
-		case unix.EINTR:
+		case syscall.EINTR:
 			continue
-		case unix.EAGAIN:
+		case syscall.EAGAIN:
 			if err := c.await(unix.POLLOUT); err != nil {
 				return total, err
 			}
@@ -182,12 +183,10 @@ func (c *sockConn) writeBuffers(bufs [][]byte) (int64, error) {
 		default:
 			return total, e
 		}
-		n := int(r)
 		total += int64(n)
-		for n > 0 && len(bufs) > 0 {
+		for n > 0 {
 			if n < len(bufs[0]) {
 				bufs[0] = bufs[0][n:]
-				n = 0
 				break
 			}
 			n -= len(bufs[0])
@@ -199,9 +198,6 @@ func (c *sockConn) writeBuffers(bufs [][]byte) (int64, error) {
 	}
 	return total, nil
 }
-
-// maxIOV is the most buffers one writev takes (the kernel's UIO_MAXIOV).
-const maxIOV = 1024
 
 // sockAddr names the local and remote ends: a socket pair has no address.
 type sockAddr struct{}

@@ -94,15 +94,14 @@ func (s *Server) transmit(c net.Conn, e *Export) {
 		src = cs.loop // reads without blocking; sleeps in the loop
 	}
 	rd := bufio.NewReaderSize(src, readBufferSize)
-	kick := cs.kick
 	defer func() {
-		kick() // drain waits for every request: none may stay held
+		cs.kick() // drain waits for every request: none may stay held
 		cs.drain()
 	}()
 	var hdr [requestSize]byte
 	for {
 		if rd.Buffered() < requestSize {
-			kick()
+			cs.kick()
 		}
 		if _, err := io.ReadFull(rd, hdr[:]); err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
@@ -129,7 +128,7 @@ func (s *Server) transmit(c net.Conn, e *Export) {
 		select {
 		case slot = <-cs.free:
 		default: // every slot in flight: what is held must go before the wait
-			kick()
+			cs.kick()
 			if cs.loop != nil {
 				slot = cs.loop.takeSlot()
 			} else {
@@ -145,7 +144,7 @@ func (s *Server) transmit(c net.Conn, e *Export) {
 		case cmdWrite:
 			r.payload(int(length))
 			if rd.Buffered() < int(length) {
-				kick()
+				cs.kick()
 			}
 			if _, err := io.ReadFull(rd, *r.buf); err != nil {
 				cs.release(r)
