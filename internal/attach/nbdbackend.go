@@ -127,10 +127,17 @@ func (q *nbdQueue) Release() { q.sub.Release() }
 // loop's goroutine when it reaped the request, else from the initiator's
 // goroutine, which then wakes the loop). It does not block.
 func (q *nbdQueue) RequestDone(ir *initiator.Request) {
+	r, err := q.take(ir)
+	r.Complete(err)
+}
+
+// take empties the slot of a completed initiator Request and returns its
+// NBD request and result.
+func (q *nbdQueue) take(ir *initiator.Request) (*nbd.Request, error) {
 	s := &q.slots[ir.User]
 	r, err := s.nr, ir.Err
 	s.nr, ir.Data = nil, nil
-	r.Complete(err)
+	return r, err
 }
 
 // complete runs until Close: it completes each NBD request whose
@@ -142,9 +149,7 @@ func (q *nbdQueue) complete() {
 	defer close(q.stopped)
 	for ir := range q.done {
 		for {
-			s := &q.slots[ir.User]
-			r, err := s.nr, ir.Err
-			s.nr, ir.Data = nil, nil
+			r, err := q.take(ir)
 			if len(q.done) == 0 {
 				r.Complete(err)
 				break
