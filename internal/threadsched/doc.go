@@ -12,10 +12,11 @@
 // wake-up: the submitter finishes its burst, then our thread takes it in
 // one go. Its share of the CPU is unchanged (same nice level, same
 // fairness); only that wake-up decision differs, so a latency-bound load
-// (QD1: the submitter blocks right after submitting) is not delayed. In the
-// lab (frontends run 2026-12-04-2219, 1-vCPU initiator guest, same boot,
-// interleaved) it cut the guest's context switches per I/O by a fifth and
-// raised ublk 4 KiB randwrite from 0.92× to 0.97× of the kernel host.
+// (QD1: the submitter blocks right after submitting) is not delayed. In two
+// lab A/B runs (frontends 2026-12-04-2219 and -2237, 1-vCPU initiator
+// guest, each same boot, 5 interleaved rounds) it cut the guest's context
+// switches per I/O by a fifth and raised ublk 4 KiB randwrite from 0.92×
+// to 0.97× and from 0.86× to 0.88× of the kernel host.
 //
 // Ownership: Apply changes process-wide state (every thread's policy;
 // threads started later inherit it from the thread that creates them) and
