@@ -19,7 +19,7 @@ if [ -z "${MIRROR:-}" ]; then
 fi
 HOST_PACKAGES="qemu-system-x86 debootstrap e2fsprogs iproute2 bc gcc libc6-dev libibverbs-dev librdmacm-dev"
 GUEST_PACKAGES="linux-image-amd64 initramfs-tools rdma-core ibverbs-providers ibverbs-utils rdmacm-utils \
-fio nvme-cli iproute2 kmod procps util-linux busybox iputils-ping nbd-client \
+fio nvme-cli iproute2 kmod procps util-linux busybox iputils-ping nbd-client linux-perf \
 ${GUEST_PACKAGES_EXTRA:-}"
 # The bookworm-backports kernel installed next to 6.1 (empty BACKPORTS_KERNEL skips it).
 BACKPORTS_KERNEL=${BACKPORTS_KERNEL-linux-image-amd64}

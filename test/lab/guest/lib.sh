@@ -98,6 +98,30 @@ fio_suite() {
   fio_job "$p.verify" "$dev" randwrite 16 --size="${LAB_VERIFYSIZE:-128M}" --verify=crc32c \
       --do_verify=1 --verify_fatal=1 --verify_state_save=0
 }
+# sysprof_start LABEL / sysprof_stop: a system-wide CPU profile of this guest (every process and
+# the kernel: perf record -a -g on the cpu-clock software event, 499 Hz; TCG has no PMU) around a
+# job, into $LAB_OUT/sys-LABEL.perf, then three text reports beside it: sys-LABEL.comm.txt (share per
+# command and DSO), sys-LABEL.sym.txt (per symbol, flat) and sys-LABEL.cum.txt (per symbol with
+# callees), and the kernel's symbols (kallsyms-VERSION.txt, once). Without perf in the image: nothing.
+SYSPROF_PID=; SYSPROF_LABEL=
+sysprof_start() {
+  command -v perf >/dev/null || return 0
+  SYSPROF_LABEL=$1
+  perf record -a -g -F 499 -e cpu-clock -o "$LAB_OUT/sys-$1.perf" > "$LAB_OUT/sys-$1.log" 2>&1 &
+  SYSPROF_PID=$!
+}
+sysprof_stop() {
+  [ -n "$SYSPROF_PID" ] || return 0
+  kill -INT "$SYSPROF_PID"; wait "$SYSPROF_PID" 2>/dev/null
+  local f=$LAB_OUT/sys-$SYSPROF_LABEL
+  perf report -i "$f.perf" --stdio --no-children -g none --sort comm,dso --percent-limit 0.3 > "$f.comm.txt" 2>/dev/null
+  perf report -i "$f.perf" --stdio --no-children -g none --sort comm,sym --percent-limit 0.2 > "$f.sym.txt" 2>/dev/null
+  perf report -i "$f.perf" --stdio --children -g none --sort comm,sym --percent-limit 1 > "$f.cum.txt" 2>/dev/null
+  # for reports on the host: perf report -i FILE --kallsyms kallsyms-VERSION.txt --symfs DIR
+  # (DIR/mnt/share a link to the lab's share directory)
+  [ -e "$LAB_OUT/kallsyms-$(uname -r).txt" ] || cat /proc/kallsyms > "$LAB_OUT/kallsyms-$(uname -r).txt"
+  SYSPROF_PID=
+}
 # perf_fio LABEL DEV RW BS QD JOBS [extra fio args]: one fio job of JOBS jobs (group reporting);
 # writes $LAB_OUT/fio-LABEL.json and RESULT lines LABEL.{iops,ios,p50_us,p99_us,err} (ios: total
 # I/Os, for CPU per I/O). Returns non-zero (and counts a failure) unless fio exited 0 with err=0.
@@ -121,6 +145,18 @@ perf_fio() {
 cpu_busy() { awk '$1=="cpu" {print $2+$3+$4+$7+$8; exit}' /proc/stat; }
 # ctxt_count: the guest's context switches since boot, all CPUs
 ctxt_count() { awk '$1=="ctxt" {print $2; exit}' /proc/stat; }
+# thread_snap PID: one line per thread of PID: "TID CTXT CPU" (voluntary + involuntary context
+# switches, utime+stime jiffies); thread_delta BEFORE AFTER: the threads' changes between two
+# snapshots, busiest first by switches, as "TID:SWITCHES:JIFFIES" joined by commas (top 4).
+thread_snap() {
+  local t; for t in /proc/"$1"/task/*; do
+    echo "${t##*/} $(awk '/^voluntary_ctxt_switches/ {v=$2} /^nonvoluntary_ctxt_switches/ {n=$2} END {print v+n}' "$t/status" 2>/dev/null) $(awk '{print $14+$15}' "$t/stat" 2>/dev/null)"
+  done
+}
+thread_delta() {
+  awk 'NR==FNR {c[$1]=$2; j[$1]=$3; next} {printf "%s:%d:%d\n", $1, $2-c[$1], $3-j[$1]}' <(echo "$1") <(echo "$2") |
+    sort -t: -k2 -n -r | head -4 | paste -sd, -
+}
 # proc_cpu PID: utime+stime of one process in jiffies (0 when it is gone).
 proc_cpu() { awk '{print $14+$15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 # nvmet_up NQN DEV IP PORT [TRANSPORT]: kernel nvmet-rdma (or nvmet-tcp with TRANSPORT tcp)

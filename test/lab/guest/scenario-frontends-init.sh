@@ -12,7 +12,9 @@
 # around every timed job: the frontends differ on the client side. The attachment process writes a
 # Go CPU profile per connection (rdmablk-CFG.rROUND.pprof, `go tool pprof -top FILE`).
 # RESULT lines: fe.kernel, fe.hz, fe.configs, fe.order.rR, fe.ublk.skipped,
-# fe.CFG.{rr32,rw32}.rR.{iops,ios,p50_us,p99_us,err,busy_j,proc_j,wall_s}, fe.CFG.verify.*,
+# fe.CFG.{rr32,rw32}.rR.{iops,ios,p50_us,p99_us,err,busy_j,proc_j,wall_s,threads,tbusy_j,tproc_j}
+# (tbusy_j, tproc_j: the target guest's busy jiffies and rdmablkd's over the job, from its
+# target-cpu.txt samples, 0.25 s apart), fe.CFG.verify.*,
 # fe.CFG.connect_s.rR, fe.CFG.device.rR, fe.CFG.provider, fe.CFG.queues (I/O queues x depth), fe.leftover.* (CFG: kernel, ublk, nbd).
 . /mnt/share/scripts/lib.sh
 P=${LAB_PEER:?lab.peer=IP}; NQN=nqn.2026-11.io.rdmablk:lab; B=/mnt/share/bin/rdmablk
@@ -34,7 +36,12 @@ fi
 # ending in -np is that frontend with GODEBUG=asyncpreemptoff=1 in the attachment (the runtime's
 # signal-based preemption off), -b the attachment started under chrt --batch (SCHED_BATCH: its
 # threads do not preempt the task that wakes them), -n the attachment with --sched normal (its
-# threads left SCHED_OTHER; --sched batch is connect's default)
+# threads left SCHED_OTHER; --sched batch is connect's default), -sw the attachment with
+# RDMABLK_SYSCALL_WAIT=1 (the ublk queue thread and the nbd loop sleep in the scheduler's syscall
+# state, as before the P-keeping waits)
+# lab.sysprof=R: in round R, a system-wide profile of this guest around each timed job (lib.sh
+# sysprof_start: sys-LABEL.perf with its .comm.txt and .sym.txt reports in the run's out directory);
+# the profiler's own cost is in that round's figures, alike for every configuration
 if [ -n "${LAB_CONFIGS:-}" ]; then
   CFGS=${LAB_CONFIGS//,/ }
   [ -e /dev/ublk-control ] || CFGS=$(echo "$CFGS" | tr ' ' '\n' | grep -v '^ublk' | tr '\n' ' ')
@@ -71,7 +78,7 @@ clean() {
   result "fe.leftover_qps.$1" "$(rc_qps)"
 }
 # fe_of CFG: the frontend of a configuration (kernel, ublk, nbd)
-fe_of() { local f=${1%-np}; f=${f%-b}; echo "${f%-n}"; }
+fe_of() { local f=${1%-np}; f=${f%-b}; f=${f%-sw}; echo "${f%-n}"; }
 # up CFG ROUND: connect; sets DEV.
 up() {
   local c=$1 r=$2 t0 out rc
@@ -83,10 +90,10 @@ up() {
       [ -n "$DEV" ] && DEV=/dev/$DEV
       local c0=/sys/class/nvme/$(basename "$DEV" | sed 's/n[0-9]*$//')
       [ -r "$c0/queue_count" ] && result fe.kernel.queues "$(( $(cat "$c0/queue_count") - 1 ))x$(( $(cat "$c0/sqsize") + 1 ))" ;;
-    ublk|nbd|ublk-np|nbd-np|ublk-b|nbd-b|ublk-n|nbd-n)
-      local gd=${GODEBUG:-} pre=() more=()
-      case $c in *-np) gd=asyncpreemptoff=1 ;; *-b) pre=(chrt --batch 0) ;; *-n) more=(--sched normal) ;; esac
-      out=$(GODEBUG=$gd "${pre[@]}" "$B" connect --provider ibverbs -a "$P:4420" --nqn "$NQN" --name "$NAME" --frontend "$(fe_of "$c")" \
+    ublk|nbd|ublk-np|nbd-np|ublk-b|nbd-b|ublk-n|nbd-n|ublk-sw|nbd-sw)
+      local gd=${GODEBUG:-} pre=() more=() sw=
+      case $c in *-np) gd=asyncpreemptoff=1 ;; *-b) pre=(chrt --batch 0) ;; *-n) more=(--sched normal) ;; *-sw) sw=1 ;; esac
+      out=$(RDMABLK_SYSCALL_WAIT=$sw GODEBUG=$gd "${pre[@]}" "$B" connect --provider ibverbs -a "$P:4420" --nqn "$NQN" --name "$NAME" --frontend "$(fe_of "$c")" \
         "${more[@]}" --cpuprofile "$LAB_OUT/rdmablk-$c.r$r.pprof" 2>&1); rc=$?
       echo "$out"
       [ $rc = 0 ] || { cat "$RDMABLK_RUN_DIR/$NAME.log"; return 1; }
@@ -110,9 +117,18 @@ job() {
   local label=$1 b0 b1 a0 a1 x0 x1 t0 apid=; shift
   [ -e "$RDMABLK_RUN_DIR/$NAME.json" ] && apid=$(sed 's/.*"pid":\([0-9]*\).*/\1/' "$RDMABLK_RUN_DIR/$NAME.json")
   a0=0; [ -n "$apid" ] && a0=$(proc_cpu "$apid")
+  local th0=; [ -n "$apid" ] && th0=$(thread_snap "$apid")
+  local tc0 tc1; tc0=$(tail -n 1 "$LAB_OUT/target-cpu.txt" 2>/dev/null)
+  [ "${LAB_SYSPROF:-0}" = "$r" ] && sysprof_start "$label"
   t0=$(ts); b0=$(cpu_busy); x0=$(ctxt_count)
   perf_fio "$label" "$@"
   b1=$(cpu_busy); x1=$(ctxt_count); a1=0; [ -n "$apid" ] && a1=$(proc_cpu "$apid")
+  tc1=$(tail -n 1 "$LAB_OUT/target-cpu.txt" 2>/dev/null)
+  sysprof_stop
+  if [ -n "$tc0" ] && [ -n "$tc1" ]; then
+    result "$label.tbusy_j" $(( ${tc1% *} - ${tc0% *} )); result "$label.tproc_j" $(( ${tc1#* } - ${tc0#* } ))
+  fi
+  [ -n "$apid" ] && result "$label.threads" "$(thread_delta "$th0" "$(thread_snap "$apid")")"
   result "$label.ctxt" $((x1 - x0))
   result "$label.busy_j" $((b1 - b0))
   result "$label.proc_j" $((a1 - a0))

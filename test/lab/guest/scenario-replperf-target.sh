@@ -13,7 +13,7 @@
 #   n2.ready   n2 joined (there)         bench.done  the runs are over (here)
 #   init.done  guest B is finished (there)
 # RESULT lines: replperf.VOL.JOB.rROUND.{iops,ios,p50_us,p99_us,err}, replperf.VOL.JOB.rROUND.busy_j
-# (this guest's busy jiffies), replperf.order.rROUND, replperf.insync.{before,after}, replperf.hz.
+# (this guest's busy jiffies), replperf.VOL.JOB.rROUND.proc_j (rdmablkd n1's own), replperf.order.rROUND, replperf.insync.{before,after}, replperf.hz.
 . /mnt/share/scripts/lib.sh
 D=/mnt/share/bin/rdmablkd; B=/mnt/share/bin/rdmablk; NQN=nqn.2026-11.io.rdmablk:replperf
 ROUNDS=${LAB_ROUNDS:-3}; FT=${LAB_FIOTIME:-10}; VOLSIZE=${LAB_VOLSIZE:-256M}; W=${LAB_WAIT:-1500}
@@ -75,9 +75,13 @@ for v in r1 r2; do
   perf_fio "replperf.$v.prefill" "${DEV[$v]}" write 1m 4 1 --size="$VOLSIZE" || fail "prefill $v"
 done
 # job LABEL FIO-ARGS...: perf_fio with this guest's busy jiffies around it
+# lab.sysprof=R: in round R, a system-wide profile of this guest around each job (lib.sh sysprof_start).
 job() {
-  local label=$1 b0; shift
-  b0=$(cpu_busy); perf_fio "$label" "$@"; result "$label.busy_j" $(( $(cpu_busy) - b0 ))
+  local label=$1 b0 p0; shift
+  [ "${LAB_SYSPROF:-0}" = "$r" ] && sysprof_start "$label"
+  b0=$(cpu_busy); p0=$(proc_cpu $PID); perf_fio "$label" "$@"
+  result "$label.busy_j" $(( $(cpu_busy) - b0 )); result "$label.proc_j" $(( $(proc_cpu $PID) - p0 ))
+  sysprof_stop
 }
 for r in $(seq "$ROUNDS"); do
   if [ $((r % 2)) = 1 ]; then order="r1 r2"; else order="r2 r1"; fi

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Scenario 4, target VM: rdmablkd on lab.ip (rxe0 on eth0, /dev/ram1 1 GiB); writes
 # $LAB_OUT/target.ready, serves until the initiator VM writes $LAB_OUT/initiator.done (at most
-# lab.wait s, 900), then stops rdmablkd and checks dmesg.
+# lab.wait s, 900), then stops rdmablkd and checks dmesg. Samples its CPU into target-cpu.txt.
 . /mnt/share/scripts/lib.sh
 D=/mnt/share/bin/rdmablkd; W=${LAB_WAIT:-900}
 net_up; rxe_up || exit 1
@@ -23,9 +23,21 @@ DPID=$!
 for _ in $(seq 100); do grep -qi 'listen' "$LAB_OUT/twovm-rdmablkd.log" && break; sleep 0.1; done
 cat "$LAB_OUT/twovm-rdmablkd.log"
 grep -q 'provider=ibverbs' "$LAB_OUT/twovm-rdmablkd.log" || fail "rdmablkd did not choose ibverbs"
+# This guest's CPU, sampled every 0.25 s into target-cpu.txt ("BUSY_JIFFIES RDMABLKD_JIFFIES" per
+# line, newest last) for the initiator VM to read around its jobs (the frontends scenario's target
+# CPU per I/O); no process is spawned per sample.
+exec {SLEEPFD}<> <(:)
+( while :; do
+    read -r _ u n s _ _ irq sirq _ < /proc/stat
+    read -r -a p < "/proc/$DPID/stat" 2>/dev/null || p=()
+    echo "$((u + n + s + irq + sirq)) $(( ${p[13]:-0} + ${p[14]:-0} ))"
+    read -r -t 0.25 -u "$SLEEPFD" _
+  done >> "$LAB_OUT/target-cpu.txt" ) &
+SAMPLER=$!
 echo "$IP" > "$LAB_OUT/target.ready"; step "target ready"
 for _ in $(seq "$W"); do [ -e "$LAB_OUT/initiator.done" ] && break; sleep 1; done
 [ -e "$LAB_OUT/initiator.done" ] || fail "initiator VM did not finish in ${W}s"
+kill "$SAMPLER" 2>/dev/null
 kill -TERM "$DPID"; wait "$DPID"; echo "rdmablkd exit code $?"
 tail -5 "$LAB_OUT/twovm-rdmablkd.log"
 rdma statistic show link rxe0/1

@@ -18,7 +18,8 @@ import (
 // feConfigs in table order, with the device they give and the goal against the kernel host
 // (issue 13: ublk ≥ 0.9×, nbd ≥ 0.7× of the kernel host's IOPS; 0 = the reference).
 // Experiment rows (lab.configs=…: -np the attachment with GODEBUG=asyncpreemptoff=1, -b under
-// chrt --batch, -n with --sched normal) appear only when the run had them.
+// chrt --batch, -n with --sched normal, -sw with RDMABLK_SYSCALL_WAIT=1) appear only when the
+// run had them.
 var feConfigs = []struct {
 	name, what string
 	goal       float64
@@ -33,6 +34,8 @@ var feConfigs = []struct {
 	{"nbd-b", "rdmablk --frontend nbd under chrt --batch (experiment)", 0.7, true},
 	{"ublk-n", "rdmablk --frontend ublk --sched normal (experiment)", 0.9, true},
 	{"nbd-n", "rdmablk --frontend nbd --sched normal (experiment)", 0.7, true},
+	{"ublk-sw", "rdmablk --frontend ublk, RDMABLK_SYSCALL_WAIT=1 (experiment)", 0.9, true},
+	{"nbd-sw", "rdmablk --frontend nbd, RDMABLK_SYSCALL_WAIT=1 (experiment)", 0.7, true},
 }
 
 // feJobs are the timed fio jobs, in table order.
@@ -51,6 +54,7 @@ type feSample struct {
 	fioFigures
 	busyJ, procJ, wallS float64 // initiator guest busy jiffies, attachment process jiffies, job wall s
 	ctxt                float64 // initiator guest context switches (all CPUs) over the job
+	tbusyJ, tprocJ      float64 // target guest busy jiffies and rdmablkd's over the job
 }
 
 // feRun is everything one frontends run reported.
@@ -72,7 +76,7 @@ type feRun struct {
 
 func newFeSample() *feSample {
 	nan := math.NaN()
-	return &feSample{fioFigures: newFioFigures(), busyJ: nan, procJ: nan, wallS: nan, ctxt: nan}
+	return &feSample{fioFigures: newFioFigures(), busyJ: nan, procJ: nan, wallS: nan, ctxt: nan, tbusyJ: nan, tprocJ: nan}
 }
 
 // loadFrontends reads results.txt of a frontends run: "KEY VALUE" lines with keys starting "fe.".
@@ -173,6 +177,10 @@ func (s *feSample) set(field, v string) {
 		s.wallS = x
 	case "ctxt":
 		s.ctxt = x
+	case "tbusy_j":
+		s.tbusyJ = x
+	case "tproc_j":
+		s.tprocJ = x
 	}
 }
 
@@ -205,12 +213,7 @@ func feP50(s *feSample) (float64, bool)  { return s.p50, !math.IsNaN(s.p50) }
 func feP99(s *feSample) (float64, bool)  { return s.p99, !math.IsNaN(s.p99) }
 
 // cpuPerIO is the initiator guest's busy CPU time per I/O fio completed, in µs.
-func (r *feRun) cpuPerIO(s *feSample) (float64, bool) {
-	if math.IsNaN(s.busyJ) || !(s.ios > 0) {
-		return 0, false
-	}
-	return s.busyJ / r.hz * 1e6 / s.ios, true
-}
+func (r *feRun) cpuPerIO(s *feSample) (float64, bool) { return r.perIO(s.busyJ, s) }
 
 // ctxtPerIO is the initiator guest's context switches per I/O fio completed.
 func (r *feRun) ctxtPerIO(s *feSample) (float64, bool) {
@@ -221,11 +224,26 @@ func (r *feRun) ctxtPerIO(s *feSample) (float64, bool) {
 }
 
 // procPerIO is the attachment process's (rdmablk connect) CPU time per I/O, in µs.
-func (r *feRun) procPerIO(s *feSample) (float64, bool) {
-	if math.IsNaN(s.procJ) || !(s.ios > 0) {
+func (r *feRun) procPerIO(s *feSample) (float64, bool) { return r.perIO(s.procJ, s) }
+
+// targetPerIO is the target guest's busy CPU time per I/O, in µs; targetProcPerIO rdmablkd's.
+func (r *feRun) targetPerIO(s *feSample) (float64, bool) { return r.perIO(s.tbusyJ, s) }
+
+func (r *feRun) targetProcPerIO(s *feSample) (float64, bool) { return r.perIO(s.tprocJ, s) }
+
+func (r *feRun) perIO(jiffies float64, s *feSample) (float64, bool) {
+	if math.IsNaN(jiffies) || !(s.ios > 0) {
 		return 0, false
 	}
-	return s.procJ / r.hz * 1e6 / s.ios, true
+	return jiffies / r.hz * 1e6 / s.ios, true
+}
+
+// targetBusyPct is the target guest's busy share of its CPU over the job's wall time.
+func (r *feRun) targetBusyPct(s *feSample) (float64, bool) {
+	if math.IsNaN(s.tbusyJ) || !(s.wallS > 0) {
+		return 0, false
+	}
+	return s.tbusyJ / r.hz / s.wallS * 100, true
 }
 
 // busyPct is the initiator guest's busy share of one CPU over the job's wall time.
@@ -285,8 +303,8 @@ func writeFrontends(w io.Writer, r *feRun) {
 
 	fmt.Fprintln(w, "\n### Per configuration")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| job | configuration | IOPS | p50 µs | p99 µs | initiator guest CPU µs per I/O | initiator guest busy % of its CPU | rdmablk process CPU µs per I/O | initiator guest context switches per I/O |")
-	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Fprintln(w, "| job | configuration | IOPS | p50 µs | p99 µs | initiator guest CPU µs per I/O | initiator guest busy % of its CPU | rdmablk process CPU µs per I/O | initiator guest context switches per I/O | target guest CPU µs per I/O (rdmablkd) | target guest busy % |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, j := range feJobs {
 		for i, c := range feConfigs {
 			if !shown(i) || !ran(c.name) {
@@ -297,11 +315,14 @@ func writeFrontends(w io.Writer, r *feRun) {
 			if c.name != "kernel" {
 				proc = summarize(r.series(c.name, j.name, r.procPerIO)).format("%.1f")
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", j.what, c.what, ci,
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s (%s) | %s |\n", j.what, c.what, ci,
 				summarize(r.series(c.name, j.name, feP50)), summarize(r.series(c.name, j.name, feP99)),
 				summarize(r.series(c.name, j.name, r.cpuPerIO)).format("%.1f"),
 				summarize(r.series(c.name, j.name, r.busyPct)).format("%.0f"), proc,
-				summarize(r.series(c.name, j.name, r.ctxtPerIO)).format("%.2f"))
+				summarize(r.series(c.name, j.name, r.ctxtPerIO)).format("%.2f"),
+				summarize(r.series(c.name, j.name, r.targetPerIO)).format("%.1f"),
+				summarize(r.series(c.name, j.name, r.targetProcPerIO)).format("%.1f"),
+				summarize(r.series(c.name, j.name, r.targetBusyPct)).format("%.0f"))
 		}
 	}
 
