@@ -7,7 +7,8 @@
 # Env: RUNID (output folder $SHARE/out/$RUNID, default: a timestamp), MEM (MiB, 3072), SMP (2),
 #      TIMEOUT (s, 1200), NET (user|tap|none; user = slirp with restrict=on, the guest reaches
 #      nothing outside), TAP (tap name for NET=tap), MAC, EXTRA (qemu args), APPEND (kernel args),
-#      LAB_NOLOCK=1 (skip the machine-wide lock: only for callers that already hold it).
+#      LAB_NOLOCK=1 (skip the machine-wide lock: only for callers that already hold it),
+#      TCG_THREAD (single|multi: TCG's threading; single for one vCPU, multi otherwise).
 # Only one lab VM set runs at a time on the machine (flock on $LAB_DIR/qemu.lock): TCG needs both
 # cores. Exit status: the scenario's rc (from its "LAB: rc=N" line), or 125 if the guest did not
 # get that far (boot failure, timeout).
@@ -41,11 +42,17 @@ case "$NET" in
   *) echo "boot.sh: NET=$NET?" >&2; exit 125 ;;
 esac
 SERIAL=$OUTD/$SCEN.serial
+# TCG threading: a one-vCPU guest runs single-threaded TCG (TCG_THREAD=multi to override): it has
+# no second vCPU to run in parallel. Under multi-threaded TCG the one-vCPU 6.12 guests took double
+# faults in the slab allocator's fast path with RFLAGS holding address bits, under rxe load (runs
+# 2026-12-05-2253 and -2341; earlier 2026-11-25-0728, 2026-12-04-1947): an emulation fault is the
+# suspect, and single-threaded TCG takes another path for the guest's atomic operations.
+TCGTHREAD=${TCG_THREAD:-$([ "$SMP" = 1 ] && echo single || echo multi)}
 KARGS="root=/dev/vda rw console=ttyS0,115200 init=/sbin/lab-init panic=1 loglevel=4 net.ifnames=0 lab.scenario=$SCEN lab.name=$SCEN lab.runid=$RUNID $* ${APPEND:-}"
 t0=$(date +%s)
 echo "boot.sh: scenario=$SCEN out=$OUTD"
 QEMU=(qemu-system-x86_64
-  -machine q35 -accel tcg,thread=multi,tb-size=512 -cpu max -smp "$SMP" -m "$MEM"
+  -machine q35 -accel "tcg,thread=$TCGTHREAD,tb-size=512" -cpu max -smp "$SMP" -m "$MEM"
   -nographic -no-reboot
   -kernel "$KERNEL" -initrd "$INITRD" -append "$KARGS"
   -drive "file=$IMAGE,format=raw,if=virtio,cache=unsafe" -snapshot

@@ -32,6 +32,8 @@ rxe_counters() {
   local f; [ -d /sys/class/infiniband/rxe0 ] || return 0
   for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do echo "${f##*/} $(cat "$f")"; done
 }
+# net_packets: "TX RX" packets of eth0 so far
+net_packets() { echo "$(cat /sys/class/net/eth0/statistics/tx_packets) $(cat /sys/class/net/eth0/statistics/rx_packets)"; }
 # peer_kill_begin / peer_kill_end: bracket the SIGKILL of a process that owns RDMA resources while
 # I/O runs. The kernel tears the dead process's memory regions down before or while its QPs go, so
 # an RDMA operation in flight can meet a freed MR, and rxe logs the error completion: status 10
@@ -107,13 +109,15 @@ SYSPROF_PID=; SYSPROF_LABEL=
 sysprof_start() {
   command -v perf >/dev/null || return 0
   SYSPROF_LABEL=$1
-  perf record -a -g -F 499 -e cpu-clock -o "$LAB_OUT/sys-$1.perf" > "$LAB_OUT/sys-$1.log" 2>&1 &
+  # recorded on the guest's own disk: perf cannot mmap its output on the 9p share
+  perf record -a -g -F 499 -e cpu-clock -o "/tmp/sys-$1.perf" > "$LAB_OUT/sys-$1.log" 2>&1 &
   SYSPROF_PID=$!
 }
 sysprof_stop() {
   [ -n "$SYSPROF_PID" ] || return 0
   kill -INT "$SYSPROF_PID"; wait "$SYSPROF_PID" 2>/dev/null
   local f=$LAB_OUT/sys-$SYSPROF_LABEL
+  mv "/tmp/sys-$SYSPROF_LABEL.perf" "$f.perf"
   perf report -i "$f.perf" --stdio --no-children -g none --sort comm,dso --percent-limit 0.3 > "$f.comm.txt" 2>/dev/null
   perf report -i "$f.perf" --stdio --no-children -g none --sort comm,sym --percent-limit 0.2 > "$f.sym.txt" 2>/dev/null
   perf report -i "$f.perf" --stdio --children -g none --sort comm,sym --percent-limit 1 > "$f.cum.txt" 2>/dev/null

@@ -8,7 +8,8 @@
 #   serve.N            "ROUND BACKING IMPL": target N is up (written here)
 #   serve.N.done       the host VM is finished with target N (written there)
 #   job.N.NAME.start   the host VM is about to start job NAME (there); job.N.NAME.go (here)
-#   job.N.NAME.end     the job finished (there); job.N.NAME.cpu (here): "BUSY_JIFFIES DAEMON_JIFFIES"
+#   job.N.NAME.end     the job finished (there); job.N.NAME.cpu (here): "BUSY_JIFFIES DAEMON_JIFFIES";
+#                      job.N.NAME.net (here): "TX_PACKETS RX_PACKETS" of eth0 over the job
 #   perf.end           no more targets (here)
 #   transport          "rdma" or "tcp" (here, at start; perfreport labels the tables with it)
 #   versus             only with lab.vs=base: "new LABEL" and "base LABEL" lines, the builds'
@@ -19,6 +20,10 @@
 # lab.vs=base (run.sh BASELINE=REV): an A/B of two rdmablkd builds instead: impl "kernel" (B) is
 # /mnt/share/bin/rdmablkd-base (built from REV) with the same configuration as A, not nvmet; its
 # log and CPU profile are rdmablkd-base-N.{log,pprof}, next to A's rdmablkd-N.{log,pprof}.
+# lab.aenv=K=V,K=V / lab.benv=...: environment of rdmablkd A (ours) / of the baseline B (lab.vs=base;
+# with BASELINE=HEAD an A/B of two settings of one build).
+# lab.sysprof=R: in round R, a system-wide profile of this guest around each job (lib.sh
+# sysprof_start: sys-target.BACKING.IMPL.JOB.rR.* in the run's out directory).
 . /mnt/share/scripts/lib.sh
 D=/mnt/share/bin/rdmablkd; NQN=nqn.2026-11.io.rdmablk:perf
 ROUNDS=${LAB_ROUNDS:-3}; BACKINGS=${LAB_BACKINGS:-brd,null}; ORDER=${LAB_ORDER:-abba}
@@ -40,8 +45,8 @@ run modprobe brd rd_nr=1 rd_size=1048576 || exit 1
 NULLB=$(nullb_up 1024) || fail "null_blk"
 mkdir -p /tmp/rd
 echo "$HZ" > "$LAB_OUT/target.hz"
-start_ours() { # DEV [BINARY [NAME]]: rdmablkd (or BINARY) serving DEV; log and profile $LAB_OUT/NAME-$SEQ.*
-  local bin=${2:-$D} name=${3:-rdmablkd}
+start_ours() { # DEV [BINARY [NAME [ENV]]]: rdmablkd (or BINARY) serving DEV, with ENV (K=V,K=V); log and profile $LAB_OUT/NAME-$SEQ.*
+  local bin=${2:-$D} name=${3:-rdmablkd} envs=${4:-}
   # over NVMe/TCP the verbs provider serves no listener: soft, so that nothing probes for a device
   local prov=auto; [ "$TR" = tcp ] && prov=soft
   cat > /tmp/rd/rdmablkd.yaml <<EOC
@@ -57,7 +62,7 @@ subsystems:
     namespaces: [{nsid: 1, volume: vol}]
 EOC
   DNAME=$name DLOG=$LAB_OUT/$name-$SEQ.log
-  "$bin" --config /tmp/rd/rdmablkd.yaml --cpuprofile "$LAB_OUT/$name-$SEQ.pprof" > "$DLOG" 2>&1 &
+  env ${envs//,/ } "$bin" --config /tmp/rd/rdmablkd.yaml --cpuprofile "$LAB_OUT/$name-$SEQ.pprof" > "$DLOG" 2>&1 &
   DPID=$!
   for _ in $(seq 200); do grep -q -i 'listen' "$DLOG" && break; sleep 0.1; done
   if [ "$TR" = rdma ]; then
@@ -69,7 +74,7 @@ EOC
 stop_ours() { local rc; kill -TERM "$DPID"; wait "$DPID"; rc=$?; echo "$DNAME exit code $rc"; tail -3 "$DLOG"; DPID=; }
 # impl "kernel" (B): nvmet, or with lab.vs=base the baseline rdmablkd
 start_b() { # DEV
-  if [ "$VS" = base ]; then start_ours "$1" "$D-base" rdmablkd-base
+  if [ "$VS" = base ]; then start_ours "$1" "$D-base" rdmablkd-base "${LAB_BENV:-}"
   else nvmet_up "$NQN" "$1" "$IP" 4420 "$TR" || fail "nvmet_up"; fi
 }
 stop_b() { if [ "$VS" = base ]; then stop_ours; else nvmet_down "$NQN"; fi; }
@@ -82,7 +87,7 @@ for r in $(seq "$ROUNDS"); do
     for impl in $order; do
       SEQ=$((SEQ + 1)); DPID=
       step "target $SEQ: round $r, $b ($DEV), $impl"
-      if [ $impl = ours ]; then start_ours "$DEV"; else start_b "$DEV"; fi
+      if [ $impl = ours ]; then start_ours "$DEV" "$D" rdmablkd "${LAB_AENV:-}"; else start_b "$DEV"; fi
       echo "$r $b $impl" > "$LAB_OUT/serve.$SEQ"
       # answer job announcements until the host VM is done with this target
       while [ ! -e "$LAB_OUT/serve.$SEQ.done" ]; do
@@ -91,10 +96,14 @@ for r in $(seq "$ROUNDS"); do
           j=${s%.start}; [ -e "$j.go" ] && continue
           b0=$(cpu_busy); d0=0; [ -n "$DPID" ] && d0=$(proc_cpu "$DPID")
           rxe_counters > "$j.rxe0"
+          n0=$(net_packets)
+          [ "${LAB_SYSPROF:-0}" = "$r" ] && sysprof_start "target.$b.$impl.${j##*/job.$SEQ.}.r$r"
           touch "$j.go"
           wait_file "$j.end" 900 || { fail "job $j never ended"; break; }
           b1=$(cpu_busy); d1=0; [ -n "$DPID" ] && d1=$(proc_cpu "$DPID")
+          sysprof_stop
           echo "$((b1 - b0)) $((d1 - d0))" > "$j.cpu"
+          n1=$(net_packets); echo "${n1% *} ${n0% *} ${n1#* } ${n0#* }" | awk '{print $1 - $2, $3 - $4}' > "$j.net"
           # rxe's counters over the job (retransmissions, RNR NAKs, sequence errors): "name delta"
           rxe_counters | paste -d' ' - "$j.rxe0" | awk '$1 == $3 && $2 != $4 {print $1, $2 - $4}' > "$j.rxe"
         done

@@ -36,6 +36,7 @@ touch "$LAB_OUT/n2.ready"; step "n2 joined"
 wait_file "$LAB_OUT/bench.done" "$W" || fail "the runs never ended"
 result replperf.n2.busy_j $(( $(cpu_busy) - b0 ))
 result replperf.n2.proc_j "$(proc_cpu $PID)"
+result replperf.n2.rxe "$(rxe_counters | awk '$2 != 0 {printf "%s%s:%d", s, $1, $2; s=","}')"
 kill -TERM $PID; wait $PID; echo "n2 exit code $?"
 dmesg_check
 [ "$FAILS" = 0 ]
