@@ -17,7 +17,12 @@
 // Raft's timeouts default to DefaultHeartbeatTimeout (2 s),
 // DefaultElectionTimeout (2 s) and DefaultLeaderLeaseTimeout (1 s): long
 // enough that a busy host does not depose a healthy leader, short enough
-// that a failed one is replaced in a few seconds. All are configurable.
+// that a failed one is replaced in a few seconds. An idle leader sends a
+// commit-index-only AppendEntries every DefaultCommitTimeout (1 s; raft's
+// own 50 ms cost a cluster node ~13 % of its CPU on the lab's guests
+// while nothing changed); Apply follows each write with a barrier entry so
+// that followers still apply it within a round trip. All are
+// configurable.
 //
 // # Ownership and lifetimes
 //

@@ -81,6 +81,7 @@ func Open(cfg Config) (n *Node, err error) {
 	if cfg.LeaderLeaseTimeout > 0 {
 		rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
 	}
+	rc.CommitTimeout = cfg.CommitTimeout
 	if rc.LeaderLeaseTimeout > rc.HeartbeatTimeout {
 		rc.LeaderLeaseTimeout = rc.HeartbeatTimeout
 	}
@@ -156,6 +157,13 @@ func (n *Node) Apply(c catalog.Command) (catalog.Result, error) {
 	if err := f.Error(); err != nil {
 		return catalog.Result{}, n.applyErr(err)
 	}
+	// Followers learn that the entry is committed from the next
+	// AppendEntries; with a long CommitTimeout an idle leader sends none
+	// for a while. A barrier entry (not waited for) is replicated at once
+	// and carries the commit index: the followers apply this write within
+	// a round trip (failover, replica admission and the reconcilers
+	// depend on it).
+	n.raft.Barrier(n.cfg.ApplyTimeout)
 	r, ok := f.Response().(applyResult)
 	if !ok {
 		return catalog.Result{}, fmt.Errorf("cluster: unexpected apply response %T", f.Response())

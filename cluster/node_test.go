@@ -71,3 +71,53 @@ func TestNodeRestart(t *testing.T) {
 		t.Fatal("catalogue lost across restart")
 	}
 }
+
+// TestFollowerAppliesWithoutCommitTimeout: with a CommitTimeout far
+// longer than the test, a follower still applies a write soon after the
+// leader commits it (the barrier Apply adds carries the commit index);
+// without the barrier it would wait for the next write or the timeout.
+func TestFollowerAppliesWithoutCommitTimeout(t *testing.T) {
+	open := func(id string, boot bool) *Node {
+		n, err := Open(Config{ID: id, Dir: t.TempDir(), RaftBind: "127.0.0.1:0", Bootstrap: boot,
+			HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
+			CommitTimeout: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		return n
+	}
+	leader := open("n1", true)
+	deadline := time.Now().Add(20 * time.Second)
+	for !leader.IsLeader() {
+		if time.Now().After(deadline) {
+			t.Fatal("no leader")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	follower := open("n2", false)
+	if err := leader.AddVoter("n2", follower.RaftAddr()); err != nil {
+		t.Fatal(err)
+	}
+	changed, stop := follower.Watch()
+	defer stop()
+	for i, id := range []string{"n1", "n2"} {
+		reg := catalog.Command{Op: catalog.OpRegisterNode, Node: &catalog.Node{ID: id, APIAddr: "127.0.0.1:1", RaftAddr: "127.0.0.1:2"}}
+		if _, err := leader.Apply(reg); err != nil {
+			t.Fatal(err)
+		}
+		timeout := time.After(20 * time.Second)
+		for !hasNode(follower, id) {
+			select {
+			case <-changed:
+			case <-timeout:
+				t.Fatalf("write %d: the follower has not applied it after 20 s (commit timeout 1 h)", i)
+			}
+		}
+	}
+}
+
+func hasNode(n *Node, id string) bool {
+	_, ok := n.State().Nodes[id]
+	return ok
+}

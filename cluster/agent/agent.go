@@ -60,6 +60,7 @@ type Config struct {
 	// Raft tuning, as in cluster.Config (zero = defaults).
 	HeartbeatTimeout, ElectionTimeout time.Duration
 	LeaderLeaseTimeout, ApplyTimeout  time.Duration
+	CommitTimeout                     time.Duration
 	SnapshotThreshold, TrailingLogs   uint64
 	SnapshotInterval                  time.Duration
 	RaftLogLevel                      string
@@ -148,6 +149,7 @@ func Start(cfg Config) (a *Agent, err error) {
 		StreamLayer:      layer,
 		HeartbeatTimeout: cfg.HeartbeatTimeout, ElectionTimeout: cfg.ElectionTimeout,
 		LeaderLeaseTimeout: cfg.LeaderLeaseTimeout, ApplyTimeout: cfg.ApplyTimeout,
+		CommitTimeout:     cfg.CommitTimeout,
 		SnapshotThreshold: cfg.SnapshotThreshold, TrailingLogs: cfg.TrailingLogs,
 		SnapshotInterval: cfg.SnapshotInterval,
 		Logger:           a.log, RaftLogLevel: cfg.RaftLogLevel,

@@ -51,6 +51,7 @@ func startCluster(cfg *Config, tgt *target.Target, disc *reconcile.Discovery, pr
 		Tokens: tokens, NodeToken: nodeToken, Insecure: cc.Auth.Insecure,
 		HeartbeatTimeout: cc.Raft.HeartbeatTimeout, ElectionTimeout: cc.Raft.ElectionTimeout,
 		LeaderLeaseTimeout: cc.Raft.LeaderLeaseTimeout, ApplyTimeout: cc.Raft.ApplyTimeout,
+		CommitTimeout:     cc.Raft.CommitTimeout,
 		SnapshotThreshold: cc.Raft.SnapshotThreshold, RaftLogLevel: cc.Raft.LogLevel,
 		Target: tgt, Discovery: disc, Resync: cc.Resync, Logger: log,
 		Failover:              server.WatchOptions{Interval: cc.Failover.Interval, Grace: cc.Failover.Grace, RefusedGrace: cc.Failover.RefusedGrace},

@@ -210,6 +210,7 @@ type ClusterRaft struct {
 	ElectionTimeout  time.Duration `mapstructure:"election_timeout"`
 	// LeaderLeaseTimeout and CommitTimeout: see cluster.Config.
 	LeaderLeaseTimeout time.Duration `mapstructure:"leader_lease_timeout"`
+	CommitTimeout      time.Duration `mapstructure:"commit_timeout"`
 	ApplyTimeout       time.Duration `mapstructure:"apply_timeout"`
 	SnapshotThreshold  uint64        `mapstructure:"snapshot_threshold"`
 	LogLevel           string        `mapstructure:"log_level"`
