@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -39,7 +40,7 @@ type loop struct {
 	gen       atomic.Uint64 // bumped by every poke
 	deferring bool          // guarded by cs.wmu: finish queues for the loop
 	signalled bool          // the queue's descriptor was readable since the last Arm
-	pfd       [3]unix.PollFd
+	pfd       [3]nbsys.PollFd
 	one       [8]byte // the eventfd's increment
 	sink      [8]byte // the eventfd's counter, read to reset it
 }
@@ -122,22 +123,22 @@ func (l *loop) wait(what int) {
 			continue // a poke since this round began: its reply is queued
 		}
 		n := 0
-		l.pfd[n] = unix.PollFd{Fd: int32(l.efd), Events: unix.POLLIN}
+		l.pfd[n] = nbsys.PollFd{Fd: int32(l.efd), Events: unix.POLLIN}
 		n++
 		cq, sock := -1, -1
 		if fd >= 0 {
 			cq = n
-			l.pfd[n] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+			l.pfd[n] = nbsys.PollFd{Fd: int32(fd), Events: unix.POLLIN}
 			n++
 		}
 		if what == waitInput {
 			sock = n
-			l.pfd[n] = unix.PollFd{Fd: int32(l.sc.fd), Events: unix.POLLIN}
+			l.pfd[n] = nbsys.PollFd{Fd: int32(l.sc.fd), Events: unix.POLLIN}
 			n++
 		}
-		_, err := unix.Poll(l.pfd[:n], -1)
+		_, e := nbsys.Poll(l.pfd[:n], parkTimeout)
 		l.active.Store(true)
-		if err != nil {
+		if e != 0 {
 			continue // EINTR; nothing else is expected of three valid descriptors
 		}
 		if l.pfd[0].Revents != 0 {
@@ -247,3 +248,8 @@ func (s *Server) unadopt(sc net.Conn) {
 	s.mu.Unlock()
 	sc.Close()
 }
+
+// parkTimeout bounds one sleep of the loop (nbsys.Poll: the goroutine
+// keeps its P while it sleeps, and a runtime that sends no preemption
+// signals must still get it back).
+const parkTimeout = 50 * time.Millisecond

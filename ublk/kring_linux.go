@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/rdmablk/rdmablk/blockdev/uring"
@@ -79,9 +80,14 @@ func (k *kring) submit(wait bool) error {
 		e.Addr, e.Len = uint64(uintptr(unsafe.Pointer(&k.val))), 8
 		k.armed = true
 	}
-	_, err := k.r.SubmitAndWait(1)
+	_, err := k.r.SubmitAndWaitFor(parkTimeout)
 	return err
 }
+
+// parkTimeout bounds one sleep of the queue thread (uring
+// SubmitAndWaitFor: the thread keeps its P while it sleeps, and a runtime
+// that sends no preemption signals must still get it back).
+const parkTimeout = 50 * time.Millisecond
 
 func (k *kring) reap(out []uring.CQE) int {
 	n := k.r.Reap(out)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"syscall"
+	"time"
+	"unsafe"
 )
 
 // Ring128 is an io_uring instance with 128-byte submission entries
@@ -16,6 +18,7 @@ import (
 // them.
 type Ring128 struct {
 	ringCore[SQE128]
+	noExtArg bool // the kernel refused IORING_ENTER_EXT_ARG (SubmitAndWaitFor)
 }
 
 // NewSQE128 sets up a ring with at least entries 128-byte submission
@@ -54,6 +57,49 @@ func (r *Ring128) Submit() (int, error) { return r.enter(0) }
 // completions are available, in one system call. A signal or task work
 // may end the wait early (no error): callers reap and loop.
 func (r *Ring128) SubmitAndWait(minComplete int) (int, error) { return r.enter(minComplete) }
+
+// SubmitAndWaitFor is SubmitAndWait (one completion) for at most timeout
+// (> 0), made without the scheduler's syscall state: the calling
+// goroutine keeps its P while it sleeps, and the runtime's preemption
+// signal ends the wait early (no error), like the timeout. For a loop
+// that never parks in Go (a ublk queue thread), where the syscall state
+// lets the runtime's monitor thread take the P from every sleep and poll
+// every 20 µs (nbsys.Poll says why). A kernel without
+// IORING_ENTER_EXT_ARG (before 5.11) gets SubmitAndWait. Submitter and
+// reaper side.
+func (r *Ring128) SubmitAndWaitFor(timeout time.Duration) (int, error) {
+	if r.noExtArg {
+		return r.enter(1)
+	}
+	tail := *r.sqTail + r.pending
+	atomic.StoreUint32(r.sqTail, tail)
+	r.pending = 0
+	n := tail - atomic.LoadUint32(r.sqHead)
+	flags := uintptr(enterGetEvents | enterExtArg)
+	minComplete := 1
+	if atomic.LoadUint32(r.cqTail) != *r.cqHead {
+		if n == 0 {
+			return 0, nil
+		}
+		flags, minComplete = 0, 0 // completions already waiting: do not sleep
+	}
+	ts := kernelTimespec{sec: int64(timeout / time.Second), nsec: int64(timeout % time.Second)}
+	arg := getEventsArg{ts: uint64(uintptr(unsafe.Pointer(&ts)))}
+	got, _, e := syscall.RawSyscall6(sysEnter, uintptr(r.fd), uintptr(n), uintptr(minComplete), flags,
+		uintptr(unsafe.Pointer(&arg)), unsafe.Sizeof(arg))
+	switch e {
+	case 0:
+		return int(got), nil
+	case syscall.EINTR, syscall.ETIME, syscall.EAGAIN, syscall.EBUSY:
+		// Nothing was submitted when the call fails: those entries are
+		// still in the ring (sqHead did not move) for the next call.
+		return 0, nil
+	case syscall.EINVAL: // before 5.11: no extended argument
+		r.noExtArg = true
+		return r.enter(1)
+	}
+	return 0, fmt.Errorf("uring: io_uring_enter: %w", e)
+}
 
 func (r *Ring128) enter(minComplete int) (int, error) {
 	tail := *r.sqTail + r.pending

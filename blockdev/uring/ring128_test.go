@@ -7,8 +7,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -131,4 +133,65 @@ func TestRing128(t *testing.T) {
 	if c := one(); c.UserData != 9 || c.Res != 8 || val[0] != 1 {
 		t.Fatalf("eventfd read: %+v %v", c, val)
 	}
+}
+
+// TestSubmitAndWaitFor: the wait returns on a completion, after its
+// timeout with none, with entries submitted in the same call, and —
+// keeping its P while asleep — does not hold up a stop-the-world:
+// runtime.GC returns while another goroutine sleeps in it for an hour.
+func TestSubmitAndWaitFor(t *testing.T) {
+	r := newRing128(t, 8)
+	if n, err := r.SubmitAndWaitFor(time.Millisecond); err != nil || n != 0 {
+		t.Fatalf("idle ring: %d, %v; want 0 after the timeout", n, err)
+	}
+	e := r.Next()
+	e.Opcode, e.UserData = OpNop, 7
+	if n, err := r.SubmitAndWaitFor(time.Hour); err != nil || n != 1 {
+		t.Fatalf("nop: submitted %d, %v", n, err)
+	}
+	out := make([]CQE, 4)
+	if n := r.Reap(out); n != 1 || out[0].UserData != 7 {
+		t.Fatalf("reaped %d (%+v)", n, out[:n])
+	}
+
+	efd, _, errno := syscall.Syscall(syscall.SYS_EVENTFD2, 0, syscall.O_CLOEXEC, 0)
+	if errno != 0 {
+		t.Fatal(errno)
+	}
+	defer syscall.Close(int(efd))
+	var val [8]byte
+	e = r.Next()
+	e.Opcode, e.FD, e.Off, e.UserData = OpRead, int32(efd), ^uint64(0), 9
+	e.Addr, e.Len = uint64(uintptr(unsafe.Pointer(&val))), 8
+	asleep, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		close(asleep)
+		for {
+			if _, err := r.SubmitAndWaitFor(time.Hour); err != nil {
+				done <- err
+				return
+			}
+			if n := r.Reap(out); n > 0 {
+				if out[0].UserData != 9 || out[0].Res != 8 {
+					t.Errorf("eventfd read: %+v", out[0])
+				}
+				done <- nil
+				return
+			}
+		}
+	}()
+	<-asleep
+	for range 3 {
+		runtime.GC() // would wait for the hour if the sleeper kept the world from stopping
+	}
+	one := [8]byte{1}
+	if _, err := syscall.Write(int(efd), one[:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	runtime.KeepAlive(&val)
 }

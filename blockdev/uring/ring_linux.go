@@ -24,11 +24,22 @@ const (
 	featSingleMmap = 1 << 0
 
 	enterGetEvents = 1 << 0
+	enterExtArg    = 1 << 3 // IORING_ENTER_EXT_ARG (5.11): arg is a getEventsArg
 
 	registerBuffers   = 0
 	unregisterBuffers = 1
 	registerEventFD   = 4
 )
+
+// getEventsArg is struct io_uring_getevents_arg.
+type getEventsArg struct {
+	sigmask   uint64
+	sigmaskSz uint32
+	minWait   uint32 // min_wait_usec (6.12), 0
+	ts        uint64 // *kernelTimespec
+}
+
+type kernelTimespec struct{ sec, nsec int64 }
 
 type sqOffsets struct {
 	head, tail, ringMask, ringEntries, flags, dropped, array, resv1 uint32

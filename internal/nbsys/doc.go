@@ -16,6 +16,9 @@
 // not in non-blocking mode) would stall that P and a stop-the-world — the
 // caller's contract is never to pass one. EINTR is returned, not retried.
 //
+// One call does sleep: Poll, a bounded wait for a poll loop that never
+// parks in Go (wait_linux.go says why it, too, keeps its P).
+//
 // # Ownership, goroutines, buffers
 //
 // Stateless. Any goroutine; buffers are only read or written during the

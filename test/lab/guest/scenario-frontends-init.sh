@@ -36,9 +36,7 @@ fi
 # ending in -np is that frontend with GODEBUG=asyncpreemptoff=1 in the attachment (the runtime's
 # signal-based preemption off), -b the attachment started under chrt --batch (SCHED_BATCH: its
 # threads do not preempt the task that wakes them), -n the attachment with --sched normal (its
-# threads left SCHED_OTHER; --sched batch is connect's default), -sw the attachment with
-# RDMABLK_SYSCALL_WAIT=1 (the ublk queue thread and the nbd loop sleep in the scheduler's syscall
-# state, as before the P-keeping waits), -nr with RDMABLK_NO_REFRESH=1 (no periodic yield)
+# threads left SCHED_OTHER; --sched batch is connect's default)
 # lab.sysprof=R: in round R, a system-wide profile of this guest around each timed job (lib.sh
 # sysprof_start: sys-LABEL.perf with its .comm.txt and .sym.txt reports in the run's out directory);
 # the profiler's own cost is in that round's figures, alike for every configuration
@@ -78,7 +76,7 @@ clean() {
   result "fe.leftover_qps.$1" "$(rc_qps)"
 }
 # fe_of CFG: the frontend of a configuration (kernel, ublk, nbd)
-fe_of() { local f=${1%-np}; f=${f%-b}; f=${f%-sw}; f=${f%-nr}; echo "${f%-n}"; }
+fe_of() { local f=${1%-np}; f=${f%-b}; echo "${f%-n}"; }
 # up CFG ROUND: connect; sets DEV.
 up() {
   local c=$1 r=$2 t0 out rc
@@ -90,10 +88,10 @@ up() {
       [ -n "$DEV" ] && DEV=/dev/$DEV
       local c0=/sys/class/nvme/$(basename "$DEV" | sed 's/n[0-9]*$//')
       [ -r "$c0/queue_count" ] && result fe.kernel.queues "$(( $(cat "$c0/queue_count") - 1 ))x$(( $(cat "$c0/sqsize") + 1 ))" ;;
-    ublk|nbd|ublk-np|nbd-np|ublk-b|nbd-b|ublk-n|nbd-n|ublk-sw|nbd-sw|ublk-nr|nbd-nr)
-      local gd=${GODEBUG:-} pre=() more=() sw= nr=
-      case $c in *-np) gd=asyncpreemptoff=1 ;; *-b) pre=(chrt --batch 0) ;; *-n) more=(--sched normal) ;; *-sw) sw=1 ;; *-nr) nr=1 ;; esac
-      out=$(RDMABLK_SYSCALL_WAIT=$sw RDMABLK_NO_REFRESH=$nr GODEBUG=$gd "${pre[@]}" "$B" connect --provider ibverbs -a "$P:4420" --nqn "$NQN" --name "$NAME" --frontend "$(fe_of "$c")" \
+    ublk|nbd|ublk-np|nbd-np|ublk-b|nbd-b|ublk-n|nbd-n)
+      local gd=${GODEBUG:-} pre=() more=()
+      case $c in *-np) gd=asyncpreemptoff=1 ;; *-b) pre=(chrt --batch 0) ;; *-n) more=(--sched normal) ;; esac
+      out=$(GODEBUG=$gd "${pre[@]}" "$B" connect --provider ibverbs -a "$P:4420" --nqn "$NQN" --name "$NAME" --frontend "$(fe_of "$c")" \
         "${more[@]}" --cpuprofile "$LAB_OUT/rdmablk-$c.r$r.pprof" 2>&1); rc=$?
       echo "$out"
       [ $rc = 0 ] || { cat "$RDMABLK_RUN_DIR/$NAME.log"; return 1; }

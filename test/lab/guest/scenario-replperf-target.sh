@@ -76,15 +76,19 @@ for v in r1 r2; do
 done
 # job LABEL FIO-ARGS...: perf_fio with this guest's busy jiffies around it
 # lab.sysprof=R: in round R, a system-wide profile of this guest around each job (lib.sh sysprof_start).
-# RESULT LABEL.rxe: rxe0's counters that changed over the job ("name:delta,..."; retransmissions,
+# RESULT LABEL.ctxt: this guest's context switches over the job; LABEL.threads: n1's busiest
+# threads (lib.sh thread_delta). LABEL.rxe: rxe0's counters that changed over the job ("name:delta,..."; retransmissions,
 # timeouts and NAKs are what to look for).
 job() {
-  local label=$1 b0 p0 x0; shift
-  x0=$(rxe_counters)
+  local label=$1 b0 p0 x0 th0 c0; shift
+  x0=$(rxe_counters); th0=$(thread_snap $PID); c0=$(ctxt_count)
   [ "${LAB_SYSPROF:-0}" = "$r" ] && sysprof_start "$label"
   b0=$(cpu_busy); p0=$(proc_cpu $PID); perf_fio "$label" "$@"
   result "$label.busy_j" $(( $(cpu_busy) - b0 )); result "$label.proc_j" $(( $(proc_cpu $PID) - p0 ))
+  local c1; c1=$(ctxt_count)
   sysprof_stop
+  result "$label.ctxt" $((c1 - c0))
+  result "$label.threads" "$(thread_delta "$th0" "$(thread_snap $PID)")"
   result "$label.rxe" "$(rxe_counters | paste -d' ' - <(echo "$x0") | awk '$1 == $3 && $2 != $4 {printf "%s%s:%d", s, $1, $2 - $4; s=","}')"
 }
 for r in $(seq "$ROUNDS"); do

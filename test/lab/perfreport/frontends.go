@@ -18,8 +18,7 @@ import (
 // feConfigs in table order, with the device they give and the goal against the kernel host
 // (issue 13: ublk ≥ 0.9×, nbd ≥ 0.7× of the kernel host's IOPS; 0 = the reference).
 // Experiment rows (lab.configs=…: -np the attachment with GODEBUG=asyncpreemptoff=1, -b under
-// chrt --batch, -n with --sched normal, -sw with RDMABLK_SYSCALL_WAIT=1) appear only when the
-// run had them.
+// chrt --batch, -n with --sched normal) appear only when the run had them.
 var feConfigs = []struct {
 	name, what string
 	goal       float64
@@ -34,8 +33,6 @@ var feConfigs = []struct {
 	{"nbd-b", "rdmablk --frontend nbd under chrt --batch (experiment)", 0.7, true},
 	{"ublk-n", "rdmablk --frontend ublk --sched normal (experiment)", 0.9, true},
 	{"nbd-n", "rdmablk --frontend nbd --sched normal (experiment)", 0.7, true},
-	{"ublk-sw", "rdmablk --frontend ublk, RDMABLK_SYSCALL_WAIT=1 (experiment)", 0.9, true},
-	{"nbd-sw", "rdmablk --frontend nbd, RDMABLK_SYSCALL_WAIT=1 (experiment)", 0.7, true},
 }
 
 // feJobs are the timed fio jobs, in table order.
