@@ -151,7 +151,9 @@ cpu_busy() { awk '$1=="cpu" {print $2+$3+$4+$7+$8; exit}' /proc/stat; }
 ctxt_count() { awk '$1=="ctxt" {print $2; exit}' /proc/stat; }
 # thread_snap PID: one line per thread of PID: "TID CTXT CPU" (voluntary + involuntary context
 # switches, utime+stime jiffies); thread_delta BEFORE AFTER: the threads' changes between two
-# snapshots, busiest first by switches, as "TID:SWITCHES:JIFFIES" joined by commas (top 4).
+# snapshots, busiest first by switches, as "TID#N:SWITCHES:JIFFIES" joined by commas (top 4; N:
+# the thread's place in creation order, 0 = the main thread; in a Go program 1 is the runtime's
+# monitor, sysmon).
 thread_snap() {
   local t; for t in /proc/"$1"/task/*; do
     echo "${t##*/} $(awk '/^voluntary_ctxt_switches/ {v=$2} /^nonvoluntary_ctxt_switches/ {n=$2} END {print v+n}' "$t/status" 2>/dev/null) $(awk '{print $14+$15}' "$t/stat" 2>/dev/null)"
@@ -159,6 +161,7 @@ thread_snap() {
 }
 thread_delta() {
   awk 'NR==FNR {c[$1]=$2; j[$1]=$3; next} {printf "%s:%d:%d\n", $1, $2-c[$1], $3-j[$1]}' <(echo "$1") <(echo "$2") |
+    sort -t: -k1 -n | awk -F: '{printf "%s#%d:%s:%s\n", $1, NR - 1, $2, $3}' |
     sort -t: -k2 -n -r | head -4 | paste -sd, -
 }
 # proc_cpu PID: utime+stime of one process in jiffies (0 when it is gone).

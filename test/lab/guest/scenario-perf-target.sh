@@ -9,7 +9,8 @@
 #   serve.N.done       the host VM is finished with target N (written there)
 #   job.N.NAME.start   the host VM is about to start job NAME (there); job.N.NAME.go (here)
 #   job.N.NAME.end     the job finished (there); job.N.NAME.cpu (here): "BUSY_JIFFIES DAEMON_JIFFIES";
-#                      job.N.NAME.net (here): "TX_PACKETS RX_PACKETS" of eth0 over the job
+#                      job.N.NAME.net (here): "TX_PACKETS RX_PACKETS" of eth0 over the job;
+#                      job.N.NAME.threads (here, rdmablkd only): its busiest threads (lib.sh thread_delta)
 #   perf.end           no more targets (here)
 #   transport          "rdma" or "tcp" (here, at start; perfreport labels the tables with it)
 #   versus             only with lab.vs=base: "new LABEL" and "base LABEL" lines, the builds'
@@ -96,13 +97,14 @@ for r in $(seq "$ROUNDS"); do
           j=${s%.start}; [ -e "$j.go" ] && continue
           b0=$(cpu_busy); d0=0; [ -n "$DPID" ] && d0=$(proc_cpu "$DPID")
           rxe_counters > "$j.rxe0"
-          n0=$(net_packets)
+          n0=$(net_packets); th0=; [ -n "$DPID" ] && th0=$(thread_snap "$DPID")
           [ "${LAB_SYSPROF:-0}" = "$r" ] && sysprof_start "target.$b.$impl.${j##*/job.$SEQ.}.r$r"
           touch "$j.go"
           wait_file "$j.end" 900 || { fail "job $j never ended"; break; }
           b1=$(cpu_busy); d1=0; [ -n "$DPID" ] && d1=$(proc_cpu "$DPID")
           sysprof_stop
           echo "$((b1 - b0)) $((d1 - d0))" > "$j.cpu"
+          [ -n "$DPID" ] && thread_delta "$th0" "$(thread_snap "$DPID")" > "$j.threads"
           n1=$(net_packets); echo "${n1% *} ${n0% *} ${n1#* } ${n0#* }" | awk '{print $1 - $2, $3 - $4}' > "$j.net"
           # rxe's counters over the job (retransmissions, RNR NAKs, sequence errors): "name delta"
           rxe_counters | paste -d' ' - "$j.rxe0" | awk '$1 == $3 && $2 != $4 {print $1, $2 - $4}' > "$j.rxe"
