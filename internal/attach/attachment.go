@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rdmablk/rdmablk/initiator"
+	"github.com/rdmablk/rdmablk/internal/nbsys"
 	"github.com/rdmablk/rdmablk/nbd"
 	"github.com/rdmablk/rdmablk/ublk"
 )
@@ -208,7 +209,7 @@ func Start(ctx context.Context, cfg Config, opts initiator.Options, runDir strin
 		}
 		// One NBD connection per I/O queue (NBD_FLAG_CAN_MULTI_CONN).
 		conns := max(1, sess.Stats().Queues)
-		pollerProcs(conns) // each connection's poll loop (nbd/loop_linux.go)
+		nbsys.ReserveP(conns) // each connection's poll loop (nbd/loop_linux.go)
 		k, err := a.srv.AttachKernel(dev, cfg.Name, cfg.IOTimeout, conns)
 		switch {
 		case err == nil:

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/rdmablk/rdmablk/internal/attach/ublkback"
+	"github.com/rdmablk/rdmablk/internal/nbsys"
 	"github.com/rdmablk/rdmablk/ublk"
 )
 
@@ -21,7 +22,7 @@ func (a *Attachment) startUblk(prev *state) error {
 	if err != nil {
 		return err
 	}
-	pollerProcs(b.Geometry().Queues)
+	nbsys.ReserveP(b.Geometry().Queues)
 	o := ublk.Options{DevID: -1}
 	if prev != nil && prev.Ublk {
 		d, err := ublk.Recover(prev.UblkID, b, o)

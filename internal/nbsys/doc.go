@@ -16,11 +16,14 @@
 // not in non-blocking mode) would stall that P and a stop-the-world — the
 // caller's contract is never to pass one. EINTR is returned, not retried.
 //
-// One call does sleep: Poll, a bounded wait for a poll loop that never
-// parks in Go (wait_linux.go says why it, too, keeps its P).
+// Two calls do sleep: Poll and EpollWait, bounded waits for a poll loop
+// that never parks in Go (wait_linux.go says why they, too, keep their
+// P); ReserveP and ReleaseP keep a P idle for the rest of the process
+// while such loops sleep (procs.go).
 //
 // # Ownership, goroutines, buffers
 //
-// Stateless. Any goroutine; buffers are only read or written during the
+// Stateless but for the count of P-keeping sleepers (procs.go, under a
+// mutex). Any goroutine; buffers are only read or written during the
 // call.
 package nbsys

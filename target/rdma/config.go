@@ -108,15 +108,15 @@ type Config struct {
 	// default) parks it on a Go channel that the CQs' event goroutines
 	// and everything else signal (one goroutine hand-off per wake-up);
 	// PollWaitEpoll (where the provider's CQs implement verbs.FDNotifier)
-	// blocks the group's goroutine in epoll_wait on its CQs' completion
-	// channels and a bell eventfd, so the kernel wakes it directly. In
-	// the one lab round that compared them (2026-11-25-0120/-0132
-	// perf-6.12, 1-vCPU guest; the second run's host guest crashed after
-	// it) epoll was slower — QD1 target CPU per I/O 3.5× nvmet's with
-	// epoll, 2.1× with channel, same order, same round — an indication,
-	// not a measurement to build on. The likely cause: a goroutine blocked
-	// in a system call makes Go hand its P to another thread and take it
-	// back on every wake-up, which costs more than the hand-off it saves.
+	// sleeps in epoll_wait on its CQs' completion channels and a bell
+	// eventfd, so the kernel wakes it directly: first in bounded raw waits
+	// that keep its P (groupwait_linux.go: the runtime's monitor then
+	// stays quiet), then, idle for longer, in a blocking wait; each group
+	// reserves a P (nbsys.ReserveP). Lab A/B 2026-12-06-0328 (1-vCPU
+	// guest, 3 rounds): epoll 1.21–1.27× the channel's IOPS at QD1 (every
+	// round better), 0.82–0.89× at QD32 and 128 KiB (ranges spanning 1):
+	// the channel is the default, epoll the option for latency at low
+	// queue depth (docs/design.md §3).
 	PollWait string
 	// PollGroups is the number of poll groups: pollers that each own many
 	// queues (queues are assigned at connect to the group with the

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rdmablk/rdmablk/internal/nbsys"
 	"github.com/rdmablk/rdmablk/internal/spin"
 	"github.com/rdmablk/rdmablk/verbs"
 )
@@ -70,6 +71,7 @@ func newPollGroup(l *Listener) *pollGroup {
 		ew, err := newEpollWaiter()
 		if err == nil {
 			g.ew = ew
+			nbsys.ReserveP(1) // its raw waits keep a P (groupwait_linux.go)
 		} else if !errors.Is(err, errors.ErrUnsupported) {
 			l.log.Warn("rdma: poll group sleeps on a channel", "err", err)
 		}
@@ -301,6 +303,7 @@ func (g *pollGroup) stopped() bool {
 	}
 	if g.ew != nil {
 		g.ew.close()
+		nbsys.ReleaseP(1)
 	}
 	return true
 }

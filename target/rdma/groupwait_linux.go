@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rdmablk/rdmablk/internal/nbsys"
 	"github.com/rdmablk/rdmablk/verbs"
 )
 
@@ -35,6 +37,8 @@ type epollWaiter struct {
 	// descriptor, so a late ring never writes into a reused descriptor.
 	writers atomic.Int32
 	closed  atomic.Bool
+	// blockingWaits counts the sleeps that ran out of raw waits (tests).
+	blockingWaits atomic.Int64
 }
 
 func newEpollWaiter() (*epollWaiter, error) {
@@ -120,17 +124,10 @@ func (w *epollWaiter) sleep() error {
 		w.asleep.Store(false)
 		return nil
 	}
-	var n int
-	var err error
-	for {
-		n, err = unix.EpollWait(w.epfd, w.events, -1)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
+	n, err := w.wait()
 	w.asleep.Store(false)
 	if err != nil {
-		return fmt.Errorf("rdma: poll group epoll_wait: %w", err)
+		return err
 	}
 	for i := range n {
 		fd := w.events[i].Fd
@@ -144,6 +141,56 @@ func (w *epollWaiter) sleep() error {
 		}
 	}
 	return nil
+}
+
+// Raw waits: an idle group first sleeps in up to rawWaits epoll_pwait
+// calls of at most rawWait each that keep its P (nbsys.EpollWait), and
+// only then in a blocking epoll_wait.
+//
+// Why: a goroutine asleep in a blocking system call is, to the runtime,
+// one whose P may be taken. With no P idle (GOMAXPROCS 1 on a one-CPU
+// guest) the monitor thread (sysmon) takes it after one 20 µs tick, hands
+// it off, finds every P idle and sleeps deeply; the group's wake-up then
+// finds its P gone, takes an idle one and wakes sysmon, which restarts
+// polling every 20 µs — per I/O at low queue depth. In the lab (one-vCPU
+// target guest, QD1) the target's sysmon thread switched ~18,000 times
+// and used ~24 % of the guest's CPU per 10 s job, more than the threads
+// doing the I/O (runs 2026-12-06-0226, -0256). Kept by a raw call the P
+// is never taken from the sleep, sysmon never sleeps deeply while the
+// group does, and its ticks back off to 10 ms. The bound (a timeout, and
+// the runtime's preemption signal, which ends the wait with EINTR) lets a
+// stop-the-world through and lets an idle group fall back, after
+// rawWaits × rawWait at most, to the blocking wait that costs nothing
+// while the target idles. The group's P is reserved (nbsys.ReserveP at
+// newPollGroup), so everything else still has one.
+const (
+	rawWait  = 10 * time.Millisecond
+	rawWaits = 3
+)
+
+// wait is the group's sleep proper: raw waits, then a blocking one. It
+// returns the number of events in w.events.
+func (w *epollWaiter) wait() (int, error) {
+	for range rawWaits {
+		n, e := nbsys.EpollWait(w.epfd, w.events, rawWait)
+		if n > 0 {
+			return n, nil
+		}
+		if e != 0 && e != unix.EINTR {
+			return 0, fmt.Errorf("rdma: poll group epoll_pwait: %w", e)
+		}
+		runtime.Gosched() // the runtime may have asked for the P
+	}
+	w.blockingWaits.Add(1)
+	for {
+		n, err := unix.EpollWait(w.epfd, w.events, -1)
+		if !errors.Is(err, unix.EINTR) {
+			if err != nil {
+				return 0, fmt.Errorf("rdma: poll group epoll_wait: %w", err)
+			}
+			return n, nil
+		}
+	}
 }
 
 // close releases the descriptors once no ring is writing. Group goroutine,
