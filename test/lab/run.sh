@@ -551,13 +551,13 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
     echo
     echo "Guest A: rdmablkd cluster node n1 (bootstrap, NVMe-oF/RDMA listener on rxe0) and the load, the kernel"
     echo "nvme-rdma host of the same guest connected to n1's own address; guest B: node n2 only, raft and"
-    echo "API over the bridge. Volumes (files on tmpfs, $(val replperf.volsize) each): r1, one copy (n1); r2, two copies"
+    echo "API over the bridge. Volumes (files on $(case $(val replperf.datafs) in ext4) echo "ext4 over a brd RAM disk";; tmpfs) echo "tmpfs, no O_DIRECT";; *) echo tmpfs;; esac) in each node's data directory, $(val replperf.volsize) each): r1, one copy (n1); r2, two copies"
     echo "(owner n1, copy n2: every write completes when both have it; reads served by n1). Each in its own"
     echo "subsystem, both owned by n1. fio libaio direct 4 KiB QD32 × 2 jobs, ${FIOTIME:-10} s each; per round r1"
     echo "and r2, their order alternating (r1 r2, r2 r1, …); medians (min–max) over $(val replperf.rounds) rounds, ratios"
     echo "per round (r2 / r1 of the same round), then their median. The second copy costs guest B's CPU, as a"
     echo "replica on another host would; the host and the owner share guest A in both runs alike."
-    echo "Both volumes were written whole once before the rounds (tmpfs allocates a file's pages on first write)."
+    echo "Both volumes were written whole once before the rounds (blocks and pages are allocated on first write)."
     echo "r2 in sync (2 of 2) before the runs: $(val replperf.insync.before), after: $(val replperf.insync.after)."
     read -r _ pl1 pl5 pl15 < "$PO/lab-lock.txt" 2>/dev/null
     echo "Host load average (1/5/15 min) when the run got the lab: ${pl1:-?} ${pl5:-?} ${pl15:-?}$(not_quiet "${pl1:-0}" | tr '\n' ' ')"

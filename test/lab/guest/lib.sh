@@ -186,6 +186,17 @@ nvmet_down() {
   echo 0 > "$c/subsystems/$nqn/namespaces/1/enable" 2>/dev/null
   rmdir "$c/subsystems/$nqn/namespaces/1" "$c/subsystems/$nqn" 2>/dev/null
 }
+# datafs_up DIR MB: DIR on a fresh ext4 file system over a brd RAM disk of MB MiB (lab.datafs=ext4,
+# the default), so files there take O_DIRECT and io_uring as on a disk; lab.datafs=tmpfs leaves DIR
+# on the guest's tmpfs (which refuses O_DIRECT: the file backend's blocking pwrite path). Prints
+# which: ext4 or tmpfs.
+datafs_up() {
+  mkdir -p "$1"
+  if [ "${LAB_DATAFS:-ext4}" = tmpfs ]; then echo tmpfs; return 0; fi
+  modprobe brd rd_nr=1 rd_size=$(($2 * 1024)) || return 1
+  mkfs.ext4 -q -F /dev/ram0 >/dev/null && mount -o noatime /dev/ram0 "$1" || return 1
+  echo ext4
+}
 # nullb_up SIZE_MB: a memory-backed null_blk device through configfs (prints its path).
 nullb_up() {
   local n=/sys/kernel/config/nullb/nullb0

@@ -9,7 +9,8 @@ D=/mnt/share/bin/rdmablkd; P=${LAB_PEER:?lab.peer=IP}; W=${LAB_WAIT:-1500}
 trap 'touch "$LAB_OUT/init.done"' EXIT
 net_up; rxe_up || exit 1
 wait_file "$LAB_OUT/n1.ready" "$W" || { fail "n1 never came up"; exit 1; }
-C=/tmp/rc; mkdir -p $C/n2
+C=/tmp/rc; FS=$(datafs_up $C/n2 768) || { fail "data file system"; exit 1; }
+result replperf.n2.datafs "$FS"
 install -m 0600 "$LAB_OUT/node.token" $C/node.token || exit 1
 cat > $C/n2.yaml <<EOC
 data_dir: $C/n2

@@ -4,7 +4,8 @@
 # load: the kernel nvme-rdma host of this guest, connected to n1's own address. Guest B
 # (scenario-replperf-init.sh) runs node n2 only, so a replicated write's second copy costs B's CPU,
 # as a replica on another host would, while the host and the owner share A in both runs alike.
-# Volumes (files on tmpfs, lab.volsize each, 256M): r1 with one copy (n1), r2 with two (owner n1,
+# Volumes (files in the nodes' data directories, on ext4 over a brd RAM disk — lab.datafs=tmpfs for
+# the guest's tmpfs, which refuses O_DIRECT — lab.volsize each, 256M): r1 with one copy (n1), r2 with two (owner n1,
 # copy n2), each in its own subsystem, written whole once; then per round (lab.rounds, 3) fio 4 KiB randwrite then randread
 # at QD32 × 2 jobs (lab.fiotime s) on r1 and r2, their order alternating (r1 r2, then r2 r1). r2 is
 # checked in sync (2 of 2) before and after the runs.
@@ -21,7 +22,8 @@ trap 'touch "$LAB_OUT/target.exit"' EXIT
 net_up; rxe_up || exit 1
 run modprobe nvme-rdma || exit 1
 result replperf.hz "$(getconf CLK_TCK)"; result replperf.volsize "$VOLSIZE"; result replperf.rounds "$ROUNDS"
-C=/tmp/rc; mkdir -p $C/n1
+C=/tmp/rc; FS=$(datafs_up $C/n1 1024) || { fail "data file system"; exit 1; }
+result replperf.datafs "$FS"
 cat > $C/n1.yaml <<EOC
 data_dir: $C/n1
 log: {level: info}
@@ -69,8 +71,8 @@ for v in r1 r2; do
   [ -n "$d" ] || { fail "no namespace for $v"; exit 1; }
   DEV[$v]=/dev/$d; step "$v is ${DEV[$v]}"
 done
-# Every block of both volumes written once first (on every copy: tmpfs allocates a file's pages on
-# first write, which would slow whichever volume runs first).
+# Every block of both volumes written once first (on every copy: the file system allocates a file's
+# blocks, and brd or tmpfs its pages, on first write, which would slow whichever volume runs first).
 for v in r1 r2; do
   perf_fio "replperf.$v.prefill" "${DEV[$v]}" write 1m 4 1 --size="$VOLSIZE" || fail "prefill $v"
 done
