@@ -15,7 +15,7 @@ install -m 0600 "$LAB_OUT/node.token" $C/node.token || exit 1
 cat > $C/n2.yaml <<EOC
 data_dir: $C/n2
 log: {level: info}
-transport: {provider: auto}
+transport: {provider: auto, poll_wait: "${LAB_POLLWAIT:-channel}"}
 listeners: [{addr: "$IP:4422"}]
 volumes: []
 subsystems: []

@@ -23,11 +23,11 @@ net_up; rxe_up || exit 1
 run modprobe nvme-rdma || exit 1
 result replperf.hz "$(getconf CLK_TCK)"; result replperf.volsize "$VOLSIZE"; result replperf.rounds "$ROUNDS"
 C=/tmp/rc; FS=$(datafs_up $C/n1 1024) || { fail "data file system"; exit 1; }
-result replperf.datafs "$FS"
+result replperf.datafs "$FS"; result replperf.pollwait "${LAB_POLLWAIT:-channel}" # lab.pollwait=epoll: both nodes' transport.poll_wait
 cat > $C/n1.yaml <<EOC
 data_dir: $C/n1
 log: {level: info}
-transport: {provider: auto}
+transport: {provider: auto, poll_wait: "${LAB_POLLWAIT:-channel}"}
 listeners: [{addr: "$IP:4421"}]
 volumes: []
 subsystems: []
