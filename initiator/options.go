@@ -4,10 +4,10 @@ import (
 	"crypto/rand"
 	"io"
 	"log/slog"
-	"runtime"
 	"sync"
 	"time"
 
+	"github.com/rdmablk/rdmablk/internal/nbsys"
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/nvme/auth"
 	"github.com/rdmablk/rdmablk/verbs"
@@ -37,7 +37,8 @@ type Options struct {
 	// default: a random UUID generated once per process.
 	HostID [16]byte
 	// IOQueues is the number of I/O queues to create; default
-	// min(4, GOMAXPROCS). It is clamped to what Set Features (Number of
+	// min(4, GOMAXPROCS as the process was given it, before an attachment's
+	// pollers raised it: internal/nbsys.Procs). It is clamped to what Set Features (Number of
 	// Queues) grants.
 	IOQueues int
 	// QueueDepth is the number of entries per I/O queue; default 128. It
@@ -139,7 +140,7 @@ func (o Options) withDefaults() Options {
 		o.HostNQN = nvme.HostNQNFromUUID(o.HostID)
 	}
 	if o.IOQueues <= 0 {
-		o.IOQueues = min(DefaultIOQueues, runtime.GOMAXPROCS(0))
+		o.IOQueues = min(DefaultIOQueues, nbsys.Procs()) // not counting Ps kept for sleeping pollers
 	}
 	if o.QueueDepth <= 0 {
 		o.QueueDepth = DefaultQueueDepth

@@ -84,7 +84,7 @@ var (
 // GroupOptions configure NewRingGroup. Zero values take the defaults.
 type GroupOptions struct {
 	// Rings is the number of io_uring instances; volumes are spread over
-	// them round robin at Open. 0 → GOMAXPROCS.
+	// them round robin at Open. 0 → GOMAXPROCS (without Ps kept for sleeping pollers: nbsys.Procs).
 	Rings int
 	// Entries is each ring's submission queue size (rounded up to a
 	// power of two by the kernel). 0 → DefaultGroupRingEntries.

@@ -51,7 +51,7 @@ type RingGroup struct {
 func NewRingGroup(opts GroupOptions) (*RingGroup, error) {
 	n := opts.Rings
 	if n <= 0 {
-		n = runtime.GOMAXPROCS(0)
+		n = nbsys.Procs() // GOMAXPROCS without the Ps kept for sleeping pollers
 	}
 	entries := opts.Entries
 	if entries <= 0 {
@@ -103,8 +103,8 @@ func ConfigureDefaultRingGroup(opts GroupOptions) error {
 }
 
 // DefaultRingGroup returns the process-wide group that backends opened
-// without Options.Rings share: by default GOMAXPROCS rings (at the time
-// of the first call) of DefaultGroupRingEntries (see
+// without Options.Rings share: by default nbsys.Procs() rings (GOMAXPROCS at the time
+// of the first call, without Ps kept for sleeping pollers) of DefaultGroupRingEntries (see
 // ConfigureDefaultRingGroup). It is created at first use and never
 // closed. The error is that of the first creation (no io_uring); it is
 // not retried.

@@ -12,7 +12,25 @@ import (
 var (
 	sleepersMu sync.Mutex
 	sleepers   int
+	// baseProcs is GOMAXPROCS as ReserveP first found it (0: never
+	// called): the processors the process was given, before any P kept
+	// for a sleeper.
+	baseProcs int
 )
+
+// Procs is the number of processors to size per-CPU work by (poll
+// groups, rings): GOMAXPROCS as it was before ReserveP first raised it,
+// or GOMAXPROCS now when nothing was reserved. Counting the raised value
+// instead would feed back — each new set of poll groups reserving a P per
+// group, and the next set being sized by the result.
+func Procs() int {
+	sleepersMu.Lock()
+	defer sleepersMu.Unlock()
+	if baseProcs > 0 {
+		return baseProcs
+	}
+	return runtime.GOMAXPROCS(0)
+}
 
 // ReserveP records n more goroutines that sleep keeping their P and
 // raises GOMAXPROCS to one P for each such goroutine of the process plus
@@ -26,6 +44,9 @@ var (
 func ReserveP(n int) {
 	sleepersMu.Lock()
 	defer sleepersMu.Unlock()
+	if baseProcs == 0 {
+		baseProcs = runtime.GOMAXPROCS(0)
+	}
 	sleepers += n
 	if want := sleepers + 1; runtime.GOMAXPROCS(0) < want {
 		runtime.GOMAXPROCS(want)

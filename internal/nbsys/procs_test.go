@@ -11,17 +11,20 @@ func TestReserveP(t *testing.T) {
 	old := runtime.GOMAXPROCS(1)
 	defer runtime.GOMAXPROCS(old)
 	sleepersMu.Lock()
-	before := sleepers
-	sleepers = 0
+	before, beforeBase := sleepers, baseProcs
+	sleepers, baseProcs = 0, 0
 	sleepersMu.Unlock()
 	defer func() {
 		sleepersMu.Lock()
-		sleepers = before
+		sleepers, baseProcs = before, beforeBase
 		sleepersMu.Unlock()
 	}()
 	ReserveP(2)
 	if got := runtime.GOMAXPROCS(0); got != 3 {
 		t.Fatalf("one device of 2 queues: GOMAXPROCS %d, want 3", got)
+	}
+	if got := Procs(); got != 1 {
+		t.Fatalf("Procs %d after a reservation, want the 1 the process was given", got)
 	}
 	ReserveP(1) // a second device in the same process
 	if got := runtime.GOMAXPROCS(0); got != 4 {

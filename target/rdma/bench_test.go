@@ -1,6 +1,7 @@
 package rdma
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/rdmablk/rdmablk/nvme"
@@ -32,6 +33,10 @@ func BenchmarkRead4KNullQD1ChannelWait(b *testing.B) {
 }
 
 func benchRead4KNull(b *testing.B, locked bool, wait string, depth int) {
+	// An epoll group keeps a P for its raw waits (nbsys.ReserveP); set
+	// GOMAXPROCS back once the rig, registered after this, is gone.
+	procs := runtime.GOMAXPROCS(0)
+	b.Cleanup(func() { runtime.GOMAXPROCS(procs) })
 	tgt := newRealTarget(b, true)
 	g := newRig(b, rigOpts{realCore: true, cfg: Config{Target: tgt, PortID: 1, LockPollerThreads: &locked, PollWait: wait}})
 	io := g.enabledIOQueue(rawOpts{qid: 1, depth: max(depth, 2), dataSize: depth * 4096}) // a queue has ≥ 2 entries

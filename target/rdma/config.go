@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"runtime"
 	"time"
 
+	"github.com/rdmablk/rdmablk/internal/nbsys"
 	"github.com/rdmablk/rdmablk/target"
 	"github.com/rdmablk/rdmablk/verbs"
 )
@@ -120,7 +120,8 @@ type Config struct {
 	PollWait string
 	// PollGroups is the number of poll groups: pollers that each own many
 	// queues (queues are assigned at connect to the group with the
-	// fewest). 0 → runtime.GOMAXPROCS(0), one per core Go runs on.
+	// fewest). 0 → nbsys.Procs(): one per core Go runs on (GOMAXPROCS
+	// before any P kept for a sleeping poller).
 	PollGroups int
 	// LockPollerThreads locks each poll group to an OS thread
 	// (runtime.LockOSThread) and makes it spin without yielding the
@@ -195,7 +196,7 @@ func (c *Config) normalize(devMaxQPWR int) error {
 		return fmt.Errorf("%w: device MaxQPWR %d below 2", ErrInvalidConfig, devMaxQPWR)
 	}
 	if c.PollGroups <= 0 {
-		c.PollGroups = runtime.GOMAXPROCS(0)
+		c.PollGroups = nbsys.Procs()
 	}
 	switch c.PollWait {
 	case "":
