@@ -70,8 +70,8 @@ type TransportConfig struct {
 	// PollGroups: pollers that each own many queues (0: one per CPU).
 	PollGroups int `mapstructure:"poll_groups"`
 	// PollWait: how an idle poll group sleeps: "channel" (default) or
-	// "epoll" (in epoll_wait on its CQs' completion channels: faster at
-	// queue depth 1, slower at depth in the lab). See rdma.Config.PollWait.
+	// "epoll" (in epoll_wait on its CQs' completion channels; an
+	// experiment, see rdma.Config.PollWait).
 	PollWait string `mapstructure:"poll_wait"`
 	// LockPollerThreads: lock each poll group to an OS thread (unset: no).
 	LockPollerThreads *bool `mapstructure:"lock_poller_threads"`

@@ -112,11 +112,11 @@ type Config struct {
 	// eventfd, so the kernel wakes it directly: first in bounded raw waits
 	// that keep its P (groupwait_linux.go: the runtime's monitor then
 	// stays quiet), then, idle for longer, in a blocking wait; each group
-	// reserves a P (nbsys.ReserveP). Lab A/B 2026-12-06-0328 (1-vCPU
-	// guest, 3 rounds): epoll 1.21–1.27× the channel's IOPS at QD1 (every
-	// round better), 0.82–0.89× at QD32 and 128 KiB (ranges spanning 1):
-	// the channel is the default, epoll the option for latency at low
-	// queue depth (docs/design.md §3).
+	// reserves a P (nbsys.ReserveP). Lab A/Bs against the channel
+	// (1-vCPU guest) disagree: 2026-12-06-0328 (3 rounds) QD1 1.21–1.27×
+	// in every round but QD32 0.82–0.84×; -0435 (5 rounds, three on a
+	// busy host) QD1 reads 0.51× (0.29–1.09), QD32 0.48–0.63×. The channel
+	// is the default; epoll is an experiment (docs/design.md §3).
 	PollWait string
 	// PollGroups is the number of poll groups: pollers that each own many
 	// queues (queues are assigned at connect to the group with the

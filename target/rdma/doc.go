@@ -91,8 +91,8 @@
 // the kernel with no event goroutine, channel hand-off or extra read;
 // ringing costs two atomic operations while the group is awake and one
 // eventfd write while it sleeps; the group's first sleeps after work are
-// raw waits that keep its P (groupwait_linux.go; faster at queue depth 1,
-// slower at depth in the lab: see Config.PollWait). On the channel (also for a provider without
+// raw waits that keep its P (groupwait_linux.go; the lab's A/Bs against
+// the channel disagree: see Config.PollWait). On the channel (also for a provider without
 // FDNotifier) CQ events reach the group through the provider's event
 // goroutine (verbs.NotifyRouter). Each queue has one parked watcher goroutine that records its
 // control events (core Close, connection end, drain) and timers (Fabrics
