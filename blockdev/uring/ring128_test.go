@@ -114,15 +114,7 @@ func TestRing128(t *testing.T) {
 		got += r.Reap(cqes)
 	}
 
-	efd, _, errno := syscall.Syscall(syscall.SYS_EVENTFD2, 0, syscall.O_CLOEXEC, 0)
-	if errno != 0 {
-		t.Fatal(errno)
-	}
-	defer syscall.Close(int(efd))
-	var val [8]byte
-	e = r.Next()
-	e.Opcode, e.FD, e.Off, e.UserData = OpRead, int32(efd), ^uint64(0), 9
-	e.Addr, e.Len = uint64(uintptr(unsafe.Pointer(&val))), 8
+	efd, val := queueEventfdRead(t, r, 9)
 	if _, err := r.Submit(); err != nil {
 		t.Fatal(err)
 	}
@@ -154,15 +146,7 @@ func TestSubmitAndWaitFor(t *testing.T) {
 		t.Fatalf("reaped %d (%+v)", n, out[:n])
 	}
 
-	efd, _, errno := syscall.Syscall(syscall.SYS_EVENTFD2, 0, syscall.O_CLOEXEC, 0)
-	if errno != 0 {
-		t.Fatal(errno)
-	}
-	defer syscall.Close(int(efd))
-	var val [8]byte
-	e = r.Next()
-	e.Opcode, e.FD, e.Off, e.UserData = OpRead, int32(efd), ^uint64(0), 9
-	e.Addr, e.Len = uint64(uintptr(unsafe.Pointer(&val))), 8
+	efd, val := queueEventfdRead(t, r, 9)
 	asleep, done := make(chan struct{}), make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -193,5 +177,22 @@ func TestSubmitAndWaitFor(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	runtime.KeepAlive(&val)
+	runtime.KeepAlive(val)
+}
+
+// queueEventfdRead makes an eventfd (closed at the end of the test) and
+// queues, not submits, an 8-byte read of it with user data ud into the
+// returned buffer.
+func queueEventfdRead(t *testing.T, r *Ring128, ud uint64) (efd uintptr, val *[8]byte) {
+	t.Helper()
+	efd, _, errno := syscall.Syscall(syscall.SYS_EVENTFD2, 0, syscall.O_CLOEXEC, 0)
+	if errno != 0 {
+		t.Fatal(errno)
+	}
+	t.Cleanup(func() { syscall.Close(int(efd)) })
+	val = new([8]byte)
+	e := r.Next()
+	e.Opcode, e.FD, e.Off, e.UserData = OpRead, int32(efd), ^uint64(0), ud
+	e.Addr, e.Len = uint64(uintptr(unsafe.Pointer(val))), 8
+	return efd, val
 }

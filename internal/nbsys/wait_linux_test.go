@@ -25,29 +25,43 @@ func TestPoll(t *testing.T) {
 	Read(uintptr(r), b[:])
 
 	r2, w2 := pipe(t)
-	asleep, done := make(chan struct{}), make(chan syscall.Errno, 1)
+	f := []PollFd{{Fd: int32(r2), Events: 0x1}}
+	gcWhileAsleep(t, func() (int, syscall.Errno) { return Poll(f, time.Hour) }, func() { Write(uintptr(w2), []byte{1}) })
+}
+
+// gcWhileAsleep runs sleep (a raw wait of an hour) on a locked goroutine,
+// as the poll loops do, until it reports events or an error other than
+// EINTR, and meanwhile runs the garbage collector three times — each
+// would wait for the hour if the sleeper kept the world from stopping —
+// then wakes it and expects one event and no error.
+func gcWhileAsleep(t *testing.T, sleep func() (int, syscall.Errno), wake func()) {
+	t.Helper()
+	type result struct {
+		n int
+		e syscall.Errno
+	}
+	asleep, done := make(chan struct{}), make(chan result, 1)
 	go func() {
-		runtime.LockOSThread() // as the poll loops it is for
+		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		close(asleep)
-		f := []PollFd{{Fd: int32(r2), Events: 0x1}}
 		for {
-			n, e := Poll(f, time.Hour)
+			n, e := sleep()
 			if e == syscall.EINTR {
 				continue
 			}
 			if n > 0 || e != 0 {
-				done <- e
+				done <- result{n, e}
 				return
 			}
 		}
 	}()
 	<-asleep
 	for range 3 {
-		runtime.GC() // would wait for the hour if the sleeper kept the world from stopping
+		runtime.GC()
 	}
-	Write(uintptr(w2), []byte{1})
-	if e := <-done; e != 0 {
-		t.Fatalf("poll: %v", e)
+	wake()
+	if r := <-done; r.e != 0 || r.n != 1 {
+		t.Fatalf("woken sleeper: %d events, %v; want 1, no error", r.n, r.e)
 	}
 }
