@@ -19,6 +19,14 @@ func openSingle(t *testing.T, dir string) *Node {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitLeader(t, n)
+	return n
+}
+
+// waitLeader polls until n leads (raft's state has no change
+// notification on Node), failing the test after 20 s.
+func waitLeader(t *testing.T, n *Node) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !n.IsLeader() {
 		if time.Now().After(deadline) {
@@ -26,7 +34,6 @@ func openSingle(t *testing.T, dir string) *Node {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return n
 }
 
 // TestNodeRestart: a one-node cluster applies, keeps its catalogue across
@@ -88,13 +95,7 @@ func TestFollowerAppliesWithoutCommitTimeout(t *testing.T) {
 		return n
 	}
 	leader := open("n1", true)
-	deadline := time.Now().Add(20 * time.Second)
-	for !leader.IsLeader() {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitLeader(t, leader)
 	follower := open("n2", false)
 	if err := leader.AddVoter("n2", follower.RaftAddr()); err != nil {
 		t.Fatal(err)
