@@ -67,7 +67,8 @@
 #      nvmeof, initiator, tcp, perf and perf-tcp scenarios, e.g. LABARGS=lab.sendinv=off,on: see scenario-nvmeof.sh;
 #      perf: LABARGS=lab.pollspins=-1 sets rdmablkd's transport.poll_spins, lab.pollwait=channel its transport.poll_wait,
 #      lab.mdts=131072 its max_data_transfer; replperf: lab.pollwait=epoll both nodes' transport.poll_wait,
-#      lab.datafs=tmpfs their data directories on tmpfs instead of ext4 over brd, lab.vols=r2 one volume only),
+#      lab.datafs=tmpfs their data directories on tmpfs instead of ext4 over brd, lab.vols=r2 one volume only,
+#      lab.mtu=9000 both guests' eth0 MTU: RoCE MTU 4096 instead of 1024),
 #      BASELINE (perf, perf-tcp: a git revision; B is rdmablkd built from it, not nvmet: see perf above;
 #      with NOBUILD=1 the share/bin/rdmablkd-base of an earlier run, which must be that revision's;
 #      REPORT_ONLY of an A/B run needs no BASELINE: the run's outputs say so).
@@ -560,6 +561,7 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
     echo "replica on another host would; the host and the owner share guest A in both runs alike."
     echo "Both volumes were written whole once before the rounds (blocks and pages are allocated on first write)."
     echo "Both nodes' poll groups sleep with transport.poll_wait: $(val replperf.pollwait) (lab.pollwait)."
+    echo "Ethernet MTU $(val replperf.mtu), RoCE (rxe0 active) MTU $(val replperf.rxemtu) (lab.mtu; both guests)."
     echo "r2 in sync (2 of 2) before the runs: $(val replperf.insync.before), after: $(val replperf.insync.after)."
     read -r _ pl1 pl5 pl15 < "$PO/lab-lock.txt" 2>/dev/null
     echo "Host load average (1/5/15 min) when the run got the lab: ${pl1:-?} ${pl5:-?} ${pl15:-?}$(not_quiet "${pl1:-0}" | tr '\n' ' ')"

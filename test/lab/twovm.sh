@@ -33,8 +33,11 @@ trap 'exit 130' INT TERM HUP
 ip netns exec $NS ip link set lo up
 ip netns exec $NS ip link add br0 type bridge
 ip netns exec $NS ip link set br0 up
+# Jumbo-capable segment: the guests' eth0 MTU (lab.mtu, default 1500) decides the frame size; a
+# bridge drops frames larger than the outgoing port's MTU.
 for t in tap0 tap1; do
   ip netns exec $NS ip tuntap add dev $t mode tap
+  ip netns exec $NS ip link set $t mtu 9000
   ip netns exec $NS ip link set $t master br0
   ip netns exec $NS ip link set $t up
 done

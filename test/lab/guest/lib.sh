@@ -9,9 +9,12 @@ DMESG_START=$(dmesg | wc -l)
 fail() { echo "FAIL: $*"; FAILS=$((FAILS+1)); }
 # result KEY VALUE: one machine-readable line per measured figure, collected by run.sh
 result() { echo "RESULT $1 $2"; echo "$1 $2" >> "$LAB_OUT/results.txt"; }
-# net_up [CIDR]: eth0 up with an address (default 10.0.2.15/24, the slirp guest address); sets IP
+# net_up [CIDR]: eth0 up with an address (default 10.0.2.15/24, the slirp guest address); sets IP.
+# lab.mtu=N sets eth0's MTU first (rxe derives its RoCE MTU from it: 4096 needs N >= 4096 + headers,
+# e.g. 9000 as RoCE fabrics run; the default 1500 gives RoCE MTU 1024).
 net_up() {
   local cidr=${1:-${LAB_IP:-10.0.2.15/24}}
+  if [ -n "${LAB_MTU:-}" ]; then run ip link set eth0 mtu "$LAB_MTU" || return 1; fi
   ip link set eth0 up
   ip addr add "$cidr" dev eth0 2>/dev/null
   IP=${cidr%/*}
@@ -25,6 +28,8 @@ rxe_up() {
   run rdma link add rxe0 type rxe netdev eth0 || return 1
   for _ in $(seq 50); do rdma link show rxe0/1 2>/dev/null | grep -q 'state ACTIVE' && break; sleep 0.1; done
   rdma link show
+  rxe_mtu=$(ibv_devinfo -d rxe0 2>/dev/null | awk '/active_mtu/ {print $2; exit}')
+  echo "rxe0 active MTU: ${rxe_mtu:-unknown} (eth0 MTU $(cat /sys/class/net/eth0/mtu))"
 }
 # rxe_counters: "name value" per rxe0 hardware counter (retransmissions, RNR NAKs, sequence errors…)
 # (nothing when there is no rxe0: the NVMe/TCP perf variant brings none up)

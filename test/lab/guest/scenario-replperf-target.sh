@@ -21,6 +21,7 @@ ROUNDS=${LAB_ROUNDS:-3}; FT=${LAB_FIOTIME:-10}; VOLSIZE=${LAB_VOLSIZE:-256M}; W=
 trap 'touch "$LAB_OUT/target.exit"' EXIT
 net_up; rxe_up || exit 1
 run modprobe nvme-rdma || exit 1
+result replperf.mtu "$(cat /sys/class/net/eth0/mtu)"; result replperf.rxemtu "${rxe_mtu:-unknown}" # lab.mtu (both guests)
 result replperf.hz "$(getconf CLK_TCK)"; result replperf.volsize "$VOLSIZE"; result replperf.rounds "$ROUNDS"
 C=/tmp/rc; FS=$(datafs_up $C/n1 1024) || { fail "data file system"; exit 1; }
 result replperf.datafs "$FS"; result replperf.pollwait "${LAB_POLLWAIT:-channel}" # lab.pollwait=epoll: both nodes' transport.poll_wait
