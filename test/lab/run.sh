@@ -566,21 +566,22 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
     read -r _ pl1 pl5 pl15 < "$PO/lab-lock.txt" 2>/dev/null
     echo "Host load average (1/5/15 min) when the run got the lab: ${pl1:-?} ${pl5:-?} ${pl15:-?}$(not_quiet "${pl1:-0}" | tr '\n' ' ')"
     echo
-    echo "| job | 1 copy IOPS | 2 copies IOPS | 2 / 1 (paired range) | goal | guest A CPU µs per I/O, 1 → 2 copies | of which rdmablkd n1 |"
-    echo "| --- | --- | --- | --- | --- | --- | --- |"
+    echo "| job | 1 copy IOPS | 2 copies IOPS | 2 / 1 (paired range) | goal | guest A CPU µs per I/O, 1 → 2 copies | of which rdmablkd n1 | guest B busy, 2 copies | guest B CPU µs per I/O (rdmablkd n2) |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     awk '
       function med(a, n,   i, j, t) { for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j+1] = a[j]; a[j+1] = t }
         return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2 }
       function mm(a, n,   i, lo, hi) { lo = hi = a[1]; for (i = 2; i <= n; i++) { if (a[i] < lo) lo = a[i]; if (a[i] > hi) hi = a[i] }; return lo "|" hi }
       $1 == "replperf.hz" { hz = $2 }
-      $1 ~ /^replperf\.r[12]\.(rw32|rr32)\.r[0-9]+\.(iops|ios|busy_j|proc_j)$/ { split($1, k, "."); v[k[2] "." k[3] "." k[4] "." k[5]] = $2; rounds[k[4]] = 1 }
+      $1 == "replperf.fiotime" { ft = $2 }
+      $1 ~ /^replperf\.r[12]\.(rw32|rr32)\.r[0-9]+\.(iops|ios|busy_j|proc_j|n2_busy_j|n2_proc_j)$/ { split($1, k, "."); v[k[2] "." k[3] "." k[4] "." k[5]] = $2; rounds[k[4]] = 1 }
       END {
         if (hz == "") hz = 100
         split("rw32 rr32", jobs, " ")
         name["rw32"] = "4 KiB randwrite QD32 ×2 jobs"; name["rr32"] = "4 KiB randread QD32 ×2 jobs"
         goal["rw32"] = 0.7; goal["rr32"] = 0.95
         for (ji = 1; ji <= 2; ji++) {
-          j = jobs[ji]; n = 0; delete a1; delete a2; delete rt; delete c1; delete c2; delete p1; delete p2; np = 0
+          j = jobs[ji]; n = 0; delete a1; delete a2; delete rt; delete c1; delete c2; delete p1; delete p2; np = 0; delete bb; delete bc; delete bp; nb = 0
           for (r in rounds) {
             i1 = v["r1." j "." r ".iops"]; i2 = v["r2." j "." r ".iops"]
             if (i1 == "" || i2 == "" || i1 == 0) continue
@@ -590,16 +591,24 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
             if (v["r1." j "." r ".proc_j"] != "" && v["r1." j "." r ".ios"] && v["r2." j "." r ".ios"]) {
               np++; p1[np] = v["r1." j "." r ".proc_j"] / hz * 1e6 / v["r1." j "." r ".ios"]; p2[np] = v["r2." j "." r ".proc_j"] / hz * 1e6 / v["r2." j "." r ".ios"]
             }
+            if (v["r2." j "." r ".n2_busy_j"] != "" && v["r2." j "." r ".ios"]) {
+              nb++; bb[nb] = ft ? 100 * v["r2." j "." r ".n2_busy_j"] / (hz * ft) : 0
+              bc[nb] = v["r2." j "." r ".n2_busy_j"] / hz * 1e6 / v["r2." j "." r ".ios"]; bp[nb] = v["r2." j "." r ".n2_proc_j"] / hz * 1e6 / v["r2." j "." r ".ios"]
+            }
           }
-          if (n == 0) { printf "| %s | - | - | - | - | - | - |\n", name[j]; continue }
+          if (n == 0) { printf "| %s | - | - | - | - | - | - | - | - |\n", name[j]; continue }
           split(mm(a1, n), r1, "|"); split(mm(a2, n), r2, "|"); split(mm(rt, n), rr, "|")
           m1 = med(a1, n); m2 = med(a2, n); mr = med(rt, n)
           pn = np ? sprintf("%.1f → %.1f", med(p1, np), med(p2, np)) : "-"
-          printf "| %s | %.0f (%.0f–%.0f) | %.0f (%.0f–%.0f) | %s%.2f%s (%.2f–%.2f) | ≥ %.2f× %s | %.1f → %.1f | %s |\n", name[j], m1, r1[1], r1[2], m2, r2[1], r2[2],
-            (mr >= goal[j] ? "**" : ""), mr, (mr >= goal[j] ? "**" : ""), rr[1], rr[2], goal[j], (mr >= goal[j] ? "met on the median" : "**not met**"), med(c1, n), med(c2, n), pn
+          bn = nb && ft ? sprintf("%.0f%%", med(bb, nb)) : "-"
+          bu = nb ? sprintf("%.1f (%.1f)", med(bc, nb), med(bp, nb)) : "-"
+          printf "| %s | %.0f (%.0f–%.0f) | %.0f (%.0f–%.0f) | %s%.2f%s (%.2f–%.2f) | ≥ %.2f× %s | %.1f → %.1f | %s | %s | %s |\n", name[j], m1, r1[1], r1[2], m2, r2[1], r2[2],
+            (mr >= goal[j] ? "**" : ""), mr, (mr >= goal[j] ? "**" : ""), rr[1], rr[2], goal[j], (mr >= goal[j] ? "met on the median" : "**not met**"), med(c1, n), med(c2, n), pn, bn, bu
         }
       }' "$PO/results.txt" 2>/dev/null
     echo
+    echo "Guest B busy: its busy jiffies over each 2-copy job (between guest A's job marks, polled every 0.2 s) as a share of"
+    echo "the fio runtime; near 100% means guest B's one vCPU (the replica) limits the 2-copy runs, not guest A."
     echo "Guest B over the runs (from n2's start to their end): busy $(val replperf.n2.busy_j) jiffies, of which rdmablkd n2 $(val replperf.n2.proc_j)."
     echo "CPU profiles: \`$PO/rdmablkd-n1.pprof\`, \`rdmablkd-n2.pprof\`."
     fails=$(grep -h '^FAIL:' "$PO"/replperf-*.log 2>/dev/null)

@@ -3,7 +3,8 @@
 # API lab.ip:7422, NVMe-oF/RDMA listener lab.ip:4422 on rxe0), which holds r2's second copy. Nothing
 # else runs here: the replica's work has this guest's CPU to itself (see
 # scenario-replperf-target.sh). RESULT lines: replperf.n2.busy_j (this guest's busy jiffies from
-# n2's start to the end of the runs), replperf.n2.proc_j (n2's own).
+# n2's start to the end of the runs), replperf.n2.proc_j (n2's own), and per job of guest A
+# LABEL.n2_busy_j, LABEL.n2_proc_j, LABEL.n2_threads.
 . /mnt/share/scripts/lib.sh
 D=/mnt/share/bin/rdmablkd; P=${LAB_PEER:?lab.peer=IP}; W=${LAB_WAIT:-1500}
 trap 'touch "$LAB_OUT/init.done"' EXIT
@@ -34,7 +35,24 @@ for _ in $(seq 1800); do grep -q 'cluster ready' "$LAB_OUT/rdmablkd-n2.log" && b
 grep -q 'cluster ready' "$LAB_OUT/rdmablkd-n2.log" || { tail -20 "$LAB_OUT/rdmablkd-n2.log"; fail "n2 not ready"; exit 1; }
 grep -q 'provider=ibverbs' "$LAB_OUT/rdmablkd-n2.log" || fail "n2 did not choose ibverbs"
 touch "$LAB_OUT/n2.ready"; step "n2 joined"
-wait_file "$LAB_OUT/bench.done" "$W" || fail "the runs never ended"
+# Guest B's own CPU over each of guest A's jobs (its mark files, polled every 0.2 s: the windows are
+# the job's within that): LABEL.n2_busy_j, LABEL.n2_proc_j, LABEL.n2_threads.
+declare -A MB MP MT
+end=$(( $(date +%s) + W ))
+while [ ! -e "$LAB_OUT/bench.done" ] && [ "$(date +%s)" -lt "$end" ]; do
+  for f in "$LAB_OUT"/mark.*.start; do
+    [ -e "$f" ] || continue
+    l=${f#"$LAB_OUT"/mark.}; l=${l%.start}
+    if [ -z "${MB[$l]:-}" ]; then MB[$l]=$(cpu_busy); MP[$l]=$(proc_cpu $PID); MT[$l]=$(thread_snap $PID); fi
+    if [ "${MB[$l]}" != done ] && [ -e "$LAB_OUT/mark.$l.end" ]; then
+      result "$l.n2_busy_j" $(( $(cpu_busy) - ${MB[$l]} )); result "$l.n2_proc_j" $(( $(proc_cpu $PID) - ${MP[$l]} ))
+      result "$l.n2_threads" "$(thread_delta "${MT[$l]}" "$(thread_snap $PID)")"
+      MB[$l]=done
+    fi
+  done
+  nap 0.2
+done
+[ -e "$LAB_OUT/bench.done" ] || fail "the runs never ended"
 result replperf.n2.busy_j $(( $(cpu_busy) - b0 ))
 result replperf.n2.proc_j "$(proc_cpu $PID)"
 result replperf.n2.rxe "$(rxe_counters | awk '$2 != 0 {printf "%s%s:%d", s, $1, $2; s=","}')"

@@ -13,6 +13,7 @@
 #   n1.ready   n1 is up; node.token is the cluster's node token (here)
 #   n2.ready   n2 joined (there)         bench.done  the runs are over (here)
 #   init.done  guest B is finished (there)
+# mark.LABEL.start / mark.LABEL.end   a job begins / ends (here; guest B measures n2 over it)
 # RESULT lines: replperf.VOL.JOB.rROUND.{iops,ios,p50_us,p99_us,err}, replperf.VOL.JOB.rROUND.busy_j
 # (this guest's busy jiffies), replperf.VOL.JOB.rROUND.proc_j (rdmablkd n1's own), replperf.order.rROUND, replperf.insync.{before,after}, replperf.hz.
 . /mnt/share/scripts/lib.sh
@@ -22,7 +23,7 @@ trap 'touch "$LAB_OUT/target.exit"' EXIT
 net_up; rxe_up || exit 1
 run modprobe nvme-rdma || exit 1
 result replperf.mtu "$(cat /sys/class/net/eth0/mtu)"; result replperf.rxemtu "${rxe_mtu:-unknown}" # lab.mtu (both guests)
-result replperf.hz "$(getconf CLK_TCK)"; result replperf.volsize "$VOLSIZE"; result replperf.rounds "$ROUNDS"
+result replperf.fiotime "$FT"; result replperf.hz "$(getconf CLK_TCK)"; result replperf.volsize "$VOLSIZE"; result replperf.rounds "$ROUNDS"
 C=/tmp/rc; FS=$(datafs_up $C/n1 1024) || { fail "data file system"; exit 1; }
 result replperf.datafs "$FS"; result replperf.pollwait "${LAB_POLLWAIT:-channel}" # lab.pollwait=epoll: both nodes' transport.poll_wait
 cat > $C/n1.yaml <<EOC
@@ -86,8 +87,10 @@ job() {
   local label=$1 b0 p0 x0 th0 c0; shift
   x0=$(rxe_counters); th0=$(thread_snap $PID); c0=$(ctxt_count)
   [ "${LAB_SYSPROF:-0}" = "$r" ] && sysprof_start "$label"
+  touch "$LAB_OUT/mark.$label.start" # guest B measures n2 over the job (scenario-replperf-init.sh)
   b0=$(cpu_busy); p0=$(proc_cpu $PID); perf_fio "$label" "$@"
   result "$label.busy_j" $(( $(cpu_busy) - b0 )); result "$label.proc_j" $(( $(proc_cpu $PID) - p0 ))
+  touch "$LAB_OUT/mark.$label.end"
   local c1; c1=$(ctxt_count)
   sysprof_stop
   result "$label.ctxt" $((c1 - c0))
