@@ -99,11 +99,14 @@ func (b batcher) Plug() {
 }
 
 // Unplug releases one Plug on every leg it plugged (a leg added since
-// has none to release). It may complete I/O on the calling goroutine
-// (the legs' Unplug may); it never calls Membership.Fault.
+// has none to release), the remote legs first and the local one (entry
+// 0) last, so the copies' network round trip overlaps the local burst's
+// submission (an io_uring_enter that may do the writes inline). It may
+// complete I/O on the calling goroutine (the legs' Unplug may); it never
+// calls Membership.Fault.
 func (b batcher) Unplug() {
 	set := b.bm.set.Load()
-	for i := range set.entries {
+	for i := len(set.entries) - 1; i >= 0; i-- {
 		l := set.entries[i].l
 		if l.batcher == nil {
 			continue

@@ -2,6 +2,7 @@ package mirror_test
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"unsafe"
@@ -212,5 +213,72 @@ func TestLocalLegFault(t *testing.T) {
 	}
 	if m.SubmitWrite(p, 2, 0, make(doneChan, 1)) {
 		t.Fatal("SubmitWrite took I/O after the local fault")
+	}
+}
+
+// orderLeg is an async, batching leg that records its async writes and
+// Unplugs in a log shared by every leg of a mirror.
+type orderLeg struct {
+	*asyncLeg
+	name string
+	log  *orderLog
+}
+
+type orderLog struct {
+	mu sync.Mutex
+	ev []string
+}
+
+func (o *orderLog) add(s string) {
+	o.mu.Lock()
+	o.ev = append(o.ev, s)
+	o.mu.Unlock()
+}
+
+func (o *orderLog) events() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.ev...)
+}
+
+func (l *orderLeg) SubmitWrite(buf []byte, lba uint64, fl blockdev.WriteFlags, done blockdev.Completion) bool {
+	l.log.add("write " + l.name)
+	return l.asyncLeg.SubmitWrite(buf, lba, fl, done)
+}
+
+func (l *orderLeg) Plug()   {}
+func (l *orderLeg) Unplug() { l.log.add("unplug " + l.name) }
+
+// TestRemoteLegsFirst: an async write reaches the remote legs before the
+// local one, and Unplug releases the remote legs' bursts first, so the
+// copies' network round trip overlaps the local submission.
+func TestRemoteLegsFirst(t *testing.T) {
+	log := &orderLog{}
+	legs := make([]blockdev.Backend, 3)
+	for i, name := range []string{"local", legName(1), legName(2)} {
+		legs[i] = &orderLeg{asyncLeg: newAsyncLeg(mem.New(64, 512)), name: name, log: log}
+	}
+	m := newMirror(t, &okMembership{}, mirrorConfigSmall(), legs...)
+	defer m.Close()
+	be := m.Backend()
+	bt, ok := be.(blockdev.AsyncBatcher)
+	if !ok {
+		t.Fatal("mirror over batching legs is no AsyncBatcher")
+	}
+	d := make(doneChan, 1)
+	bt.Plug()
+	if !be.(blockdev.Async).SubmitWrite(make([]byte, 512), 3, 0, d) {
+		t.Fatal("async write refused")
+	}
+	bt.Unplug()
+	if err := <-d; err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"write " + legName(2), "write " + legName(1), "write local",
+		"unplug " + legName(2), "unplug " + legName(1), "unplug local",
+	}
+	if got := log.events(); !slices.Equal(got, want) {
+		t.Fatalf("order of submissions and unplugs:\n got %q\nwant %q", got, want)
 	}
 }

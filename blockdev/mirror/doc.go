@@ -145,7 +145,8 @@
 //   - SubmitWrite starts the write on each leg's Async path (fixed
 //     submissions on legs that registered the caller's region) and, for a
 //     leg without one or that refuses, on a worker running the leg's
-//     WriteAt. It refuses (false: the caller uses WriteAt) when the
+//     WriteAt; the remote legs first, the local leg last, so that the
+//     copies' network round trip overlaps the local submission. It refuses (false: the caller uses WriteAt) when the
 //     request is invalid, Config.MaxInFlight operations are in flight,
 //     the rebuild copies one of its regions, a fault record is pending,
 //     or the volume is down.
@@ -154,7 +155,9 @@
 //     remote leg that implements blockdev.FixedBuffers (and legs added
 //     later), so the same registered buffer is the source of the local
 //     write and of the replication transfer: zero copy.
-//   - Plug and Unplug reach every batching leg in pairs.
+//   - Plug and Unplug reach every batching leg in pairs; Unplug releases
+//     the remote legs' bursts before the local one's, for the same
+//     reason.
 //   - Resize resizes every leg (all must be Resizers).
 //
 // # Ownership and buffer lifetimes

@@ -347,7 +347,10 @@ func (m *Mirror) submitWrite(buf []byte, lba uint64, flags blockdev.WriteFlags, 
 	o.vec[0] = buf
 	o.bufs = o.vec[:]
 	o.prepare(set)
-	for i := range o.set.entries {
+	// Remote legs first, the local one (entry 0) last: the network round
+	// trip of the copies then overlaps the local submission, which may do
+	// the write inline (io_uring_enter).
+	for i := len(o.set.entries) - 1; i >= 0; i-- {
 		if o.sent&(1<<i) != 0 {
 			m.start(o, i)
 		}
