@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -86,7 +87,7 @@ func (r *report) markdown() string {
 	p("- Load average (1/5/15 min): before %s, after %s (the machine is shared; figures are taken side by side)\n", r.loadBefore, r.loadAfter)
 	p("- Repeats: %d, median (min–max); run time %s per I/O run; data file %d MiB; Go -benchtime %s\n",
 		o.repeats, o.runtime, o.size>>20, o.benchDur)
-	p("- Duration: %s; command: `go run ./test/bench`\n\n", r.end.Sub(r.start).Round(time.Second))
+	p("- Duration: %s; command: `%s`\n\n", r.end.Sub(r.start).Round(time.Second), strings.Join(append([]string{"go run ./test/bench"}, os.Args[1:]...), " "))
 
 	if len(r.io) > 0 {
 		p("## (a) fio (io_uring, O_DIRECT) on the file vs `rdmablk bench` through rdmablkd (soft provider, loopback)\n\n")
