@@ -48,6 +48,8 @@
 //     on a fresh cluster. -repl-profile DIR runs instead one 2-replica
 //     (-repl-profile-vol r1: 1-replica) randwrite with both daemons'
 //     --cpuprofile and logs their read/write system calls per I/O;
+//     -repl-jobs 2 runs two `rdmablk bench` jobs (one I/O queue each, the
+//     row's QD each), the lab replperf's load shape (fio QD32 × 2 jobs);
 //     -repl-qd and -repl-poll-spins are for diagnostics. Allocations per
 //     replicated write come from the Go benchmarks internal/replica
 //     BenchmarkMirrorLegSubmitWrite and BenchmarkMirrorLegSubmitWriteFixed

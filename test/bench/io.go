@@ -23,12 +23,13 @@ type ioJob struct {
 	rw      string // rdmablk bench --rw
 	bs      int
 	qd      int
+	jobs    int // rdmablk bench --jobs (0: 1); fio runs one job
 }
 
 var ioJobs = []ioJob{
-	{"4 KiB randread QD32", "randread", "rand", "read", 4096, 32},
-	{"4 KiB randwrite QD32", "randwrite", "rand", "write", 4096, 32},
-	{"128 KiB seqread QD8", "read", "seq", "read", 128 << 10, 8},
+	{name: "4 KiB randread QD32", fioRW: "randread", pattern: "rand", rw: "read", bs: 4096, qd: 32},
+	{name: "4 KiB randwrite QD32", fioRW: "randwrite", pattern: "rand", rw: "write", bs: 4096, qd: 32},
+	{name: "128 KiB seqread QD8", fioRW: "read", pattern: "seq", rw: "read", bs: 128 << 10, qd: 8},
 }
 
 // ioRun is the outcome of one run of one side.
@@ -283,7 +284,7 @@ func runBench(ctx context.Context, o *options, d *daemon, j ioJob, conn ...strin
 	args := append([]string{"bench"}, conn...)
 	args = append(args,
 		"--pattern", j.pattern, "--rw", j.rw, "--bs", strconv.Itoa(j.bs), "--qd", strconv.Itoa(j.qd),
-		"--jobs", "1", "--runtime", o.runtime.String(), "--size", strconv.FormatInt(o.size, 10),
+		"--jobs", strconv.Itoa(max(j.jobs, 1)), "--runtime", o.runtime.String(), "--size", strconv.FormatInt(o.size, 10),
 		"--json", "--quiet",
 	)
 	cmd := exec.CommandContext(ctx, filepath.Join(o.binDir, "rdmablk"), args...)

@@ -45,6 +45,10 @@ type options struct {
 	// replQD overrides the queue depth of the replicated rows (0: 32),
 	// for latency diagnostics (QD1).
 	replQD int
+	// replJobs is the number of `rdmablk bench` jobs (one I/O queue
+	// each, QD each) of the replicated rows (0: 1); 2 is the lab's
+	// replperf shape (fio QD32 × 2 jobs).
+	replJobs int
 	// replPollSpins, when non-zero, is both nodes' transport.poll_spins
 	// in the replicated rows (negative: pollers sleep at once).
 	replPollSpins int
@@ -70,6 +74,7 @@ func main() {
 	flag.StringVar(&o.replProfile, "repl-profile", "", "instead of the replicated rows, profile one 2-replica randwrite run; write both daemons' CPU profiles to this directory")
 	flag.StringVar(&o.replProfileVol, "repl-profile-vol", "r2", "volume of -repl-profile: r2 (2 replicas) or r1 (1 replica)")
 	flag.IntVar(&o.replQD, "repl-qd", 0, "queue depth of the replicated rows (0: 32, the goal's); QD1 shows the latency a replica adds")
+	flag.IntVar(&o.replJobs, "repl-jobs", 0, "jobs (one I/O queue each, -repl-qd each) of the replicated rows (0: 1); 2 is the lab replperf's load (QD32 x 2 jobs)")
 	flag.IntVar(&o.replPollSpins, "repl-poll-spins", 0, "transport.poll_spins of both nodes in the replicated rows (0: the daemon's default; -1: pollers sleep at once)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (data file, config, logs)")
 	flag.StringVar(&o.benchDur, "benchtime", "1s", "go test -benchtime for the Go benchmarks")

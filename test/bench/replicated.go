@@ -304,6 +304,12 @@ cluster:
 			jobs[i].name = strings.Replace(jobs[i].name, "QD32", fmt.Sprintf("QD%d", o.replQD), 1)
 		}
 	}
+	if o.replJobs > 1 {
+		for i := range jobs {
+			jobs[i].jobs = o.replJobs
+			jobs[i].name += fmt.Sprintf(" ×%d jobs", o.replJobs)
+		}
+	}
 	b := nodes[1].d
 	// run is one `rdmablk bench` on nqn, with the replica node's CPU
 	// time over it.
