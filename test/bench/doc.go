@@ -48,6 +48,11 @@
 //     on a fresh cluster. -repl-profile DIR runs instead one 2-replica
 //     (-repl-profile-vol r1: 1-replica) randwrite with both daemons'
 //     --cpuprofile and logs their read/write system calls per I/O;
+//     The nodes' volume files go to -repl-dir (auto: /dev/shm when it takes
+//     O_DIRECT, else -dir's disk, said in the report): on one disk a
+//     2-copy write is two writes on the same device, which separate hosts
+//     do not make, and this host's virtual disk alone bounds the 1-copy
+//     row near fio's own rate.
 //     -repl-jobs 2 runs two `rdmablk bench` jobs (one I/O queue each, the
 //     row's QD each), the lab replperf's load shape (fio QD32 × 2 jobs);
 //     -repl-qd and -repl-poll-spins are for diagnostics. Allocations per

@@ -49,6 +49,10 @@ type options struct {
 	// each, QD each) of the replicated rows (0: 1); 2 is the lab's
 	// replperf shape (fio QD32 × 2 jobs).
 	replJobs int
+	// replDir is where the replicated rows' nodes keep their volumes
+	// ("auto": /dev/shm when it takes O_DIRECT, else the work directory);
+	// replDirWhy says why, for the report.
+	replDir, replDirWhy string
 	// replPollSpins, when non-zero, is both nodes' transport.poll_spins
 	// in the replicated rows (negative: pollers sleep at once).
 	replPollSpins int
@@ -74,6 +78,7 @@ func main() {
 	flag.StringVar(&o.replProfile, "repl-profile", "", "instead of the replicated rows, profile one 2-replica randwrite run; write both daemons' CPU profiles to this directory")
 	flag.StringVar(&o.replProfileVol, "repl-profile-vol", "r2", "volume of -repl-profile: r2 (2 replicas) or r1 (1 replica)")
 	flag.IntVar(&o.replQD, "repl-qd", 0, "queue depth of the replicated rows (0: 32, the goal's); QD1 shows the latency a replica adds")
+	flag.StringVar(&o.replDir, "repl-dir", "auto", "directory of the replicated rows' volume files (auto: /dev/shm when it takes O_DIRECT, else -dir): both nodes' copies on one disk would make a 2-copy write two writes on the same device, which separate hosts do not")
 	flag.IntVar(&o.replJobs, "repl-jobs", 0, "jobs (one I/O queue each, -repl-qd each) of the replicated rows (0: 1); 2 is the lab replperf's load (QD32 x 2 jobs)")
 	flag.IntVar(&o.replPollSpins, "repl-poll-spins", 0, "transport.poll_spins of both nodes in the replicated rows (0: the daemon's default; -1: pollers sleep at once)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (data file, config, logs)")
