@@ -2,7 +2,7 @@ package mirror_test
 
 import (
 	"errors"
-	"slices"
+	"fmt"
 	"sync"
 	"testing"
 	"unsafe"
@@ -221,24 +221,7 @@ func TestLocalLegFault(t *testing.T) {
 type orderLeg struct {
 	*asyncLeg
 	name string
-	log  *orderLog
-}
-
-type orderLog struct {
-	mu sync.Mutex
-	ev []string
-}
-
-func (o *orderLog) add(s string) {
-	o.mu.Lock()
-	o.ev = append(o.ev, s)
-	o.mu.Unlock()
-}
-
-func (o *orderLog) events() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return append([]string(nil), o.ev...)
+	log  *eventLog
 }
 
 func (l *orderLeg) SubmitWrite(buf []byte, lba uint64, fl blockdev.WriteFlags, done blockdev.Completion) bool {
@@ -253,7 +236,7 @@ func (l *orderLeg) Unplug() { l.log.add("unplug " + l.name) }
 // local one, and Unplug releases the remote legs' bursts first, so the
 // copies' network round trip overlaps the local submission.
 func TestRemoteLegsFirst(t *testing.T) {
-	log := &orderLog{}
+	log := &eventLog{}
 	legs := make([]blockdev.Backend, 3)
 	for i, name := range []string{"local", legName(1), legName(2)} {
 		legs[i] = &orderLeg{asyncLeg: newAsyncLeg(mem.New(64, 512)), name: name, log: log}
@@ -278,7 +261,7 @@ func TestRemoteLegsFirst(t *testing.T) {
 		"write " + legName(2), "write " + legName(1), "write local",
 		"unplug " + legName(2), "unplug " + legName(1), "unplug local",
 	}
-	if got := log.events(); !slices.Equal(got, want) {
-		t.Fatalf("order of submissions and unplugs:\n got %q\nwant %q", got, want)
+	if got := log.String(); got != fmt.Sprint(want) {
+		t.Fatalf("order of submissions and unplugs:\n got %s\nwant %v", got, want)
 	}
 }
