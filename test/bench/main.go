@@ -50,9 +50,8 @@ type options struct {
 	// replperf shape (fio QD32 × 2 jobs).
 	replJobs int
 	// replDir is where the replicated rows' nodes keep their volumes
-	// ("auto": /dev/shm when it takes O_DIRECT, else the work directory);
-	// replDirWhy says why, for the report.
-	replDir, replDirWhy string
+	// ("auto": /dev/shm when it takes O_DIRECT, else the work directory).
+	replDir string
 	// replPollSpins, when non-zero, is both nodes' transport.poll_spins
 	// in the replicated rows (negative: pollers sleep at once).
 	replPollSpins int

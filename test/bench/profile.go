@@ -114,7 +114,8 @@ func (r *report) replProfileMarkdown(p func(format string, args ...any)) {
 	p("## (f) profile: 4 KiB randwrite QD32 on the %s volume, placement %s\n\n", x.vol, x.pl)
 	p("- %.0f IOPS, %.0f I/Os; load avg %s → %s; busy over the run (every process of the host): %s; %s\n", x.run.iops, x.ios, x.load, x.after, x.busy, x.threads)
 	p("- CPU per write (utime+stime over the run / I/Os): owner %.1f µs, replica node %.1f µs, load generator %.1f µs\n", x.run.cpuTgt/x.ios*1e6, x.run.cpuPeer/x.ios*1e6, x.run.cpuInit/x.ios*1e6)
-	p("- System calls per write (/proc/<pid>/io syscr, syscw: read/write/readv/writev…, not io_uring_enter or epoll_wait): owner %.2f read-class, %.2f write-class; replica node %.2f, %.2f\n\n", x.syscalls[0][0], x.syscalls[0][1], x.syscalls[1][0], x.syscalls[1][1])
+	p("- System calls per write (/proc/<pid>/io syscr, syscw: read/write/readv/writev…, not io_uring_enter or epoll_wait): owner %.2f read-class, %.2f write-class; replica node %.2f, %.2f\n", x.syscalls[0][0], x.syscalls[0][1], x.syscalls[1][0], x.syscalls[1][1])
+	p("- Volume files: %s\n\n", r.replDir)
 	p("| where the CPU goes (pprof samples; each sample counted in the first row whose functions are on its stack) | owner µs per write | replica node µs per write |\n|---|---|---|\n")
 	var emu [2]float64
 	for i, c := range profCategories {

@@ -107,10 +107,8 @@ func runReplicated(ctx context.Context, o *options, work string, rep *report) er
 		defer os.RemoveAll(dir)
 	}
 	logf("replicated: volume files in %s (%s)", dir, why)
-	ro := *o
-	ro.replDirWhy = dir + " (" + why + ")"
-	o, work = &ro, dir
-	rep.opts = o
+	work = dir
+	rep.replDir = dir + " (" + why + ")"
 	if o.replProfile != "" {
 		if o.replProfileVol != "r1" && o.replProfileVol != "r2" {
 			return fmt.Errorf("-repl-profile-vol %q: want r1 or r2", o.replProfileVol)
@@ -480,7 +478,7 @@ func (r *report) replMarkdown(p func(format string, args ...any)) {
 			p("\n")
 		}
 	}
-	p("The nodes' volume files: %s.\n\n", r.opts.replDirWhy)
+	p("The nodes' volume files: %s.\n\n", r.replDir)
 	p("Two rdmablkd processes form a two-node cluster on this host. Both volumes are owned by the first node; the 2-replica volume's second copy is on the other node, reached by the owner's mirror through our initiator (soft provider, loopback), so each write completes when both copies have it; reads are served by the owner's copy. The two volumes run back to back within each repeat, the first of the pair alternating (A B, B A, …); ratios are per repeat, then the median. The 2-replica volume is checked fully in sync before and after the runs. Each placement runs on a fresh cluster. Placement split stands in for separate hosts as far as two cores allow: the owner shares CPU 0 with the load generator in both runs, and the replica's work (receive the command with its 4 KiB in-capsule data — sent from the owner's registered buffer, zero copy on hardware, so no RDMA READ — backend write, response) moves to CPU 1. Placement owner-alone gives the owner CPU 0 and puts the load generator with the replica on CPU 1, so that in both runs every message between load generator, owner and replica crosses CPUs, as it would cross hosts. Each placement pins the 1- and the 2-replica runs alike, so only the replica's work differs. The pinning is set with sched_setaffinity on the thread that forks each process, so every thread inherits it. The host is shared (other work may run on either CPU); the load average is recorded per row. CPU µs per I/O: utime+stime of each rdmablkd (/proc/<pid>/stat) and the load generator's rusage over the run, divided by the I/Os it completed; the soft provider's transport (loopback TCP) is part of both nodes' figures. The per-write CPU of both nodes by component (the soft provider's emulation of the HCA apart) comes from `-repl-profile DIR` (one profiled 2- or 1-replica randwrite). Allocations per replicated write: `internal/replica` BenchmarkMirrorLegSubmitWrite and BenchmarkMirrorLegSubmitWriteFixed (Go benchmarks below).\n\n")
 }
 

@@ -18,6 +18,7 @@ type report struct {
 	cluster               []clusterResult
 	repl                  []replResult
 	replProf              *replProfile // -repl-profile
+	replDir               string       // the replicated rows' volume files: where, and why there
 	mem                   memResult
 	goRes                 map[string][]benchSample
 }
