@@ -15,7 +15,8 @@
 #   init.done  guest B is finished (there)
 # mark.LABEL.start / mark.LABEL.end   a job begins / ends (here; guest B measures n2 over it)
 # RESULT lines: replperf.VOL.JOB.rROUND.{iops,ios,p50_us,p99_us,err}, replperf.VOL.JOB.rROUND.busy_j
-# (this guest's busy jiffies), replperf.VOL.JOB.rROUND.proc_j (rdmablkd n1's own), replperf.order.rROUND, replperf.insync.{before,after}, replperf.hz.
+# (this guest's busy jiffies), replperf.VOL.JOB.rROUND.proc_j (rdmablkd n1's own), replperf.order.rROUND, replperf.insync.{before,after}, replperf.hz, replperf.fiotime,
+# replperf.{mtu,rxemtu} (eth0's MTU and rxe0's active MTU: lab.mtu), replperf.{datafs,pollwait}.
 . /mnt/share/scripts/lib.sh
 D=/mnt/share/bin/rdmablkd; B=/mnt/share/bin/rdmablk; NQN=nqn.2026-11.io.rdmablk:replperf
 ROUNDS=${LAB_ROUNDS:-3}; FT=${LAB_FIOTIME:-10}; VOLSIZE=${LAB_VOLSIZE:-256M}; W=${LAB_WAIT:-1500}
