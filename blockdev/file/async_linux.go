@@ -42,6 +42,31 @@ func (b *Backend) startRing(opts Options) {
 	if b.maxInflight == 0 {
 		b.maxInflight = DefaultRingEntries
 	}
+	b.maxPiece = b.pieceLimit(opts.MaxPiece)
+}
+
+// pieceLimit resolves Options.MaxPiece (see there) to the bytes one
+// io_uring entry carries at most: a multiple of the direct-I/O alignment,
+// 0 for no limit.
+func (b *Backend) pieceLimit(want int) int {
+	if want < 0 {
+		return 0
+	}
+	if want == 0 {
+		if !b.blockDev {
+			return 0
+		}
+		var sectors uint16
+		if ioctlPtr(b.dfd, ioctlBLKSECTGET, unsafe.Pointer(&sectors)) != 0 {
+			return 0
+		}
+		want = int(sectors) << 9
+	}
+	p := want &^ int(b.align-1)
+	if p < int(b.align) {
+		return 0
+	}
+	return p
 }
 
 // stopRing detaches a closing backend from its ring: its plug no longer
@@ -95,12 +120,15 @@ func (b *Backend) submit(buf []byte, lba uint64, write bool, flags blockdev.Writ
 		b.mu.RUnlock()
 		return false
 	}
+	// One entry, or pieces of at most maxPiece bytes (pieceLimit) that
+	// the kernel issues without splitting them itself.
+	piece, parts := len(buf), 1
+	if p := b.maxPiece; p > 0 && len(buf) > p {
+		piece, parts = p, (len(buf)+p-1)/p
+	}
 	sqe := uring.SQE{
 		Opcode: uring.OpRead,
 		FD:     int32(b.dfd),
-		Off:    uint64(off),
-		Addr:   uint64(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))),
-		Len:    uint32(len(buf)),
 	}
 	if write {
 		sqe.Opcode = uring.OpWrite
@@ -112,13 +140,11 @@ func (b *Backend) submit(buf []byte, lba uint64, write bool, flags blockdev.Writ
 		raceWriteBufs(v[:])
 	}
 	a.mu.Lock()
-	if a.stopped || b.detached || len(a.free) == 0 || b.inflight >= b.maxInflight {
+	if a.stopped || b.detached || len(a.free) < parts || b.inflight+parts > b.maxInflight || a.ring.Space() < parts {
 		a.mu.Unlock()
 		b.mu.RUnlock()
 		return false
 	}
-	i := a.free[len(a.free)-1]
-	sqe.UserData = uint64(i)
 	fixed := false
 	if reg != 0 {
 		if idx, ok := a.fixed.index(reg, buf); ok {
@@ -130,14 +156,29 @@ func (b *Backend) submit(buf []byte, lba uint64, write bool, flags blockdev.Writ
 			}
 		}
 	}
-	if a.ring.Prepare(&sqe) != nil {
-		a.mu.Unlock()
-		b.mu.RUnlock()
-		return false
+	// The first piece's slot is the I/O's head: it holds the completion
+	// and the whole buffer, and counts the pieces still in flight
+	// (drainLocked); the others name it.
+	head := a.free[len(a.free)-1]
+	for k := range parts {
+		i := a.free[len(a.free)-1-k]
+		n := min(piece, len(buf)-k*piece)
+		sqe.UserData = uint64(i)
+		sqe.Off = uint64(off) + uint64(k*piece)
+		sqe.Addr = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(buf[k*piece:]))))
+		sqe.Len = uint32(n)
+		_ = a.ring.Prepare(&sqe) // Space said there is room
+		if k == 0 {
+			a.slots[i] = asyncSlot{b: b, c: done, buf: buf, off: off, write: write, fixed: fixed, flags: flags, n: n, parts: parts}
+		} else {
+			a.slots[i] = asyncSlot{b: b, n: n, head: head + 1}
+		}
 	}
-	a.free = a.free[:len(a.free)-1]
-	a.slots[i] = asyncSlot{b: b, c: done, buf: buf, off: off, write: write, fixed: fixed, flags: flags}
-	b.inflight++
+	a.free = a.free[:len(a.free)-parts]
+	b.inflight += parts
+	if parts > 1 {
+		b.stats.pieced.Add(1)
+	}
 	if b.plugs == 0 {
 		// This also hands the kernel what plugged backends on the ring
 		// queued: their I/O starts early, which a plug allows. An error
@@ -191,14 +232,11 @@ func (b *Backend) Unplug() {
 	}
 }
 
-// finishAsync counts a complete transfer and reports true; anything else
-// (short transfer, EINVAL from a stricter O_DIRECT alignment, EAGAIN,
-// EOPNOTSUPP for RWF_DSYNC, a real I/O error such as ENOSPC) reports
-// false: the I/O is to be redone with redoAsync.
-func (b *Backend) finishAsync(s *asyncSlot, res int32) bool {
-	if res < 0 || int(res) != len(s.buf) {
-		return false
-	}
+// finishAsync counts an I/O all of whose entries transferred everything.
+// An I/O with an entry that did not (short transfer, EINVAL from a
+// stricter O_DIRECT alignment, EAGAIN, EOPNOTSUPP for RWF_DSYNC, a real
+// I/O error such as ENOSPC) is redone whole with redoAsync instead.
+func (b *Backend) finishAsync(s *asyncSlot) {
 	b.stats.direct.Add(1)
 	b.stats.async.Add(1)
 	if s.fixed {
@@ -207,7 +245,6 @@ func (b *Backend) finishAsync(s *asyncSlot, res int32) bool {
 	if s.write && s.flags&blockdev.WriteFUA != 0 {
 		b.stats.fuaNative.Add(1)
 	}
-	return true
 }
 
 // redoAsync carries out an I/O the ring did not complete through the

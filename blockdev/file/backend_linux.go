@@ -27,6 +27,7 @@ type Backend struct {
 	blockDev bool
 	ring     *sharedRing // io_uring fast path, shared with other backends; nil without io_uring or O_DIRECT
 	group    *RingGroup  // ring's group
+	maxPiece int         // fast path: bytes per io_uring entry at most (a multiple of align); 0: no limit
 
 	// Guarded by ring.mu.
 	maxInflight int  // Options.RingEntries: fast-path I/Os in flight at most
@@ -50,6 +51,7 @@ type Backend struct {
 		zeroWritten                     atomic.Uint64
 		async                           atomic.Uint64
 		fixedIOs, fixedRegions          atomic.Uint64
+		pieced                          atomic.Uint64
 	}
 }
 
@@ -84,6 +86,9 @@ type Stats struct {
 	// FixedRegions is the number of RegisterFixed registrations currently
 	// held (a gauge, not a counter).
 	FixedRegions uint64
+	// PiecedIOs counts the AsyncIOs larger than MaxPieceBytes, issued as
+	// several io_uring entries (also in AsyncIOs).
+	PiecedIOs uint64
 }
 
 // Stats returns the I/O path counters. Safe to call at any time,
@@ -99,8 +104,13 @@ func (b *Backend) Stats() Stats {
 		AsyncIOs:      b.stats.async.Load(),
 		FixedIOs:      b.stats.fixedIOs.Load(),
 		FixedRegions:  b.stats.fixedRegions.Load(),
+		PiecedIOs:     b.stats.pieced.Load(),
 	}
 }
+
+// MaxPieceBytes is the largest transfer the io_uring fast path issues as
+// one entry (Options.MaxPiece as resolved at Open); 0 means no limit.
+func (b *Backend) MaxPieceBytes() int { return b.maxPiece }
 
 // BlockSize returns the logical block size in bytes.
 func (b *Backend) BlockSize() int { return b.bs }

@@ -116,6 +116,22 @@
 // blocking path on a goroutine of its own, so that one volume's error
 // path does not hold up the others' completions on the shared reaper.
 //
+// Pieces: io_uring first issues a block-device read or write without
+// blocking, and the block layer will not split a non-blocking request
+// (bio_split_rw ends it with EAGAIN); an I/O larger than the device
+// queue's max_sectors_kb (a memory-backed null_blk's default is 127 KiB,
+// an NVMe SSD's often 128 KiB) so failed that attempt on every call and
+// went to an io_uring worker thread: a second submission and a thread
+// hop per large I/O. A backend on a block device therefore issues such an
+// I/O as pieces of at most the device's limit (BLKSECTGET at Open,
+// Options.MaxPiece to override), one SQE each, all in flight at once; the
+// first piece's slot is the I/O's head and counts the pieces still out,
+// and the I/O completes once, when the last is reaped. A piece that falls
+// short makes the reaper redo the whole I/O through the blocking path
+// (reads and writes of the same bytes are idempotent). Stats.PiecedIOs
+// counts them; RingEntries counts entries, so an I/O of more pieces than
+// that takes the blocking path.
+//
 // Fixed buffers: each ring has one sparse fixed-buffer table
 // (GroupOptions.FixedEntries, default FixedTableEntries) shared by its
 // backends. RegisterFixed installs a region in the table of the backend's

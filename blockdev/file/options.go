@@ -59,6 +59,18 @@ type Options struct {
 	// Rings is the ring group whose io_uring instances the fast path
 	// shares with other backends; nil → DefaultRingGroup(). Linux only.
 	Rings *RingGroup
+	// MaxPiece is the largest transfer the fast path issues as one
+	// io_uring entry, in bytes; a larger SubmitRead/SubmitWrite goes out
+	// as several entries of at most MaxPiece each, in flight together, and
+	// completes once when all of them have. 0 → for a block device, the
+	// largest request its queue takes (BLKSECTGET, max_sectors_kb); for a
+	// regular file, no limit. Negative → no limit. io_uring issues a
+	// block-device read or write without blocking first, and the block
+	// layer refuses to split a non-blocking request: one larger than the
+	// queue's limit fails that attempt and is carried out by an io_uring
+	// worker thread instead (a thread hop and a second submission per
+	// I/O). Rounded down to the direct-I/O alignment; below it, no limit.
+	MaxPiece int
 }
 
 // Errors returned by Open.

@@ -211,15 +211,21 @@ type sharedRing struct {
 	done chan struct{} // closed when the reaper exited
 }
 
-// asyncSlot is one in-flight I/O.
+// asyncSlot is one in-flight io_uring entry: a whole I/O, or one piece of
+// an I/O larger than its backend's maxPiece. The first piece's slot (the
+// head) describes the whole I/O; the other pieces' slots only name it.
 type asyncSlot struct {
 	b     *Backend
-	c     blockdev.Completion
-	buf   []byte
-	off   int64
+	c     blockdev.Completion // head only
+	buf   []byte              // the whole I/O's buffer (head only)
+	off   int64               // the whole I/O's offset (head only)
 	write bool
 	fixed bool // submitted as READ_FIXED / WRITE_FIXED
 	flags blockdev.WriteFlags
+	n     int    // bytes this entry transfers
+	head  uint32 // another piece's head: its slot index + 1; 0 on the head itself
+	parts int    // head: entries of the I/O not yet reaped
+	short bool   // head: an entry of the I/O did not transfer all of its bytes
 }
 
 func newSharedRing(r *uring.Ring, fixedEntries int) *sharedRing {
@@ -348,16 +354,35 @@ func (a *sharedRing) drainLocked() int {
 				a.sawStop.Store(true)
 				continue
 			}
+			i := uint32(c.UserData)
 			a.mu.Lock()
-			s := a.slots[c.UserData]
-			a.slots[c.UserData] = asyncSlot{}
-			a.free = append(a.free, uint32(c.UserData))
-			s.b.inflight--
+			p := &a.slots[i]
+			p.b.inflight--
+			h := i
+			if p.head != 0 {
+				h = p.head - 1
+			}
+			hs := &a.slots[h]
+			if c.Res < 0 || int(c.Res) != p.n {
+				hs.short = true
+			}
+			if h != i {
+				*p = asyncSlot{}
+				a.free = append(a.free, i)
+			}
+			if hs.parts--; hs.parts > 0 {
+				a.mu.Unlock()
+				continue // the I/O's other pieces are still in flight
+			}
+			s := *hs
+			*hs = asyncSlot{}
+			a.free = append(a.free, h)
 			a.mu.Unlock()
-			if !s.b.finishAsync(&s, c.Res) {
+			if s.short {
 				redoOffReaper(s)
 				continue
 			}
+			s.b.finishAsync(&s)
 			s.c.IODone(nil)
 			s.b.mu.RUnlock()
 		}

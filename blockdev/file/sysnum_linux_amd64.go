@@ -7,6 +7,7 @@ const (
 	sysPwritev2 = 328
 	sysStatx    = 332
 
+	ioctlBLKSECTGET   = 0x1267     // _IO(0x12, 103): max sectors per request (unsigned short)
 	ioctlBLKSSZGET    = 0x1268     // _IO(0x12, 104)
 	ioctlBLKDISCARD   = 0x1277     // _IO(0x12, 119)
 	ioctlBLKZEROOUT   = 0x127f     // _IO(0x12, 127)

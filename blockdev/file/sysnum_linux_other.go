@@ -12,6 +12,7 @@ const (
 	sysPwritev2 = 0
 	sysStatx    = 0
 
+	ioctlBLKSECTGET   = 0
 	ioctlBLKSSZGET    = 0
 	ioctlBLKDISCARD   = 0
 	ioctlBLKZEROOUT   = 0

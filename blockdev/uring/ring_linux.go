@@ -87,6 +87,12 @@ func (r *Ring) Prepare(e *SQE) error {
 	return nil
 }
 
+// Space is how many more entries Prepare takes before Submit. Submitter
+// side.
+func (r *Ring) Space() int {
+	return len(r.sqes) - int(*r.sqTail+r.pending-atomic.LoadUint32(r.sqHead))
+}
+
 // Submit publishes the prepared entries and tells the kernel about them
 // and about any entry an earlier failed Submit left unconsumed. It returns
 // how many the kernel consumed. Submitter side.

@@ -1,0 +1,128 @@
+package file
+
+import (
+	"bytes"
+	"os"
+	"testing"
+
+	"github.com/rdmablk/rdmablk/blockdev"
+)
+
+// TestAsyncPieces: with MaxPiece below the I/O size, writes and reads go
+// out as several io_uring entries, in flight together (several I/Os at
+// once, each of several pieces), and complete once each with every byte
+// in place; a piece that falls short makes the whole I/O go through the
+// blocking path, whose error the completion reports.
+func TestAsyncPieces(t *testing.T) {
+	const piece, size, n = 8 << 10, 64 << 10, 8
+	b := openAsync(t, Options{BlockSize: 4096, Size: 2 * n * size, MaxPiece: piece + 100})
+	if got := b.MaxPieceBytes(); got != piece {
+		t.Fatalf("MaxPieceBytes %d, want %d (rounded down to the alignment %d)", got, piece, b.DirectAlign())
+	}
+	done := make(chanDone, n)
+	bufs := make([][]byte, n)
+	b.Plug()
+	for i := range bufs {
+		bufs[i] = AlignedBuffer(size, 4096)
+		for j := range bufs[i] {
+			bufs[i][j] = byte(i*7 + j/512)
+		}
+		if !b.SubmitWrite(bufs[i], uint64(i*size/4096), 0, done) {
+			t.Fatalf("SubmitWrite %d refused", i)
+		}
+	}
+	b.Unplug()
+	for range n {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	backs := make([][]byte, n)
+	for i := range backs {
+		backs[i] = AlignedBuffer(size, 4096)
+		if !b.SubmitRead(backs[i], uint64(i*size/4096), done) {
+			t.Fatalf("SubmitRead %d refused", i)
+		}
+	}
+	for range n {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range backs {
+		if !bytes.Equal(backs[i], bufs[i]) {
+			t.Fatalf("I/O %d: data differs", i)
+		}
+		whole := make([]byte, size)
+		if err := b.ReadAt([][]byte{whole}, uint64(i*size/4096)); err != nil || !bytes.Equal(whole, bufs[i]) {
+			t.Fatalf("I/O %d: ReadAt differs: %v", i, err)
+		}
+	}
+	st := b.Stats()
+	if st.AsyncIOs != 2*n || st.PiecedIOs != 2*n {
+		t.Fatalf("stats %+v: want %d async I/Os, all pieced", st, 2*n)
+	}
+
+	// An I/O of exactly one piece is not pieced.
+	one := AlignedBuffer(piece, 4096)
+	if !b.SubmitRead(one, 0, done) {
+		t.Fatal("one-piece read refused")
+	}
+	if err := <-done; err != nil || !bytes.Equal(one, bufs[0][:piece]) {
+		t.Fatalf("one-piece read: %v", err)
+	}
+	if st := b.Stats(); st.PiecedIOs != 2*n || st.AsyncIOs != 2*n+1 {
+		t.Fatalf("stats %+v after a one-piece read", st)
+	}
+
+	// Cut the file behind the backend's back in the middle of the last
+	// I/O's range: its first pieces read data, the later ones read
+	// nothing. The I/O is redone whole, blocking, and fails there.
+	last := uint64((2*n - 1) * size / 4096)
+	if err := os.Truncate(b.path, int64(last)*4096+size/2); err != nil {
+		t.Fatal(err)
+	}
+	cut := AlignedBuffer(size, 4096)
+	if !b.SubmitRead(cut, last, done) {
+		t.Fatal("read of the cut range refused")
+	}
+	if err := <-done; err == nil {
+		t.Fatal("read across the cut completed without an error")
+	}
+	if st := b.Stats(); st.AsyncIOs != 2*n+1 || st.PiecedIOs != 2*n+1 {
+		t.Fatalf("stats %+v: the cut read counts as pieced, not as completed async", st)
+	}
+}
+
+// TestAsyncPiecesNeedRoom: an I/O of more pieces than the backend may
+// keep in flight is left to the blocking path (false), never half
+// submitted.
+func TestAsyncPiecesNeedRoom(t *testing.T) {
+	b := openAsync(t, Options{BlockSize: 4096, MaxPiece: 4096, RingEntries: 8})
+	done := make(chanDone, 2)
+	if b.SubmitRead(AlignedBuffer(64<<10, 4096), 0, done) {
+		t.Fatal("a 16-piece read submitted with room for 8 entries")
+	}
+	if !b.SubmitRead(AlignedBuffer(32<<10, 4096), 0, done) {
+		t.Fatal("an 8-piece read refused with room for 8 entries")
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var _ blockdev.Async = b
+}
+
+// TestPieceLimit: Options.MaxPiece resolves to a multiple of the direct-I/O
+// alignment, or 0 (no limit) when negative, too small, or unset for a
+// regular file.
+func TestPieceLimit(t *testing.T) {
+	b := openAsync(t, Options{BlockSize: 4096})
+	al := int(b.DirectAlign())
+	for _, c := range []struct{ want, got int }{
+		{0, 0}, {-1, 0}, {al - 1, 0}, {al, al}, {3*al + 1, 3 * al}, {1 << 20, 1 << 20},
+	} {
+		if got := b.pieceLimit(c.want); got != c.got {
+			t.Errorf("pieceLimit(%d) = %d, want %d", c.want, got, c.got)
+		}
+	}
+}
