@@ -46,8 +46,8 @@ func (b *Backend) startRing(opts Options) {
 }
 
 // pieceLimit resolves Options.MaxPiece (see there) to the bytes one
-// io_uring entry carries at most: a multiple of the direct-I/O alignment,
-// 0 for no limit.
+// io_uring entry carries at most: a multiple of the direct-I/O alignment
+// and, from 4 KiB up, of 4 KiB; 0 for no limit.
 func (b *Backend) pieceLimit(want int) int {
 	if want < 0 {
 		return 0
@@ -62,8 +62,14 @@ func (b *Backend) pieceLimit(want int) int {
 		}
 		want = int(sectors) << 9
 	}
-	p := want &^ int(b.align-1)
-	if p < int(b.align) {
+	// Whole pages where the limit allows, so that no page is split
+	// between two pieces (each would pin it).
+	unit := int(b.align)
+	if want >= 4096 {
+		unit = max(unit, 4096)
+	}
+	p := want &^ (unit - 1)
+	if p < unit {
 		return 0
 	}
 	return p

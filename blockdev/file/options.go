@@ -69,7 +69,8 @@ type Options struct {
 	// layer refuses to split a non-blocking request: one larger than the
 	// queue's limit fails that attempt and is carried out by an io_uring
 	// worker thread instead (a thread hop and a second submission per
-	// I/O). Rounded down to the direct-I/O alignment; below it, no limit.
+	// I/O). Rounded down to a multiple of 4 KiB (of the direct-I/O
+	// alignment below that); below the alignment, no limit.
 	MaxPiece int
 }
 

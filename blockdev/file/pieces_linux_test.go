@@ -113,13 +113,14 @@ func TestAsyncPiecesNeedRoom(t *testing.T) {
 }
 
 // TestPieceLimit: Options.MaxPiece resolves to a multiple of the direct-I/O
-// alignment, or 0 (no limit) when negative, too small, or unset for a
-// regular file.
+// alignment and of 4 KiB, or 0 (no limit) when negative, too small, or
+// unset for a regular file.
 func TestPieceLimit(t *testing.T) {
 	b := openAsync(t, Options{BlockSize: 4096})
 	al := int(b.DirectAlign())
 	for _, c := range []struct{ want, got int }{
-		{0, 0}, {-1, 0}, {al - 1, 0}, {al, al}, {3*al + 1, 3 * al}, {1 << 20, 1 << 20},
+		{0, 0}, {-1, 0}, {al - 1, 0}, {al, al}, {1 << 20, 1 << 20},
+		{3*4096 + 100, 3 * 4096}, {255 << 9, 31 << 12}, // null_blk's 255 sectors: 127.5 KiB → 124 KiB
 	} {
 		if got := b.pieceLimit(c.want); got != c.got {
 			t.Errorf("pieceLimit(%d) = %d, want %d", c.want, got, c.got)
