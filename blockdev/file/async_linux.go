@@ -7,8 +7,9 @@ import (
 	"github.com/rdmablk/rdmablk/blockdev/uring"
 )
 
-// DefaultRingEntries is the default Options.RingEntries: I/Os one backend
-// keeps in flight on the io_uring fast path; more fall back to
+// DefaultRingEntries is the default Options.RingEntries: io_uring entries
+// one backend keeps in flight on the fast path (one per I/O, or one per
+// piece of an I/O larger than its MaxPiece); more fall back to
 // ReadAt/WriteAt.
 const DefaultRingEntries = 512
 
@@ -45,6 +46,10 @@ func (b *Backend) startRing(opts Options) {
 	b.maxPiece = b.pieceLimit(opts.MaxPiece)
 }
 
+// maxPieceBytes caps a piece at what one direct-I/O bio holds
+// (BIO_MAX_VECS = 256 pages of 4 KiB).
+const maxPieceBytes = 1 << 20
+
 // pieceLimit resolves Options.MaxPiece (see there) to the bytes one
 // io_uring entry carries at most: a multiple of the direct-I/O alignment
 // and, from 4 KiB up, of 4 KiB; 0 for no limit.
@@ -62,6 +67,9 @@ func (b *Backend) pieceLimit(want int) int {
 		}
 		want = int(sectors) << 9
 	}
+	// One direct-I/O bio at most: a larger transfer takes several bios,
+	// which the block layer will not issue without blocking either.
+	want = min(want, maxPieceBytes)
 	// Whole pages where the limit allows, so that no page is split
 	// between two pieces (each would pin it).
 	unit := int(b.align)
@@ -173,7 +181,12 @@ func (b *Backend) submit(buf []byte, lba uint64, write bool, flags blockdev.Writ
 		sqe.Off = uint64(off) + uint64(k*piece)
 		sqe.Addr = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(buf[k*piece:]))))
 		sqe.Len = uint32(n)
-		_ = a.ring.Prepare(&sqe) // Space said there is room
+		if err := a.ring.Prepare(&sqe); err != nil {
+			// Space counted this entry under a.mu, and only a.mu's holders
+			// prepare: an entry missing here would leave a slot no
+			// completion ever frees (Close would wait for it forever).
+			panic("file: io_uring refused an entry Ring.Space counted: " + err.Error())
+		}
 		if k == 0 {
 			a.slots[i] = asyncSlot{b: b, c: done, buf: buf, off: off, write: write, fixed: fixed, flags: flags, n: n, parts: parts}
 		} else {

@@ -30,8 +30,8 @@ type Backend struct {
 	maxPiece int         // fast path: bytes per io_uring entry at most (a multiple of align); 0: no limit
 
 	// Guarded by ring.mu.
-	maxInflight int  // Options.RingEntries: fast-path I/Os in flight at most
-	inflight    int  // fast-path I/Os submitted and not yet reaped
+	maxInflight int  // Options.RingEntries: fast-path entries (I/Os or pieces) in flight at most
+	inflight    int  // fast-path entries submitted and not yet reaped
 	plugs       int  // outstanding Plug calls: Submit* only queue
 	detached    bool // closed: off the ring
 
@@ -86,8 +86,9 @@ type Stats struct {
 	// FixedRegions is the number of RegisterFixed registrations currently
 	// held (a gauge, not a counter).
 	FixedRegions uint64
-	// PiecedIOs counts the AsyncIOs larger than MaxPieceBytes, issued as
-	// several io_uring entries (also in AsyncIOs).
+	// PiecedIOs counts the I/Os larger than MaxPieceBytes submitted to the
+	// fast path as several io_uring entries: those that completed there
+	// (also in AsyncIOs) and those a short piece sent to the blocking path.
 	PiecedIOs uint64
 }
 

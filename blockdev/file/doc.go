@@ -99,7 +99,8 @@
 // one descriptor per volume (TestManyVolumes); before shared rings, a
 // thread and three descriptors per volume.
 //
-// Per backend, Options.RingEntries bounds the I/Os in flight; a full ring
+// Per backend, Options.RingEntries bounds the entries in flight (an I/O
+// is one, or one per piece, below); a full ring
 // or a backend at its bound makes Submit* return false (the caller uses
 // the blocking path). Plug and Unplug count per backend: a plugged
 // backend's I/O waits in the ring's SQ until its Unplug, or until another
@@ -128,9 +129,13 @@
 // first piece's slot is the I/O's head and counts the pieces still out,
 // and the I/O completes once, when the last is reaped. A piece that falls
 // short makes the reaper redo the whole I/O through the blocking path
-// (reads and writes of the same bytes are idempotent). Stats.PiecedIOs
-// counts them; RingEntries counts entries, so an I/O of more pieces than
-// that takes the blocking path.
+// (reads and writes of the same bytes are idempotent; a FUA write's
+// redo is FUA too). Stats.PiecedIOs counts the I/Os submitted as pieces;
+// RingEntries counts entries, so an I/O of more pieces than that takes
+// the blocking path. Pieces are at most 1 MiB (BIO_MAX_VECS pages: one
+// direct-I/O bio) and count from the I/O's start, so a device that also
+// splits at chunk boundaries (chunk_sectors: RAID0, some SSDs) may still
+// split a piece and punt it; the limit is read once, at Open.
 //
 // Fixed buffers: each ring has one sparse fixed-buffer table
 // (GroupOptions.FixedEntries, default FixedTableEntries) shared by its

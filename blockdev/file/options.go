@@ -51,7 +51,8 @@ type Options struct {
 	// Direct selects O_DIRECT use; the zero value is DirectAuto.
 	Direct DirectMode
 	// RingEntries bounds the io_uring fast path (blockdev.Async): how many
-	// I/Os this backend keeps in flight on its shared ring at most.
+	// entries (one per I/O, one per piece of an I/O above MaxPiece) this
+	// backend keeps in flight on its shared ring at most.
 	// 0 → DefaultRingEntries; negative → no io_uring (Submit* always
 	// return false). The fast path needs O_DIRECT and a kernel with
 	// io_uring (5.6+); without them it is off.
@@ -69,8 +70,9 @@ type Options struct {
 	// layer refuses to split a non-blocking request: one larger than the
 	// queue's limit fails that attempt and is carried out by an io_uring
 	// worker thread instead (a thread hop and a second submission per
-	// I/O). Rounded down to a multiple of 4 KiB (of the direct-I/O
-	// alignment below that); below the alignment, no limit.
+	// I/O). At most 1 MiB (one direct-I/O bio); rounded down to a
+	// multiple of 4 KiB (of the direct-I/O alignment below that); below
+	// the alignment, no limit.
 	MaxPiece int
 }
 

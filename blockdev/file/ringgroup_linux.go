@@ -19,9 +19,9 @@ import (
 // Ring group defaults.
 const (
 	// DefaultGroupRingEntries is the submission queue size of each shared
-	// ring: how many I/Os all the volumes on one ring keep in flight
-	// together (beyond it Submit* return false and the blocking path
-	// takes the I/O).
+	// ring: how many entries (I/Os, or pieces of large ones) all the
+	// volumes on one ring keep in flight together (beyond it Submit*
+	// return false and the blocking path takes the I/O).
 	DefaultGroupRingEntries = 4096
 	// FixedTableEntries is the default size of each shared ring's sparse
 	// fixed-buffer table: the 1 GiB pieces of all regions registered on

@@ -8,6 +8,7 @@ type Ring struct{}
 func New(int) (*Ring, error)                 { return nil, ErrUnsupported }
 func (*Ring) Entries() int                   { return 0 }
 func (*Ring) Prepare(*SQE) error             { return ErrUnsupported }
+func (*Ring) Space() int                     { return 0 }
 func (*Ring) Submit() (int, error)           { return 0, ErrUnsupported }
 func (*Ring) Wait() error                    { return ErrUnsupported }
 func (*Ring) Reap([]CQE) int                 { return 0 }
