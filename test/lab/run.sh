@@ -198,8 +198,9 @@ for s in $SCENARIOS; do
       FTO=${TIMEOUT:-$(( 1200 + ROUNDS * NCFG * (90 + 3 * FFT) ))}
       # The target guest boots FE_TARGET_KERNEL (6.1 unless LAB_TARGET_KERNEL says otherwise): it needs
       # no ublk, and the 6.12 kernel's rxe panicked under load in both guests (runs 2026-11-25-0728,
-      # 2026-12-04-1947, 2026-12-05-2253: a double fault in kmem_cache_alloc under rxe's
-      # send_common_ack, a corrupted slab freelist); 6.1's rxe has not.
+      # 2026-12-04-1947, 2026-12-05-2253, and 2026-12-06-0826 with single-threaded TCG: a double
+      # fault in kmem_cache_alloc under rxe's send_common_ack, a corrupted slab freelist); 6.1's rxe
+      # has not.
       LAB_KERNEL=$FE_KERNEL KERNEL=$USER_KERNEL INITRD=$USER_INITRD RUNID=$RUN-frontends FIOTIME=$FFT TIMEOUT=$FTO \
         TARGET_KERNEL=$FE_TARGET_KERNEL TARGET_INITRD=$FE_TARGET_INITRD \
         GUESTARGS="lab.rounds=$ROUNDS lab.verifysize=${VERIFYSIZE:-64M} lab.wait=$FTO ${LABARGS:-}" PAIR=frontends bg "$HERE/twovm.sh"
