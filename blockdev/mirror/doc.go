@@ -146,10 +146,11 @@
 //     submissions on legs that registered the caller's region) and, for a
 //     leg without one or that refuses, on a worker running the leg's
 //     WriteAt; the remote legs first, the local leg last, so that the
-//     copies' network round trip overlaps the local submission. It refuses (false: the caller uses WriteAt) when the
-//     request is invalid, Config.MaxInFlight operations are in flight,
-//     the rebuild copies one of its regions, a fault record is pending,
-//     or the volume is down.
+//     copies' network round trip overlaps the local submission. It
+//     refuses (false: the caller uses WriteAt) when the request is
+//     invalid, Config.MaxInFlight operations are in flight, the rebuild
+//     copies one of its regions, a fault record is pending, or the volume
+//     is down.
 //   - SubmitRead and SubmitReadFixed go to the local leg.
 //   - RegisterFixed registers the memory with the local leg and with every
 //     remote leg that implements blockdev.FixedBuffers (and legs added

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/rdmablk/rdmablk/blockdev/file"
 )
 
 // Subsystems of the replicated-volume rows: the same two nodes serve a
@@ -518,11 +520,6 @@ func probeODirect(dir string) error {
 		return err
 	}
 	defer syscall.Close(fd)
-	buf, err := syscall.Mmap(-1, 0, 4096, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
-	if err != nil {
-		return err
-	}
-	defer syscall.Munmap(buf)
-	_, err = syscall.Pwrite(fd, buf, 0)
+	_, err = syscall.Pwrite(fd, file.AlignedBuffer(4096, 4096), 0)
 	return err
 }
