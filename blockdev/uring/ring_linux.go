@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -137,6 +138,31 @@ func (r *Ring) Wait() error {
 		}
 		return fmt.Errorf("uring: io_uring_enter(GETEVENTS): %w", e)
 	}
+}
+
+// WaitFor blocks until at least one completion is available or timeout
+// (> 0) passes; it reports whether one is. The wait is a blocking system
+// call (the scheduler's syscall state: the goroutine's P goes to others).
+// A kernel without IORING_ENTER_EXT_ARG (before 5.11) waits without a
+// bound. Reaper side.
+func (r *Ring) WaitFor(timeout time.Duration) (bool, error) {
+	if atomic.LoadUint32(r.cqTail) != *r.cqHead {
+		return true, nil
+	}
+	ts := kernelTimespec{sec: int64(timeout / time.Second), nsec: int64(timeout % time.Second)}
+	arg := getEventsArg{ts: uint64(uintptr(unsafe.Pointer(&ts)))}
+	_, _, e := syscall.Syscall6(sysEnter, uintptr(r.fd), 0, 1, enterGetEvents|enterExtArg,
+		uintptr(unsafe.Pointer(&arg)), unsafe.Sizeof(arg))
+	switch e {
+	case 0, syscall.EINTR, syscall.ETIME, syscall.EAGAIN, syscall.EBUSY:
+		return atomic.LoadUint32(r.cqTail) != *r.cqHead, nil
+	case syscall.EINVAL: // before 5.11
+		if err := r.Wait(); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("uring: io_uring_enter(GETEVENTS): %w", e)
 }
 
 // RegisterEventFD makes the kernel signal the eventfd fd whenever it posts

@@ -13,7 +13,37 @@ const (
 	OpWriteFixed uint8 = 5
 	OpRead       uint8 = 22
 	OpWrite      uint8 = 23
+	// OpSendMsgZC is IORING_OP_SENDMSG_ZC (Linux 6.1): sendmsg(2) of the
+	// struct msghdr at Addr without copying the data. The kernel pins the
+	// pages and posts two completions with the same user data: the send's
+	// (bytes sent, with CQEMore set when a notice follows) and, once the
+	// network stack no longer references the pages, a notice (CQENotif).
+	// Until the notice the memory must stay allocated and unchanged.
+	OpSendMsgZC uint8 = 48
 )
+
+// CQE flags.
+const (
+	// CQEMore: another completion with this user data follows (for a
+	// zero-copy send: its notice).
+	CQEMore = 1 << 1
+	// CQENotif marks a zero-copy send's notice.
+	CQENotif = 1 << 3
+)
+
+// Zero-copy send flags (SQE.IOPrio) and the notice's report.
+const (
+	// SendZCReportUsage (Linux 6.2) makes the notice say whether the
+	// kernel copied the data after all (Res has NotifUsageZCCopied).
+	SendZCReportUsage = 1 << 3
+	// NotifUsageZCCopied in a notice's Res: the data was copied (a
+	// loopback peer, a device without scatter-gather).
+	NotifUsageZCCopied = 1 << 31
+)
+
+// MsgDontWait is MSG_DONTWAIT for SQE.RWFlags of a send: a socket that
+// is full fails the send with EAGAIN instead of making io_uring wait.
+const MsgDontWait = 0x40
 
 // RWFDSync is the rw_flags bit that makes a write durable (RWF_DSYNC).
 const RWFDSync = 0x2

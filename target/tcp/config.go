@@ -49,6 +49,10 @@ const (
 	// DefaultDrainTimeout bounds how long Close waits for one
 	// connection's commands in flight.
 	DefaultDrainTimeout = 10 * time.Second
+	// DefaultZeroCopySendMin is the read data one write must carry to go
+	// out zero-copy: below it, copying into the socket costs less than
+	// pinning the pages and waiting for the notice.
+	DefaultZeroCopySendMin = 32 << 10
 	// termWriteTimeout bounds the write of a C2HTermReq (and whatever is
 	// queued before it) to a host that does not read.
 	termWriteTimeout = 5 * time.Second
@@ -99,6 +103,12 @@ type Config struct {
 	// per host address. 0 → default, negative → no cap.
 	MaxUnconnected        int
 	MaxUnconnectedPerHost int
+	// ZeroCopySendMin: a write that carries at least this many bytes of
+	// read data (C2HData of one or more commands) is sent with io_uring's
+	// zero-copy sendmsg (Linux ≥ 6.1; elsewhere, and where the kernel
+	// refuses it, every write copies). 0 → DefaultZeroCopySendMin;
+	// negative → never. See docs/tcp-zero-copy.md.
+	ZeroCopySendMin int
 	// Logger receives connection events; nil discards them.
 	Logger *slog.Logger
 
@@ -156,6 +166,9 @@ func (c *Config) normalize() error {
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.ZeroCopySendMin == 0 {
+		c.ZeroCopySendMin = DefaultZeroCopySendMin
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -62,6 +62,14 @@ type conn struct {
 	// inWrite counts the responses in the write under way: their CQEs may
 	// have reached the host although their slots are not free yet.
 	inWrite atomic.Int32
+	// zcHeld counts the slots of responses written zero-copy whose
+	// notices are not in yet (zc.go): like inWrite, the host may have
+	// their CQEs. zc is the connection's zero-copy sender once the send
+	// path made one (zcTried: it tried; token holder only).
+	zcHeld  atomic.Int32
+	zc      atomic.Pointer[zcSender]
+	zcTried bool
+	zcLocal bool // the peer is on a loopback address: no zero copy
 	snd     sendState
 	kick    chan struct{} // passes the write token to the writer (capacity 1)
 	done    chan struct{}
@@ -105,7 +113,7 @@ func newConn(l *Listener, nc net.Conn) *conn {
 	c := &conn{l: l, nc: nc, peer: nc.RemoteAddr().String(),
 		slots: make([]slot, n), depth: depth, spare: spare, free: freeList{s: make([]uint16, 0, n)},
 		kick: make(chan struct{}, 1), done: make(chan struct{}), wdone: make(chan struct{}), wstop: make(chan struct{}),
-		freed: make(chan struct{}, 1), quiet: make(chan struct{})}
+		freed: make(chan struct{}, 1), quiet: make(chan struct{}), zcLocal: zcLocalPeer(nc)}
 	for i := range c.slots {
 		c.slots[i].idx = uint16(i)
 		c.slots[i].req.Tag = uint32(i)
@@ -174,6 +182,7 @@ func (c *conn) serve() {
 	c.closeConn()
 	c.doneOnce.Do(func() { close(c.done) })
 	<-c.wdone
+	c.zcClose()
 	if c.q != nil {
 		c.q.Destroy()
 	}
@@ -196,7 +205,8 @@ func (c *conn) markQuiet() { c.quietOnce.Do(func() { close(c.quiet) }) }
 func (c *conn) drainWait() {
 	t := time.NewTimer(c.l.cfg.DrainTimeout)
 	defer t.Stop()
-	for c.free.len()+c.h2c+int(c.heldAER.Load()) < len(c.slots) {
+	// Slots zero-copy sends hold are done: their responses are out.
+	for c.free.len()+c.h2c+int(c.heldAER.Load())+int(c.zcHeld.Load()) < len(c.slots) {
 		select {
 		case <-c.freed:
 		case <-c.wstop:
@@ -400,12 +410,18 @@ func (c *conn) capsule(f tcppdu.Frame) error {
 	// path frees a write's slots before it clears inWrite), so the count
 	// may fall short of the truth but never exceeds it.
 	inWrite := int(c.inWrite.Load())
-	out := len(c.slots) - c.free.len() - inWrite
+	held := int(c.zcHeld.Load())
+	out := len(c.slots) - c.free.len() - inWrite - held
 	if !c.connected && out >= preConnectSlots {
 		return fmt.Errorf("tcp: host %s sent more than %d commands before its Fabrics Connect completed", c.peer, preConnectSlots)
 	}
 	c.batchCmds++
 	idx, ok := c.free.pop()
+	if !ok && held > 0 && out < c.depth {
+		// Zero-copy sends hold the free slots until the host's
+		// acknowledgements reach us.
+		idx, ok = c.zcSlot()
+	}
 	if !ok || out >= c.depth {
 		// More commands outstanding than the queue has entries: the host
 		// ignored SQ flow control.

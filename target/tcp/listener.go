@@ -1,12 +1,14 @@
 package tcp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rdmablk/rdmablk/nvme"
@@ -31,6 +33,9 @@ type Listener struct {
 	// all and per host address (mu).
 	unconnected   int
 	unconnectedBy map[string]int
+	// zcBroken: a connection could not make a zero-copy sender (no
+	// io_uring); the others do not try.
+	zcBroken atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -43,7 +48,13 @@ func Listen(cfg Config) (*Listener, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
+	// Plain TCP, not Go's default Multipath TCP listener: NVMe/TCP hosts
+	// do not speak MPTCP, and a connection accepted by an MPTCP listener
+	// falls back to TCP without the socket flag that allows zero-copy
+	// sends (io_uring's SENDMSG_ZC fails with EOPNOTSUPP on it).
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(false)
+	ln, err := lc.Listen(context.Background(), "tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("tcp: listen %s: %w", cfg.Addr, err)
 	}
@@ -208,4 +219,13 @@ func (l *Listener) forget(c *conn) {
 		l.stats.connections.Add(^uint64(0))
 	}
 	l.mu.Unlock()
+}
+
+// zcUnavailable records that io_uring cannot be used for zero-copy sends
+// here (logged once): every connection copies.
+func (l *Listener) zcUnavailable() {
+	if !l.zcBroken.Swap(true) {
+		l.log.Info("tcp: zero-copy send unavailable (needs io_uring with IORING_OP_SENDMSG_ZC, Linux 6.1); read data is copied into the socket",
+			"addr", l.Addr())
+	}
 }

@@ -107,6 +107,10 @@ type sendState struct {
 	// writer goroutine finishes it.
 	partial bool
 	sock    sockWriter
+	// data: the read data bytes in the write under way; zcSlots: scratch
+	// for the slots a zero-copy write holds (endWrite).
+	data    int
+	zcSlots []uint16
 }
 
 // post queues j and, unless a write is under way or the reader will
@@ -192,7 +196,7 @@ func (c *conn) flush(wait bool) {
 		w.mu.Unlock()
 
 		c.build()
-		done, err := w.sock.write(w.bufs, wait)
+		done, err := w.sock.write(w.bufs, wait, c.zeroCopy(w.data))
 		if err == nil && !done {
 			// The socket is full: the writer goroutine finishes this
 			// write and goes on.
@@ -219,7 +223,7 @@ func (c *conn) writer() {
 		}
 		if w.partial {
 			w.partial = false
-			_, err := w.sock.write(nil, true)
+			_, err := w.sock.write(nil, true, false)
 			c.endWrite(err)
 		}
 		c.flush(true)
@@ -241,7 +245,7 @@ func (c *conn) build() {
 	w := &c.snd
 	out, bufs := w.out[:0], w.bufs[:0]
 	mark := 0 // start of the run of out not yet in bufs
-	resps := 0
+	resps, nData := 0, 0
 	for _, j := range w.batch {
 		b := out[len(out):cap(out)]
 		n := 0
@@ -256,6 +260,7 @@ func (c *conn) build() {
 			resps++
 			r := &c.slots[j.idx].req
 			if r.Dir == nvme.DirCtrlToHost && r.Length > 0 && r.CQE.Status() == nvme.StatusSuccess {
+				nData += int(r.Length)
 				data := r.Data[:r.Length]
 				n = tcppdu.PutData(b, tcppdu.TypeC2HData,
 					tcppdu.DataHeader{CCCID: r.SQE.CID(), DATAL: r.Length}, tcppdu.FlagLastPDU, c.dg, c.hostAlign)
@@ -274,7 +279,7 @@ func (c *conn) build() {
 	if len(out) > mark {
 		bufs = append(bufs, out[mark:])
 	}
-	w.out, w.bufs = out, bufs
+	w.out, w.bufs, w.data = out, bufs, nData
 	c.inWrite.Store(int32(resps))
 }
 
@@ -287,10 +292,19 @@ func (c *conn) endWrite(err error) {
 	c.l.stats.writes.Add(w.sock.calls)
 	w.sock.calls = 0
 	stop := err != nil
+	held := false
+	if id := w.sock.zcRec; id != 0 {
+		// Bytes of this write went out zero-copy: its slots and small
+		// PDUs stay untouched until the kernel's notices are in.
+		w.sock.zcRec = 0
+		held = c.zcHold(id)
+	}
 	for _, j := range w.batch {
 		switch j.kind {
 		case jobResp:
-			c.release(j.idx)
+			if !held {
+				c.release(j.idx)
+			}
 		case jobTerm:
 			stop = true
 		}
@@ -304,7 +318,11 @@ func (c *conn) endWrite(err error) {
 	default:
 	}
 	if err != nil {
-		c.closeConn() // the reader stops too
+		// The reader stops too. Not here: the token holder may be the
+		// reader inside its read callback (sockReader.read ending a
+		// batch), which holds a reference on the descriptor that Close
+		// waits for.
+		go c.closeConn()
 	}
 	if stop {
 		w.mu.Lock()

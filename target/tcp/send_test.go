@@ -180,9 +180,18 @@ func (blockingMem) NonBlocking() bool { return false }
 // as soon as it sees each CQE — is never taken for one that overruns its
 // queue, although a response's slot is freed only after the write that
 // carries its CQE (spare slots and inWrite, send.go).
-func TestFullDepthStream(t *testing.T) {
+func TestFullDepthStream(t *testing.T) { fullDepthStream(t, nil) }
+
+// fullDepthStream runs TestFullDepthStream's host against a rig with mod
+// applied to its Config, and returns the rig.
+func fullDepthStream(t *testing.T, mod func(*Config)) *rig {
 	const depth = 32
-	r := newRigWith(t, blockingMem{mem.New(testBlocks, testBlock)}, func(c *Config) { c.MaxQueueDepth = depth })
+	r := newRigWith(t, blockingMem{mem.New(testBlocks, testBlock)}, func(c *Config) {
+		c.MaxQueueDepth = depth
+		if mod != nil {
+			mod(c)
+		}
+	})
 	admin := r.adminHost(t, tcppdu.Digests{}, 8192)
 	h := dial(t, r.l.Addr(), tcppdu.Digests{})
 	h.connect(1, depth-1, admin.cntlid)
@@ -206,6 +215,7 @@ func TestFullDepthStream(t *testing.T) {
 			sent++
 		}
 	}
+	return r
 }
 
 // TestPortableSendPath: without raw socket access (other platforms)

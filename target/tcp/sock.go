@@ -35,6 +35,13 @@ type sockWriter struct {
 
 	// calls counts the write system calls that wrote bytes (Stats.Writes).
 	calls uint64
+
+	// Zero copy (zc_linux.go): zc, once the connection has its sender;
+	// zcOn, this write goes through it; zcRec, the record of this write's
+	// zero-copy sends (0: none yet), which endWrite seals.
+	zc    *zcSender
+	zcOn  bool
+	zcRec uint32
 }
 
 // noRaw (tests) makes new connections use the portable paths, as on a
@@ -54,11 +61,16 @@ func (s *sockWriter) init(nc net.Conn, iovs int) {
 	s.nbs = make([][]byte, 0, iovs)
 }
 
+// zcAllowed: writes go through the raw path, where zero copy can be
+// used.
+func (s *sockWriter) zcAllowed() bool { return s.rc != nil }
+
 // write starts writing bufs (nil: goes on with the write under way) and
 // reports whether all of it is out. With wait it blocks until it is (or
 // the write deadline passes); without, it returns false once the socket
-// is full.
-func (s *sockWriter) write(bufs [][]byte, wait bool) (bool, error) {
+// is full. With zc (raw path, a sender present) a new write's bytes go
+// out zero-copy.
+func (s *sockWriter) write(bufs [][]byte, wait, zc bool) (bool, error) {
 	if s.rc == nil {
 		if bufs != nil {
 			s.nb = append(s.nbs[:0], bufs...)
@@ -71,6 +83,7 @@ func (s *sockWriter) write(bufs [][]byte, wait bool) (bool, error) {
 		return err == nil, err
 	}
 	if bufs != nil {
+		s.zcOn = zc && s.zc != nil
 		s.iov, s.i = s.iov[:0], 0
 		for _, b := range bufs {
 			if len(b) > 0 {
@@ -99,7 +112,16 @@ var errZeroWrite = errors.New("tcp: writev wrote 0 bytes")
 // writable (or the deadline passes) and call it again.
 func (s *sockWriter) writev(fd uintptr) bool {
 	for s.i < len(s.iov) {
-		n, errno := rawWritev(fd, s.iov[s.i:])
+		var n int
+		var errno syscall.Errno
+		if s.zcOn {
+			if n, errno = s.zc.send(fd, s.iov[s.i:], &s.zcRec); errno == errZCOff {
+				s.zcOn = false
+				continue
+			}
+		} else {
+			n, errno = rawWritev(fd, s.iov[s.i:])
+		}
 		switch {
 		case errno == syscall.EINTR:
 		case errno == syscall.EAGAIN:

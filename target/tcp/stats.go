@@ -31,10 +31,23 @@ type Stats struct {
 	// host's socket was full (it did not read fast enough) or a stream of
 	// completions kept it writing (send.go).
 	WriterHandoffs uint64
+	// ZeroCopySends counts the sends that went out with io_uring's
+	// zero-copy sendmsg (writes carrying at least ZeroCopySendMin bytes
+	// of read data), ZeroCopyBytes their bytes. ZeroCopyCopied counts the
+	// notices in which the kernel said it copied the data after all
+	// (Linux ≥ 6.2 reports it: a loopback peer, a device without
+	// scatter-gather). ZeroCopyAbandoned counts connections that ended
+	// before the kernel let go of their memory: it stays allocated until
+	// it does (a peer that stopped acknowledging).
+	ZeroCopySends, ZeroCopyBytes, ZeroCopyCopied, ZeroCopyAbandoned uint64
+	// ZeroCopyOff: the kernel cannot send zero-copy (no io_uring or no
+	// IORING_OP_SENDMSG_ZC, Linux < 6.1); every write copies.
+	ZeroCopyOff bool
 }
 
 type counters struct {
 	accepted, connections, refused, terminated, hostTerminated, dataDigestErrors, drainTimeouts, writes, writerHandoffs atomic.Uint64
+	zcSends, zcBytes, zcCopied, zcAbandoned                                                                             atomic.Uint64
 }
 
 // Stats returns the counters (each read atomically on its own). Any
@@ -47,6 +60,8 @@ func (l *Listener) Stats() Stats {
 		HostTerminated: c.hostTerminated.Load(), DataDigestErrors: c.dataDigestErrors.Load(),
 		DrainTimeouts: c.drainTimeouts.Load(), Writes: c.writes.Load(),
 		WriterHandoffs: c.writerHandoffs.Load(),
+		ZeroCopySends:  c.zcSends.Load(), ZeroCopyBytes: c.zcBytes.Load(), ZeroCopyCopied: c.zcCopied.Load(),
+		ZeroCopyAbandoned: c.zcAbandoned.Load(), ZeroCopyOff: l.zcBroken.Load(),
 	}
 	l.mu.Lock()
 	st.Unconnected = uint64(l.unconnected)

@@ -1,0 +1,131 @@
+package tcp
+
+import (
+	"net"
+	"sync/atomic"
+	"time"
+)
+
+// Zero-copy sends, the connection's side (the sender is zc_linux.go).
+
+// zcCloseWait bounds how long a connection's end waits for the notices
+// of its zero-copy sends (the peer acknowledging the last data) before it
+// leaves the sender to the janitor.
+const zcCloseWait = 2 * time.Second
+
+// zcSlotWait bounds how long the reader waits for a notice when every
+// slot is free but for those zero-copy sends hold (the host already has
+// their responses): the peer's acknowledgement comes within a round trip,
+// usually with the command that needs the slot.
+const zcSlotWait = 10 * time.Second
+
+// zcOnLoopback (tests) lets connections from a loopback address send
+// zero-copy, and keep doing so although the kernel reports that it
+// copies: it copies what it delivers locally anyway, so normally they do
+// not (zcLocal, zcSender.copying).
+var zcOnLoopback atomic.Bool
+
+// zcLocalPeer reports whether the peer of nc is on a loopback address.
+func zcLocalPeer(nc net.Conn) bool {
+	a, ok := nc.RemoteAddr().(*net.TCPAddr)
+	return ok && a.IP.IsLoopback() && !zcOnLoopback.Load()
+}
+
+// zeroCopy reports whether a write carrying n bytes of read data goes out
+// zero-copy, creating the connection's sender at the first such write.
+// Token holder only.
+func (c *conn) zeroCopy(n int) bool {
+	min := c.l.cfg.ZeroCopySendMin
+	if min <= 0 || n < min || c.zcLocal || !c.snd.sock.zcAllowed() {
+		return false
+	}
+	if c.snd.sock.zc == nil {
+		if c.zcTried || c.l.zcBroken.Load() {
+			return false
+		}
+		c.zcTried = true
+		z, broken := newZCSender(c.zcRelease, c.slots, &c.l.stats)
+		if z == nil {
+			if broken {
+				c.l.zcUnavailable()
+			}
+			return false
+		}
+		c.snd.sock.zc = z
+		c.zc.Store(z)
+	}
+	if z := c.snd.sock.zc; z.unusable() {
+		c.l.zcUnavailable()
+		return false
+	} else if z.copies() {
+		return false
+	}
+	return true
+}
+
+// zcHold seals record id of the write that just ended: the slots of its
+// responses are held until the notices are in (true), or, when they are
+// all in already, left to the caller to release (false). It counts them
+// in zcHeld before the caller clears inWrite, so the reader never counts
+// a response the host may have as outstanding. Token holder only.
+func (c *conn) zcHold(id uint32) bool {
+	w := &c.snd
+	w.zcSlots = w.zcSlots[:0]
+	for _, j := range w.batch {
+		if j.kind == jobResp {
+			w.zcSlots = append(w.zcSlots, j.idx)
+		}
+	}
+	k := int32(len(w.zcSlots))
+	c.zcHeld.Add(k)
+	out, held := w.sock.zc.seal(id, w.zcSlots, w.out)
+	w.out = out
+	if !held {
+		c.zcHeld.Add(-k)
+	}
+	return held
+}
+
+// zcRelease returns the slots of a zero-copy write whose notices are all
+// in: to the free list first, then out of zcHeld (the reader's count may
+// fall short meanwhile, never exceed). Any goroutine, under the sender's
+// lock.
+func (c *conn) zcRelease(slots []uint16) {
+	for _, idx := range slots {
+		c.release(idx)
+	}
+	c.zcHeld.Add(-int32(len(slots)))
+	select {
+	case c.freed <- struct{}{}:
+	default:
+	}
+}
+
+// zcSlot waits for a slot while zero-copy sends hold some: it reaps their
+// notices, sleeping until one is posted, for at most zcSlotWait. Reader
+// only.
+func (c *conn) zcSlot() (uint16, bool) {
+	z := c.zc.Load()
+	if z == nil {
+		return 0, false
+	}
+	deadline := time.Now().Add(zcSlotWait)
+	for {
+		z.reap()
+		if idx, ok := c.free.pop(); ok {
+			return idx, true
+		}
+		if c.zcHeld.Load() == 0 || !time.Now().Before(deadline) {
+			return 0, false
+		}
+		z.wait(time.Until(deadline))
+	}
+}
+
+// zcClose ends the connection's zero-copy sending (serve's end, the
+// socket closed): see zcSender.close.
+func (c *conn) zcClose() {
+	if z := c.zc.Load(); z != nil {
+		z.close(zcCloseWait)
+	}
+}

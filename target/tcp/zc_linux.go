@@ -1,0 +1,379 @@
+package tcp
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/rdmablk/rdmablk/blockdev/uring"
+)
+
+// zcSender sends a connection's large writes with io_uring's zero-copy
+// sendmsg (IORING_OP_SENDMSG_ZC, Linux 6.1); docs/tcp-zero-copy.md has the
+// design. The socket stays with Go's poller: the notices come back as
+// completions on the connection's own small ring, never on the socket's
+// error queue (which would make the socket poll EPOLLERR alone, see the
+// doc).
+//
+// Every write that sends bytes zero-copy gets a record; its sends carry
+// the record's id as user data. The kernel posts each send's completion
+// inline (MSG_DONTWAIT: a full socket fails it with EAGAIN) and a notice
+// per send later, once the network stack no longer references the pages
+// (the peer acknowledged them, or the socket dropped them). The write's
+// slots, and the buffer that held its small PDUs, stay out of use until
+// every notice of the record is in (seal, then release): a retransmission
+// must never carry a later command's bytes.
+//
+// Ownership: mu guards everything; the send path's token holder sends and
+// seals, the reader reaps when it runs out of slots, serve's end closes.
+type zcSender struct {
+	mu     sync.Mutex
+	ring   *uring.Ring
+	flags  uint16 // SQE.IOPrio: SendZCReportUsage until a kernel refuses it
+	probed bool   // a send has completed: the opcode works
+	closed bool
+	// off: the kernel has no IORING_OP_SENDMSG_ZC (Linux < 6.1).
+	off atomic.Bool
+	// copying: the kernel reported that it copied the data of every one
+	// of the first zcCopiedProbe notices (a peer on this machine): the
+	// connection's writes copy from then on. seen, copied: notices so far.
+	copying      atomic.Bool
+	seen, copied int
+	// msg is the sendmsg header; the kernel reads it (and the iovecs)
+	// while the send is issued, which ends before send returns.
+	msg  syscall.Msghdr
+	cqes [16]uring.CQE
+	// recs by id-1; free ids for reuse.
+	recs  []zcRec
+	free  []uint32
+	outs  [][]byte // spare small-PDU buffers
+	notes int      // notices still to come, all records
+	// release returns a sealed record's slots (conn.zcRelease).
+	release func(slots []uint16)
+	// keep is what the kernel may still read while notices are
+	// outstanding (the connection's slots); see abandon.
+	keep  any
+	stats *counters
+}
+
+// zcRec is one write's zero-copy state.
+type zcRec struct {
+	notices int  // notices still to come (the sends' completions add them)
+	sealed  bool // the write ended: slots and out are attached
+	slots   []uint16
+	out     []byte
+}
+
+// newZCSender makes the connection's ring (8 entries: one send at a time,
+// the CQ holds the notices of sends in flight). nil when io_uring is
+// unavailable (broken: for good, the kernel refuses io_uring).
+func newZCSender(release func([]uint16), keep any, st *counters) (z *zcSender, broken bool) {
+	r, err := uring.New(8)
+	if err != nil {
+		return nil, errors.Is(err, uring.ErrUnsupported)
+	}
+	return &zcSender{ring: r, flags: uring.SendZCReportUsage, release: release, keep: keep, stats: st}, false
+}
+
+// unusable: the kernel cannot send zero-copy.
+func (z *zcSender) unusable() bool { return z.off.Load() }
+
+// copies: the kernel copies this connection's data anyway (see copying).
+func (z *zcSender) copies() bool { return z.copying.Load() }
+
+// zcCopiedProbe is how many notices decide whether the kernel copies a
+// connection's zero-copy sends (Linux ≥ 6.2 says so in each notice).
+const zcCopiedProbe = 16
+
+// errZCOff: this send cannot go zero-copy (kernel without the opcode, or
+// the sender is closed); the caller writes with writev instead.
+const errZCOff = syscall.Errno(0x7fffffff)
+
+// send sends iov on the socket fd (non-blocking) zero-copy, under record
+// *rec (0: allocate one). It returns the bytes sent or the errno;
+// errZCOff says use writev.
+func (z *zcSender) send(fd uintptr, iov []iovec, rec *uint32) (int, syscall.Errno) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.closed || z.off.Load() {
+		return 0, errZCOff
+	}
+	if *rec == 0 {
+		*rec = z.newRec()
+	}
+	for {
+		z.msg.Iov = &iov[0]
+		z.msg.Iovlen = uint64(len(iov))
+		sqe := uring.SQE{Opcode: uring.OpSendMsgZC, FD: int32(fd), Addr: uint64(uintptr(unsafe.Pointer(&z.msg))),
+			Len: 1, RWFlags: uring.MsgDontWait, IOPrio: z.flags, UserData: uint64(*rec)}
+		if err := z.ring.Prepare(&sqe); err != nil {
+			return 0, errZCOff // cannot happen: one send at a time
+		}
+		if _, err := z.ring.Submit(); err != nil {
+			return 0, errZCOff
+		}
+		res, more, ok := z.reapSend(*rec)
+		if !ok {
+			return 0, errZCOff
+		}
+		if more {
+			z.recs[*rec-1].notices++
+			z.notes++
+		}
+		if !z.probed && (res == -int32(syscall.EINVAL) || res == -int32(syscall.EOPNOTSUPP)) {
+			z.settle()
+			if res == -int32(syscall.EINVAL) && z.flags != 0 { // no IORING_SEND_ZC_REPORT_USAGE (< 6.2)
+				z.flags = 0
+				continue
+			}
+			// No IORING_OP_SENDMSG_ZC (< 6.1), or a socket without
+			// zero-copy support (SOCK_SUPPORT_ZC: one accepted by an
+			// MPTCP listener, for one).
+			z.off.Store(true)
+			return 0, errZCOff
+		}
+		z.probed = true
+		if res < 0 {
+			return 0, syscall.Errno(-res)
+		}
+		if res > 0 {
+			z.stats.zcSends.Add(1)
+			z.stats.zcBytes.Add(uint64(res))
+		}
+		return int(res), 0
+	}
+}
+
+// settle waits for the notices of sends that sent nothing (a failed
+// probe): they follow at once. mu held.
+func (z *zcSender) settle() {
+	for z.notes > 0 {
+		if err := z.ring.Wait(); err != nil {
+			return
+		}
+		z.reapLocked()
+	}
+}
+
+// reapSend reaps until the completion of the send of record id is in
+// (it was posted inline; a wait covers a kernel that did not).
+func (z *zcSender) reapSend(id uint32) (res int32, more, ok bool) {
+	for {
+		n := z.ring.Reap(z.cqes[:])
+		for i := range n {
+			e := &z.cqes[i]
+			if e.Flags&uring.CQENotif == 0 && uint32(e.UserData) == id {
+				res, more, ok = e.Res, e.Flags&uring.CQEMore != 0, true
+				continue
+			}
+			z.note(e)
+		}
+		if ok {
+			return
+		}
+		if n == 0 {
+			if err := z.ring.Wait(); err != nil {
+				return 0, false, false
+			}
+		}
+	}
+}
+
+// note handles a notice (other completions, which cannot occur, are
+// ignored).
+func (z *zcSender) note(e *uring.CQE) {
+	id := uint32(e.UserData)
+	if e.Flags&uring.CQENotif == 0 || id == 0 || int(id) > len(z.recs) {
+		return
+	}
+	z.seen++
+	if uint32(e.Res)&uring.NotifUsageZCCopied != 0 {
+		z.stats.zcCopied.Add(1)
+		z.copied++
+	}
+	if z.seen == zcCopiedProbe && z.copied == z.seen && !zcOnLoopback.Load() {
+		z.copying.Store(true)
+	}
+	r := &z.recs[id-1]
+	r.notices--
+	z.notes--
+	if r.sealed && r.notices == 0 {
+		z.finish(id)
+	}
+}
+
+func (z *zcSender) newRec() uint32 {
+	if n := len(z.free); n > 0 {
+		id := z.free[n-1]
+		z.free = z.free[:n-1]
+		return id
+	}
+	z.recs = append(z.recs, zcRec{slots: make([]uint16, 0, maxBatch)})
+	return uint32(len(z.recs))
+}
+
+// seal attaches the ended write's slots and small-PDU buffer to record
+// id and returns the buffer the send path uses next. It reports whether
+// the slots are held (false: every notice is already in, or none comes,
+// and they were released here).
+func (z *zcSender) seal(id uint32, slots []uint16, out []byte) ([]byte, bool) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	r := &z.recs[id-1]
+	if r.notices == 0 {
+		z.free = append(z.free, id)
+		r.slots = r.slots[:0]
+		return out, false // out was never handed to the kernel beyond the sends, all done
+	}
+	r.sealed = true
+	r.slots = append(r.slots[:0], slots...)
+	r.out = out
+	if n := len(z.outs); n > 0 {
+		next := z.outs[n-1]
+		z.outs = z.outs[:n-1]
+		return next[:0], true
+	}
+	return make([]byte, 0, cap(out)), true
+}
+
+// finish releases a sealed record whose notices are all in. mu held.
+func (z *zcSender) finish(id uint32) {
+	r := &z.recs[id-1]
+	z.release(r.slots)
+	r.slots = r.slots[:0]
+	z.outs = append(z.outs, r.out[:0])
+	r.out, r.sealed = nil, false
+	z.free = append(z.free, id)
+}
+
+// reap handles the notices already posted, without blocking. Any
+// goroutine.
+func (z *zcSender) reap() {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.reapLocked()
+}
+
+func (z *zcSender) reapLocked() {
+	if z.closed {
+		return
+	}
+	for {
+		n := z.ring.Reap(z.cqes[:])
+		for i := range n {
+			z.note(&z.cqes[i])
+		}
+		if n < len(z.cqes) {
+			return
+		}
+	}
+}
+
+// pending is the number of notices still to come.
+func (z *zcSender) pending() int {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.notes
+}
+
+// wait blocks until a notice is posted or d passes, then reaps. It does
+// not hold mu while it sleeps, so sends go on meanwhile.
+func (z *zcSender) wait(d time.Duration) {
+	z.mu.Lock()
+	if z.closed || z.notes == 0 {
+		z.mu.Unlock()
+		return
+	}
+	z.mu.Unlock()
+	_, _ = z.ring.WaitFor(d) // the ring outlives every wait: close waits for mu and only then closes it
+	z.reap()
+}
+
+// close ends zero-copy sending once the socket is closed: it waits up to
+// d for the notices still to come (the socket's queued data is being
+// acknowledged or dropped), then closes the ring. If notices are still
+// outstanding the sender is abandoned: it keeps the memory the kernel may
+// still read referenced, and a janitor goroutine reaps it until the
+// kernel is done.
+func (z *zcSender) close(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for z.pending() > 0 && time.Now().Before(deadline) {
+		z.wait(time.Until(deadline))
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.closed {
+		return
+	}
+	z.reapLocked()
+	if z.notes > 0 {
+		z.stats.zcAbandoned.Add(1)
+		abandon(z)
+		return
+	}
+	z.closed = true
+	_ = z.ring.Close()
+}
+
+// The janitor holds abandoned senders: their connections are gone but
+// the kernel may still send from their memory (a peer that stopped
+// acknowledging: TCP keeps retransmitting for minutes). It reaps them
+// every zcJanitorEvery and lets each go (ring closed, memory free for the
+// garbage collector) once its last notice is in.
+var janitor struct {
+	mu      sync.Mutex
+	senders []*zcSender
+	running bool
+}
+
+const zcJanitorEvery = time.Second
+
+// abandon hands z (mu held, not closed) to the janitor.
+func abandon(z *zcSender) {
+	janitor.mu.Lock()
+	defer janitor.mu.Unlock()
+	janitor.senders = append(janitor.senders, z)
+	if !janitor.running {
+		janitor.running = true
+		go runJanitor()
+	}
+}
+
+func runJanitor() {
+	t := time.NewTicker(zcJanitorEvery)
+	defer t.Stop()
+	for range t.C {
+		janitor.mu.Lock()
+		kept := janitor.senders[:0]
+		for _, z := range janitor.senders {
+			z.mu.Lock()
+			z.reapLocked()
+			if z.notes == 0 {
+				z.closed = true
+				_ = z.ring.Close()
+				z.keep = nil
+			} else {
+				kept = append(kept, z)
+			}
+			z.mu.Unlock()
+		}
+		clear(janitor.senders[len(kept):])
+		janitor.senders = kept
+		if len(kept) == 0 {
+			janitor.running = false
+			janitor.mu.Unlock()
+			return
+		}
+		janitor.mu.Unlock()
+	}
+}
+
+// abandonedSenders is how many senders the janitor holds (tests).
+func abandonedSenders() int {
+	janitor.mu.Lock()
+	defer janitor.mu.Unlock()
+	return len(janitor.senders)
+}
