@@ -143,10 +143,13 @@ func (r *Ring) Wait() error {
 // WaitFor blocks until at least one completion is available or timeout
 // (> 0) passes; it reports whether one is. The wait is a blocking system
 // call (the scheduler's syscall state: the goroutine's P goes to others).
+// It may run while another goroutine reaps.
 // A kernel without IORING_ENTER_EXT_ARG (before 5.11) waits without a
 // bound. Reaper side.
 func (r *Ring) WaitFor(timeout time.Duration) (bool, error) {
-	if atomic.LoadUint32(r.cqTail) != *r.cqHead {
+	// Loads of the head are atomic here: another goroutine may be the
+	// reaper meanwhile.
+	if atomic.LoadUint32(r.cqTail) != atomic.LoadUint32(r.cqHead) {
 		return true, nil
 	}
 	ts := kernelTimespec{sec: int64(timeout / time.Second), nsec: int64(timeout % time.Second)}
@@ -155,7 +158,7 @@ func (r *Ring) WaitFor(timeout time.Duration) (bool, error) {
 		uintptr(unsafe.Pointer(&arg)), unsafe.Sizeof(arg))
 	switch e {
 	case 0, syscall.EINTR, syscall.ETIME, syscall.EAGAIN, syscall.EBUSY:
-		return atomic.LoadUint32(r.cqTail) != *r.cqHead, nil
+		return atomic.LoadUint32(r.cqTail) != atomic.LoadUint32(r.cqHead), nil
 	case syscall.EINVAL: // before 5.11
 		if err := r.Wait(); err != nil {
 			return false, err

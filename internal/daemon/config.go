@@ -75,6 +75,10 @@ type TransportConfig struct {
 	PollWait string `mapstructure:"poll_wait"`
 	// LockPollerThreads: lock each poll group to an OS thread (unset: no).
 	LockPollerThreads *bool `mapstructure:"lock_poller_threads"`
+	// TCPZeroCopySendMin: NVMe/TCP writes carrying at least this many
+	// bytes of read data go out zero-copy (0: default 32 KiB; negative:
+	// never). See tcp.Config.ZeroCopySendMin.
+	TCPZeroCopySendMin int `mapstructure:"tcp_zero_copy_send_min"`
 }
 
 // dataBufferLimit is MaxDataBufferMemory in bytes for rdma.Config

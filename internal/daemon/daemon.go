@@ -161,6 +161,7 @@ func (d *Daemon) start(cfg *Config) error {
 				ConnectTimeout:        cfg.Transport.ConnectTimeout,
 				MaxUnconnected:        cfg.Transport.MaxUnconnectedQueues,
 				MaxUnconnectedPerHost: cfg.Transport.MaxUnconnectedPerHost,
+				ZeroCopySendMin:       cfg.Transport.TCPZeroCopySendMin,
 				Logger:                log,
 			})
 			if err != nil {

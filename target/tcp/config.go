@@ -146,7 +146,7 @@ func (c *Config) normalize() error {
 	if c.MaxH2CData == 0 {
 		c.MaxH2CData = DefaultMaxH2CData
 	}
-	if c.MaxH2CData < 4096 || c.MaxH2CData%4 != 0 || c.MaxH2CData > 1<<31 {
+	if c.MaxH2CData < 4096 || c.MaxH2CData%4 != 0 || int64(c.MaxH2CData) > 1<<31 {
 		return fmt.Errorf("%w: MaxH2CData %d (multiple of 4, at least 4096)", ErrInvalidConfig, c.MaxH2CData)
 	}
 	if c.MaxQueueDepth == 0 {

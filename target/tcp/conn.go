@@ -70,10 +70,16 @@ type conn struct {
 	zc      atomic.Pointer[zcSender]
 	zcTried bool
 	zcLocal bool // the peer is on a loopback address: no zero copy
-	snd     sendState
-	kick    chan struct{} // passes the write token to the writer (capacity 1)
-	done    chan struct{}
-	wdone   chan struct{} // closed when the writer has exited
+	// zcIO: the connection is a connected I/O queue (zero copy is for
+	// read data; the admin queue's responses stay simple).
+	zcIO atomic.Bool
+	// zcDone: zcClose ran; no sender is made after it (zcMu).
+	zcMu   sync.Mutex
+	zcDone bool
+	snd    sendState
+	kick   chan struct{} // passes the write token to the writer (capacity 1)
+	done   chan struct{}
+	wdone  chan struct{} // closed when the writer has exited
 	// wstop is closed when the send path stopped: TermReq written or a
 	// write failed.
 	wstop     chan struct{}
@@ -321,6 +327,7 @@ func (c *conn) loop() error {
 	for {
 		if !c.connected && c.q.Controller() != nil {
 			c.connected = true
+			c.zcIO.Store(c.q.QID() != 0)
 			c.l.connected(c)
 			_ = c.nc.SetReadDeadline(time.Time{})
 		}

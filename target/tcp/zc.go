@@ -36,7 +36,7 @@ func zcLocalPeer(nc net.Conn) bool {
 // Token holder only.
 func (c *conn) zeroCopy(n int) bool {
 	min := c.l.cfg.ZeroCopySendMin
-	if min <= 0 || n < min || c.zcLocal || !c.snd.sock.zcAllowed() {
+	if min <= 0 || n < min || c.zcLocal || !c.zcIO.Load() || !c.snd.sock.zcAllowed() {
 		return false
 	}
 	if c.snd.sock.zc == nil {
@@ -44,6 +44,12 @@ func (c *conn) zeroCopy(n int) bool {
 			return false
 		}
 		c.zcTried = true
+		// Not after zcClose: nothing would close the ring.
+		c.zcMu.Lock()
+		defer c.zcMu.Unlock()
+		if c.zcDone {
+			return false
+		}
 		z, broken := newZCSender(c.zcRelease, c.slots, &c.l.stats)
 		if z == nil {
 			if broken {
@@ -109,13 +115,19 @@ func (c *conn) zcSlot() (uint16, bool) {
 	if z == nil {
 		return 0, false
 	}
+	// The batch's held-back I/O and responses go out first: they must
+	// not wait with the reader (their sends reap notices too).
+	c.endBatch()
 	deadline := time.Now().Add(zcSlotWait)
 	for {
+		// zcHeld before the pop: a release between the two shows in
+		// the pop (slots are freed before zcHeld drops).
+		held := c.zcHeld.Load()
 		z.reap()
 		if idx, ok := c.free.pop(); ok {
 			return idx, true
 		}
-		if c.zcHeld.Load() == 0 || !time.Now().Before(deadline) {
+		if held == 0 || !time.Now().Before(deadline) {
 			return 0, false
 		}
 		z.wait(time.Until(deadline))
@@ -125,6 +137,9 @@ func (c *conn) zcSlot() (uint16, bool) {
 // zcClose ends the connection's zero-copy sending (serve's end, the
 // socket closed): see zcSender.close.
 func (c *conn) zcClose() {
+	c.zcMu.Lock()
+	c.zcDone = true
+	c.zcMu.Unlock()
 	if z := c.zc.Load(); z != nil {
 		z.close(zcCloseWait)
 	}

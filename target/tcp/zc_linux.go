@@ -8,6 +8,8 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rdmablk/rdmablk/blockdev/uring"
 )
 
@@ -44,13 +46,17 @@ type zcSender struct {
 	seen, copied int
 	// msg is the sendmsg header; the kernel reads it (and the iovecs)
 	// while the send is issued, which ends before send returns.
-	msg  syscall.Msghdr
+	msg  unix.Msghdr
 	cqes [16]uring.CQE
 	// recs by id-1; free ids for reuse.
 	recs  []zcRec
 	free  []uint32
 	outs  [][]byte // spare small-PDU buffers
 	notes int      // notices still to come, all records
+	// cqCap is the ring's completion queue size: notes stays below it, so
+	// the CQ never overflows (the kernel would then keep completions in a
+	// list only a GETEVENTS call flushes).
+	cqCap int
 	// release returns a sealed record's slots (conn.zcRelease).
 	release func(slots []uint16)
 	// keep is what the kernel may still read while notices are
@@ -67,16 +73,20 @@ type zcRec struct {
 	out     []byte
 }
 
-// newZCSender makes the connection's ring (8 entries: one send at a time,
-// the CQ holds the notices of sends in flight). nil when io_uring is
+// newZCSender makes the connection's ring. nil when io_uring is
 // unavailable (broken: for good, the kernel refuses io_uring).
 func newZCSender(release func([]uint16), keep any, st *counters) (z *zcSender, broken bool) {
-	r, err := uring.New(8)
+	r, err := uring.New(zcRingEntries)
 	if err != nil {
 		return nil, errors.Is(err, uring.ErrUnsupported)
 	}
-	return &zcSender{ring: r, flags: uring.SendZCReportUsage, release: release, keep: keep, stats: st}, false
+	return &zcSender{ring: r, flags: uring.SendZCReportUsage, release: release, keep: keep, stats: st,
+		cqCap: 2 * r.Entries()}, false
 }
+
+// zcRingEntries: one send is in flight at a time; the CQ (twice as many
+// entries) bounds the notices outstanding, beyond which writes copy.
+const zcRingEntries = 32
 
 // unusable: the kernel cannot send zero-copy.
 func (z *zcSender) unusable() bool { return z.off.Load() }
@@ -98,30 +108,34 @@ const errZCOff = syscall.Errno(0x7fffffff)
 func (z *zcSender) send(fd uintptr, iov []iovec, rec *uint32) (int, syscall.Errno) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	if z.closed || z.off.Load() {
+	if z.closed || z.off.Load() || z.notes >= z.cqCap-1 {
+		// Off, or as many notices outstanding as the CQ holds (with
+		// this send's completion): this write goes on copying.
 		return 0, errZCOff
 	}
 	if *rec == 0 {
 		*rec = z.newRec()
 	}
 	for {
-		z.msg.Iov = &iov[0]
-		z.msg.Iovlen = uint64(len(iov))
+		z.msg.Iov = (*unix.Iovec)(unsafe.Pointer(&iov[0]))
+		z.msg.SetIovlen(len(iov))
 		sqe := uring.SQE{Opcode: uring.OpSendMsgZC, FD: int32(fd), Addr: uint64(uintptr(unsafe.Pointer(&z.msg))),
 			Len: 1, RWFlags: uring.MsgDontWait, IOPrio: z.flags, UserData: uint64(*rec)}
 		if err := z.ring.Prepare(&sqe); err != nil {
-			return 0, errZCOff // cannot happen: one send at a time
+			return 0, errZCOff // cannot happen: one send at a time, nothing left in the SQ
 		}
+		// From here a failure leaves it unknown whether bytes went out
+		// (or whether the entry is still in the ring, to be issued with a
+		// later call): the connection cannot go on. The sender stops for
+		// good and the write fails.
 		if _, err := z.ring.Submit(); err != nil {
-			return 0, errZCOff
+			z.off.Store(true)
+			return 0, syscall.EIO
 		}
-		res, more, ok := z.reapSend(*rec)
+		res, _, ok := z.reapSend(*rec)
 		if !ok {
-			return 0, errZCOff
-		}
-		if more {
-			z.recs[*rec-1].notices++
-			z.notes++
+			z.off.Store(true)
+			return 0, syscall.EIO
 		}
 		if !z.probed && (res == -int32(syscall.EINVAL) || res == -int32(syscall.EOPNOTSUPP)) {
 			z.settle()
@@ -167,6 +181,12 @@ func (z *zcSender) reapSend(id uint32) (res int32, more, ok bool) {
 			e := &z.cqes[i]
 			if e.Flags&uring.CQENotif == 0 && uint32(e.UserData) == id {
 				res, more, ok = e.Res, e.Flags&uring.CQEMore != 0, true
+				if more {
+					// Counted before the notice, which may be next in
+					// this batch.
+					z.recs[id-1].notices++
+					z.notes++
+				}
 				continue
 			}
 			z.note(e)
@@ -198,6 +218,9 @@ func (z *zcSender) note(e *uring.CQE) {
 		z.copying.Store(true)
 	}
 	r := &z.recs[id-1]
+	if r.notices <= 0 {
+		return // no notice expected for it: not ours
+	}
 	r.notices--
 	z.notes--
 	if r.sealed && r.notices == 0 {
@@ -279,8 +302,11 @@ func (z *zcSender) pending() int {
 	return z.notes
 }
 
-// wait blocks until a notice is posted or d passes, then reaps. It does
-// not hold mu while it sleeps, so sends go on meanwhile.
+// wait blocks until a completion is posted or d passes, then reaps. It
+// does not hold mu while it sleeps, so sends go on meanwhile (and may
+// reap the notice it waited for: it then sleeps until the next one or
+// d). Only the reader calls it, and close, which closes the ring, runs on
+// the reader's goroutine too.
 func (z *zcSender) wait(d time.Duration) {
 	z.mu.Lock()
 	if z.closed || z.notes == 0 {
@@ -288,7 +314,7 @@ func (z *zcSender) wait(d time.Duration) {
 		return
 	}
 	z.mu.Unlock()
-	_, _ = z.ring.WaitFor(d) // the ring outlives every wait: close waits for mu and only then closes it
+	_, _ = z.ring.WaitFor(d)
 	z.reap()
 }
 
@@ -304,18 +330,20 @@ func (z *zcSender) close(d time.Duration) {
 		z.wait(time.Until(deadline))
 	}
 	z.mu.Lock()
-	defer z.mu.Unlock()
 	if z.closed {
+		z.mu.Unlock()
 		return
 	}
 	z.reapLocked()
 	if z.notes > 0 {
+		z.mu.Unlock()
 		z.stats.zcAbandoned.Add(1)
-		abandon(z)
+		abandon(z) // janitor.mu, then each sender's mu: never the other way
 		return
 	}
 	z.closed = true
 	_ = z.ring.Close()
+	z.mu.Unlock()
 }
 
 // The janitor holds abandoned senders: their connections are gone but
@@ -331,7 +359,7 @@ var janitor struct {
 
 const zcJanitorEvery = time.Second
 
-// abandon hands z (mu held, not closed) to the janitor.
+// abandon hands z (not closed; its mu not held) to the janitor.
 func abandon(z *zcSender) {
 	janitor.mu.Lock()
 	defer janitor.mu.Unlock()

@@ -332,3 +332,58 @@ func TestZCCopiesDetected(t *testing.T) {
 		t.Fatalf("%d of %d notices copied, copies %v", st.zcCopied.Load(), zcCopiedProbe, z.copies())
 	}
 }
+
+// TestZCSenderBoundsNotices: notices outstanding never reach the size of
+// the ring's completion queue (an overflowing CQ keeps completions where
+// only a GETEVENTS call finds them): past the bound a send reports
+// errZCOff and the write copies; the held writes are all released once
+// the peer reads.
+func TestZCSenderBoundsNotices(t *testing.T) {
+	if !zcWorks(t) {
+		t.Skip("no zero-copy send on this kernel")
+	}
+	a, b := tcpPair(t, false)
+	_ = b.SetReadBuffer(64 << 10)
+	_ = a.SetWriteBuffer(8 << 20)
+	released := 0
+	z, _ := newZCSender(func(s []uint16) { released += len(s) }, nil, &counters{})
+	defer z.close(time.Second)
+	p := make([]byte, 4096)
+	held, off, sent := 0, 0, 0
+	for i := range 4 * z.cqCap {
+		var rec uint32
+		n, errno := zcSendOn(t, a, z, p, &rec)
+		switch errno {
+		case errZCOff:
+			off++
+		case 0:
+			sent += n
+		default:
+			t.Fatalf("send %d: %v", i, errno)
+		}
+		z.mu.Lock()
+		notes := z.notes
+		z.mu.Unlock()
+		if notes >= z.cqCap {
+			t.Fatalf("send %d: %d notices outstanding, CQ holds %d", i, notes, z.cqCap)
+		}
+		if rec != 0 {
+			if _, h := z.seal(rec, []uint16{uint16(i)}, nil); h {
+				held++
+			}
+		}
+	}
+	if off == 0 || held == 0 {
+		t.Fatalf("bound never reached: %d held, %d sends refused", held, off)
+	}
+	go func() { _, _ = io.CopyN(io.Discard, b, int64(sent)) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for z.pending() > 0 && time.Now().Before(deadline) {
+		z.wait(time.Until(deadline))
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if released != held {
+		t.Fatalf("released %d of %d held writes", released, held)
+	}
+}

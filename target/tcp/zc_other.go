@@ -17,6 +17,7 @@ func newZCSender(func([]uint16), any, *counters) (*zcSender, bool) { return nil,
 func (*zcSender) send(uintptr, []iovec, *uint32) (int, syscall.Errno)  { return 0, errZCOff }
 func (*zcSender) seal(_ uint32, _ []uint16, out []byte) ([]byte, bool) { return out, false }
 func (*zcSender) unusable() bool                                       { return true }
+func (*zcSender) copies() bool                                         { return false }
 func (*zcSender) reap()                                                {}
 func (*zcSender) wait(time.Duration)                                   {}
 func (*zcSender) close(time.Duration)                                  {}
