@@ -68,6 +68,18 @@
 // expiry, controller teardown) closes the socket; the reader then ends
 // the queue.
 //
+// Zero copy (zc.go, zc_linux.go, docs/tcp-zero-copy.md): a write that
+// carries at least ZeroCopySendMin bytes of read data, on an I/O queue
+// whose peer is not on a loopback address, goes out through the
+// connection's own io_uring (IORING_OP_SENDMSG_ZC), made at its first
+// such write and used under one mutex by the token holder, the reader
+// (which waits there for notices when zero-copy sends hold every free
+// slot) and the connection's end. Its slots are held until the kernel's
+// notices, and the reader counts them like inWrite. A connection that
+// ends with notices outstanding leaves its sender to one process-wide
+// janitor goroutine (started on demand, gone when it holds nothing),
+// which reaps it every second until the kernel lets go.
+//
 // Listener.Close drains: every connection stops reading (a read deadline
 // in the past wakes its reader), waits at most DrainTimeout for the
 // commands the core is executing and sends their responses; only when all
@@ -106,10 +118,14 @@
 // offload or io_uring zero-copy receive; not done). PDU headers go through
 // a 32 KiB bufio.Reader; a data read larger than what it holds bypasses
 // it, a smaller one is copied once more from it. C2HData is written with
-// writev from the buffer the backend read into (no user-space copy); the
-// small PDUs of a write (C2HData headers, CapsuleResps, R2Ts, digests)
-// are packed into one per-connection buffer between the data runs.
-// Digests are computed over those same buffers.
+// writev from the buffer the backend read into (no user-space copy; the
+// kernel copies into the socket), or zero-copy (above: the kernel sends
+// from the pages themselves); the small PDUs of a write (C2HData headers,
+// CapsuleResps, R2Ts, digests) are packed into a per-connection buffer
+// between the data runs. After a zero-copy write that buffer, like the
+// write's slots, stays untouched until the notices: the next write takes
+// another from the sender's pool. Digests are computed over those same
+// buffers.
 //
 // # Errors
 //
