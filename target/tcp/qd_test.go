@@ -112,36 +112,42 @@ func TestQueueDepth(t *testing.T) {
 			dg := tcppdu.Digests{Header: true, Data: true}
 			admin := r.adminHost(t, dg, 8192)
 			h := r.ioHost(t, admin, dg, 8192)
-			const qd = 32
-			rng := rand.New(rand.NewPCG(3, 4))
-			sizes := []int{4096, 8192, 16384, 65536}
-			var writes, reads []*pcmd
-			lba := uint64(0)
-			for i := range qd {
-				n := sizes[i%len(sizes)]
-				w := make([]byte, n)
-				for j := range w {
-					w[j] = byte(rng.Uint32())
-				}
-				c := &pcmd{w: w}
-				c.sqe.SetRW(nvme.IOWrite, 1, lba, uint32(n/testBlock), 0)
-				writes = append(writes, c)
-				rd := &pcmd{rlen: n}
-				rd.sqe.SetRW(nvme.IORead, 1, lba, uint32(n/testBlock), 0)
-				reads = append(reads, rd)
-				lba += uint64(n / testBlock)
-			}
-			h.pipeline(writes)
-			h.pipeline(reads)
-			for i := range qd {
-				if writes[i].cqe.Status() != nvme.StatusSuccess || reads[i].cqe.Status() != nvme.StatusSuccess {
-					t.Fatalf("command %d: write %v read %v", i, writes[i].cqe.Status(), reads[i].cqe.Status())
-				}
-				if !bytes.Equal(reads[i].got, writes[i].w) {
-					t.Fatalf("command %d: read back differs", i)
-				}
-			}
+			h.writeReadBack(rand.New(rand.NewPCG(3, 4)), 32, []int{4096, 8192, 16384, 65536}, 0)
 		})
+	}
+}
+
+// writeReadBack pipelines qd writes of random data (command i carries
+// sizes[(i+shift)%len(sizes)] bytes; back to back from LBA 0), then qd
+// reads of the same blocks, and fails unless every command succeeded and
+// every read returned what its write wrote.
+func (h *testHost) writeReadBack(rng *rand.Rand, qd int, sizes []int, shift int) {
+	h.t.Helper()
+	var writes, reads []*pcmd
+	lba := uint64(0)
+	for i := range qd {
+		n := sizes[(i+shift)%len(sizes)]
+		w := make([]byte, n)
+		for j := range w {
+			w[j] = byte(rng.Uint32())
+		}
+		c := &pcmd{w: w}
+		c.sqe.SetRW(nvme.IOWrite, 1, lba, uint32(n/testBlock), 0)
+		writes = append(writes, c)
+		rd := &pcmd{rlen: n}
+		rd.sqe.SetRW(nvme.IORead, 1, lba, uint32(n/testBlock), 0)
+		reads = append(reads, rd)
+		lba += uint64(n / testBlock)
+	}
+	h.pipeline(writes)
+	h.pipeline(reads)
+	for i := range qd {
+		if writes[i].cqe.Status() != nvme.StatusSuccess || reads[i].cqe.Status() != nvme.StatusSuccess {
+			h.t.Fatalf("command %d (sizes shifted by %d): write %v read %v", i, shift, writes[i].cqe.Status(), reads[i].cqe.Status())
+		}
+		if !bytes.Equal(reads[i].got, writes[i].w) {
+			h.t.Fatalf("command %d (sizes shifted by %d): read back differs", i, shift)
+		}
 	}
 }
 

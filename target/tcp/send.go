@@ -107,9 +107,7 @@ type sendState struct {
 	// writer goroutine finishes it.
 	partial bool
 	sock    sockWriter
-	// data: the read data bytes in the write under way; zcSlots: scratch
-	// for the slots a zero-copy write holds (endWrite).
-	data    int
+	// zcSlots: scratch for the slots a zero-copy write holds (endWrite).
 	zcSlots []uint16
 }
 
@@ -195,8 +193,8 @@ func (c *conn) flush(wait bool) {
 		w.pend = w.pend[:n]
 		w.mu.Unlock()
 
-		c.build()
-		done, err := w.sock.write(w.bufs, wait, c.zeroCopy(w.data))
+		data := c.build()
+		done, err := w.sock.write(w.bufs, wait, c.zeroCopy(data))
 		if err == nil && !done {
 			// The socket is full: the writer goroutine finishes this
 			// write and goes on.
@@ -240,8 +238,9 @@ func (c *conn) kickWriter() {
 // build packs the batch's small PDUs into out and lays the write out in
 // bufs: runs of out between the read data it carries. It marks the
 // batch's responses as in the write under way (inWrite) before any of
-// their CQEs can leave. Token holder only.
-func (c *conn) build() {
+// their CQEs can leave, and returns the bytes of read data the write
+// carries. Token holder only.
+func (c *conn) build() int {
 	w := &c.snd
 	out, bufs := w.out[:0], w.bufs[:0]
 	mark := 0 // start of the run of out not yet in bufs
@@ -279,8 +278,9 @@ func (c *conn) build() {
 	if len(out) > mark {
 		bufs = append(bufs, out[mark:])
 	}
-	w.out, w.bufs, w.data = out, bufs, nData
+	w.out, w.bufs = out, bufs
 	c.inWrite.Store(int32(resps))
+	return nData
 }
 
 // endWrite finishes the write of the batch (err: it failed): the slots of

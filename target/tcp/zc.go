@@ -50,7 +50,7 @@ func (c *conn) zeroCopy(n int) bool {
 		if c.zcDone {
 			return false
 		}
-		z, broken := newZCSender(c.zcRelease, c.slots, &c.l.stats)
+		z, broken := newZCSender(c.zcRelease, &c.l.stats)
 		if z == nil {
 			if broken {
 				c.l.zcUnavailable()

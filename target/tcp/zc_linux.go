@@ -57,12 +57,11 @@ type zcSender struct {
 	// the CQ never overflows (the kernel would then keep completions in a
 	// list only a GETEVENTS call flushes).
 	cqCap int
-	// release returns a sealed record's slots (conn.zcRelease).
+	// release returns a sealed record's slots (conn.zcRelease). It also
+	// keeps the connection, and so the slot buffers the kernel may still
+	// read, reachable for as long as the sender is (see abandon).
 	release func(slots []uint16)
-	// keep is what the kernel may still read while notices are
-	// outstanding (the connection's slots); see abandon.
-	keep  any
-	stats *counters
+	stats   *counters
 }
 
 // zcRec is one write's zero-copy state.
@@ -75,12 +74,12 @@ type zcRec struct {
 
 // newZCSender makes the connection's ring. nil when io_uring is
 // unavailable (broken: for good, the kernel refuses io_uring).
-func newZCSender(release func([]uint16), keep any, st *counters) (z *zcSender, broken bool) {
+func newZCSender(release func([]uint16), st *counters) (z *zcSender, broken bool) {
 	r, err := uring.New(zcRingEntries)
 	if err != nil {
 		return nil, errors.Is(err, uring.ErrUnsupported)
 	}
-	return &zcSender{ring: r, flags: uring.SendZCReportUsage, release: release, keep: keep, stats: st,
+	return &zcSender{ring: r, flags: uring.SendZCReportUsage, release: release, stats: st,
 		cqCap: 2 * r.Entries()}, false
 }
 
@@ -132,7 +131,7 @@ func (z *zcSender) send(fd uintptr, iov []iovec, rec *uint32) (int, syscall.Errn
 			z.off.Store(true)
 			return 0, syscall.EIO
 		}
-		res, _, ok := z.reapSend(*rec)
+		res, ok := z.reapSend(*rec)
 		if !ok {
 			z.off.Store(true)
 			return 0, syscall.EIO
@@ -173,15 +172,16 @@ func (z *zcSender) settle() {
 }
 
 // reapSend reaps until the completion of the send of record id is in
-// (it was posted inline; a wait covers a kernel that did not).
-func (z *zcSender) reapSend(id uint32) (res int32, more, ok bool) {
+// (it was posted inline; a wait covers a kernel that did not) and
+// returns its result; a notice it announces is counted.
+func (z *zcSender) reapSend(id uint32) (res int32, ok bool) {
 	for {
 		n := z.ring.Reap(z.cqes[:])
 		for i := range n {
 			e := &z.cqes[i]
 			if e.Flags&uring.CQENotif == 0 && uint32(e.UserData) == id {
-				res, more, ok = e.Res, e.Flags&uring.CQEMore != 0, true
-				if more {
+				res, ok = e.Res, true
+				if e.Flags&uring.CQEMore != 0 {
 					// Counted before the notice, which may be next in
 					// this batch.
 					z.recs[id-1].notices++
@@ -196,7 +196,7 @@ func (z *zcSender) reapSend(id uint32) (res int32, more, ok bool) {
 		}
 		if n == 0 {
 			if err := z.ring.Wait(); err != nil {
-				return 0, false, false
+				return 0, false
 			}
 		}
 	}
@@ -240,8 +240,8 @@ func (z *zcSender) newRec() uint32 {
 
 // seal attaches the ended write's slots and small-PDU buffer to record
 // id and returns the buffer the send path uses next. It reports whether
-// the slots are held (false: every notice is already in, or none comes,
-// and they were released here).
+// the slots are held (false: every notice is already in, or none comes;
+// the caller releases them and keeps its buffer).
 func (z *zcSender) seal(id uint32, slots []uint16, out []byte) ([]byte, bool) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
@@ -249,7 +249,7 @@ func (z *zcSender) seal(id uint32, slots []uint16, out []byte) ([]byte, bool) {
 	if r.notices == 0 {
 		z.free = append(z.free, id)
 		r.slots = r.slots[:0]
-		return out, false // out was never handed to the kernel beyond the sends, all done
+		return out, false
 	}
 	r.sealed = true
 	r.slots = append(r.slots[:0], slots...)
@@ -382,7 +382,6 @@ func runJanitor() {
 			if z.notes == 0 {
 				z.closed = true
 				_ = z.ring.Close()
-				z.keep = nil
 			} else {
 				kept = append(kept, z)
 			}

@@ -1,7 +1,6 @@
 package tcp
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"math/rand/v2"
@@ -23,7 +22,7 @@ import (
 func zcWorks(t *testing.T) bool {
 	t.Helper()
 	a, _ := tcpPair(t, false)
-	z, _ := newZCSender(func([]uint16) {}, nil, &counters{})
+	z, _ := newZCSender(func([]uint16) {}, &counters{})
 	if z == nil {
 		return false
 	}
@@ -99,7 +98,7 @@ func TestZCSenderHoldsUntilNotice(t *testing.T) {
 			_ = a.SetWriteBuffer(64 << 10)
 			released := make(chan []uint16, 1)
 			st := &counters{}
-			z, _ := newZCSender(func(s []uint16) { released <- append([]uint16(nil), s...) }, nil, st)
+			z, _ := newZCSender(func(s []uint16) { released <- append([]uint16(nil), s...) }, st)
 			if z == nil {
 				t.Fatal("no sender")
 			}
@@ -179,7 +178,7 @@ func TestZCProbeFallsBack(t *testing.T) {
 		t.Skip("no zero-copy send on this kernel")
 	}
 	a, _ := tcpPair(t, true)
-	z, _ := newZCSender(func([]uint16) {}, nil, &counters{})
+	z, _ := newZCSender(func([]uint16) {}, &counters{})
 	defer z.close(time.Second)
 	var rec uint32
 	n, errno := zcSendOn(t, a, z, []byte("probe"), &rec)
@@ -223,32 +222,7 @@ func TestZeroCopySendData(t *testing.T) {
 				rng := rand.New(rand.NewPCG(5, 6))
 				sizes := []int{4096, 16384, 65536, 131072}
 				for round := range rounds {
-					var writes, reads []*pcmd
-					lba := uint64(0)
-					for i := range qd {
-						n := sizes[(i+round)%len(sizes)]
-						w := make([]byte, n)
-						for j := range w {
-							w[j] = byte(rng.Uint32())
-						}
-						c := &pcmd{w: w}
-						c.sqe.SetRW(nvme.IOWrite, 1, lba, uint32(n/testBlock), 0)
-						writes = append(writes, c)
-						rd := &pcmd{rlen: n}
-						rd.sqe.SetRW(nvme.IORead, 1, lba, uint32(n/testBlock), 0)
-						reads = append(reads, rd)
-						lba += uint64(n / testBlock)
-					}
-					h.pipeline(writes)
-					h.pipeline(reads)
-					for i := range qd {
-						if writes[i].cqe.Status() != nvme.StatusSuccess || reads[i].cqe.Status() != nvme.StatusSuccess {
-							t.Fatalf("round %d command %d: write %v read %v", round, i, writes[i].cqe.Status(), reads[i].cqe.Status())
-						}
-						if !bytes.Equal(reads[i].got, writes[i].w) {
-							t.Fatalf("round %d command %d: read back differs", round, i)
-						}
-					}
+					h.writeReadBack(rng, qd, sizes, round)
 				}
 				if st := r.l.Stats(); st.ZeroCopySends == 0 || st.ZeroCopyBytes < qd*4096 || st.ZeroCopyOff {
 					t.Fatalf("no zero-copy sends: %+v", st)
@@ -310,7 +284,7 @@ func TestZCCopiesDetected(t *testing.T) {
 	a, b := tcpPair(t, false)
 	go func() { _, _ = io.Copy(io.Discard, b) }()
 	st := &counters{}
-	z, _ := newZCSender(func([]uint16) {}, nil, st)
+	z, _ := newZCSender(func([]uint16) {}, st)
 	defer z.close(time.Second)
 	p := make([]byte, 8192)
 	for range zcCopiedProbe {
@@ -346,7 +320,7 @@ func TestZCSenderBoundsNotices(t *testing.T) {
 	_ = b.SetReadBuffer(64 << 10)
 	_ = a.SetWriteBuffer(8 << 20)
 	released := 0
-	z, _ := newZCSender(func(s []uint16) { released += len(s) }, nil, &counters{})
+	z, _ := newZCSender(func(s []uint16) { released += len(s) }, &counters{})
 	defer z.close(time.Second)
 	p := make([]byte, 4096)
 	held, off, sent := 0, 0, 0

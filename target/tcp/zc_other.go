@@ -12,7 +12,7 @@ type zcSender struct{}
 
 const errZCOff = syscall.Errno(0x7fffffff)
 
-func newZCSender(func([]uint16), any, *counters) (*zcSender, bool) { return nil, true }
+func newZCSender(func([]uint16), *counters) (*zcSender, bool) { return nil, true }
 
 func (*zcSender) send(uintptr, []iovec, *uint32) (int, syscall.Errno)  { return 0, errZCOff }
 func (*zcSender) seal(_ uint32, _ []uint16, out []byte) ([]byte, bool) { return out, false }
