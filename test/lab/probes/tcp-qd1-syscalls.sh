@@ -15,7 +15,9 @@
 # of the 250-300 µs more CPU per command than nvmet-tcp that rdmablkd spends at QD1.
 # Then the guest's context switches per command (SMP=1 run-gobin.sh ...: 1 vCPU as in `perf`): 5.4
 # with rdmablkd vs 2.1 with nvmet-tcp; by task, the host's nvme_tcp_wq kworker 2.0 vs 1.0 (nvmet's
-# io_work and the host's run in one kworker pass), rdmablkd's thread 1.1, rcu_preempt 0.73 vs 0.13. A
+# io_work and the host's run in one kworker pass), rdmablkd's thread 1.1, rcu_preempt 0.73 vs 0.13
+# (the RCU wake-ups are time-based, not per command: tcp-qd1-wakeups.sh counts the same number in
+# both runs, and nvmet-tcp's run completes about four times as many commands). A
 # context switch costs about 60 µs in this guest (pipe ping-pong 113-124 µs per round trip, threads
 # and processes alike), so those extra switches are most of rdmablkd's QD1 gap here.
 . /mnt/share/scripts/lib.sh
