@@ -234,19 +234,22 @@ func (b *Backend) Plug() {
 // inside Unplug (see sharedRing).
 func (b *Backend) Unplug() {
 	if a := b.ring; a != nil {
-		submitted := false
+		submitted, paused := false, false
 		a.mu.Lock()
 		if b.plugs > 0 {
 			b.plugs--
 			if b.plugs == 0 {
 				a.plugged--
+				// What completes during the submission is reaped right
+				// after it: no signal for it (reapInline resumes).
+				paused = a.evrc != nil && a.ring.PauseEventFD()
 				_, _ = a.ring.Submit()
 				submitted = true
 			}
 		}
 		a.mu.Unlock()
 		if submitted {
-			a.reapInline()
+			a.reapInline(paused)
 		}
 	}
 }

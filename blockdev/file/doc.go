@@ -110,9 +110,13 @@
 // already posted when io_uring_enter returns (a RAM-backed device
 // completes during the call): for the target this is the poll group,
 // which answers them in its next pass, with no wake-up of the reaper or
-// hand-off between goroutines — the Unplug also consumes the eventfd's
-// count for what it reaped (and reaps once more, for a completion whose
-// signal that read took), so the reaper is not woken for them. A completion that is
+// hand-off between goroutines. The reaper is not woken for them either:
+// the Unplug pauses the eventfd's signals around its submission and reap
+// (IORING_CQ_EVENTFD_DISABLED, Linux 5.8+), then looks at the CQ once more
+// after resuming, or sends the reaper round when the reaper holds the CQ
+// meanwhile; before 5.8 it reads the eventfd's count back instead (one
+// system call more per Unplug), reaping once more for a completion whose
+// signal that read took. A completion that is
 // not a full transfer (error, short, EAGAIN) is redone through the
 // blocking path on a goroutine of its own, so that one volume's error
 // path does not hold up the others' completions on the shared reaper.

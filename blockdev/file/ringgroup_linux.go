@@ -197,6 +197,8 @@ type sharedRing struct {
 	clearFn  func(fd uintptr)
 	clearBuf [8]byte
 	cleared  bool
+	clears   atomic.Uint64    // clearFn reads made (tests): only where PauseEventFD is not available
+	pokeFn   func(fd uintptr) // adds 1 to the eventfd (reapInline, when the reaper must look again)
 	evErr    error
 	inline   atomic.Uint64 // completions handled inline by Unplug (tests, stats)
 
@@ -278,9 +280,12 @@ func (a *sharedRing) setupEventFD() {
 		}
 	}
 	a.clearFn = func(fd uintptr) {
+		a.clears.Add(1)
 		n, e := nbsys.Read(fd, a.clearBuf[:])
 		a.cleared = e == 0 && n == 8
 	}
+	one := [8]byte{1}
+	a.pokeFn = func(fd uintptr) { nbsys.Write(fd, one[:]) }
 }
 
 // wait returns when completions may be waiting. Reaper only.
@@ -314,13 +319,33 @@ func (a *sharedRing) reap() {
 
 // reapInline handles the completions already posted, on the calling
 // goroutine, unless the reaper is handling some right now (it then takes
-// these too). Called by Unplug after its submission.
-func (a *sharedRing) reapInline() {
-	if a.evrc == nil || !a.reapMu.TryLock() {
+// these too). Called by Unplug after its submission; paused says Unplug
+// paused the eventfd's signals around it (uring.Ring.PauseEventFD), which
+// reapInline resumes.
+//
+// Paused, the completions the submission posted raise no signal, so there
+// is no count to take back afterwards: one system call fewer per inline
+// reap than the eventfd read the unpaused path needs. The price is that
+// whatever was posted while paused must be looked at after the resume —
+// by this goroutine, or, when the reaper holds reapMu (its last look may
+// have come before those completions), by the reaper, which a write to
+// the eventfd sends round once more.
+func (a *sharedRing) reapInline(paused bool) {
+	if a.evrc == nil {
+		return
+	}
+	if !a.reapMu.TryLock() {
+		if paused {
+			a.ring.ResumeEventFD()
+			_ = a.evrc.Control(a.pokeFn)
+		}
 		return
 	}
 	n := a.drainLocked()
-	if n > 0 {
+	if paused {
+		a.ring.ResumeEventFD()
+		n += a.drainLocked() // posted unsignalled between the drain and the resume
+	} else if n > 0 {
 		// The kernel signalled the eventfd for each completion just taken:
 		// consume the count, so that the reaper is not woken for nothing
 		// (an epoll_wait that has not collected the event yet re-checks the

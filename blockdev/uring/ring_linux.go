@@ -30,6 +30,8 @@ const (
 	registerBuffers   = 0
 	unregisterBuffers = 1
 	registerEventFD   = 4
+
+	cqEventFDDisabled = 1 << 0 // IORING_CQ_EVENTFD_DISABLED in the CQ ring's flags (5.8)
 )
 
 // getEventsArg is struct io_uring_getevents_arg.
@@ -180,6 +182,34 @@ func (r *Ring) RegisterEventFD(fd int) error {
 		return fmt.Errorf("uring: register eventfd: %w", e)
 	}
 	return nil
+}
+
+// PauseEventFD stops the kernel signalling the registered eventfd for the
+// completions it posts from now on (IORING_CQ_EVENTFD_DISABLED, Linux
+// 5.8+), for a caller about to reap what its own submission completes;
+// ResumeEventFD undoes it. False: the kernel has no such flag (nothing
+// changed). Completions posted while paused raise no signal at all, so
+// after ResumeEventFD the caller must look at the CQ once more (Reap) —
+// ResumeEventFD is a full barrier, and the kernel commits the CQ tail,
+// then passes a full barrier, before it reads the flag, so either that
+// look sees the completion or the kernel saw the flag cleared and
+// signals. Several goroutines may pause and resume concurrently (the flag
+// is one bit: a resume also ends another's pause early, which costs only
+// a signal), as long as each that paused resumes and then looks.
+func (r *Ring) PauseEventFD() bool {
+	if r.cqFlags == nil {
+		return false
+	}
+	atomic.OrUint32(r.cqFlags, cqEventFDDisabled)
+	return true
+}
+
+// ResumeEventFD ends a PauseEventFD (see there for the look that must
+// follow).
+func (r *Ring) ResumeEventFD() {
+	if r.cqFlags != nil {
+		atomic.AndUint32(r.cqFlags, ^uint32(cqEventFDDisabled))
+	}
 }
 
 // RegisterBuffers registers bufs as fixed buffers (index = position) for

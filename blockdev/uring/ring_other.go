@@ -17,6 +17,8 @@ func (*Ring) WaitFor(time.Duration) (bool, error) { return false, ErrUnsupported
 func (*Ring) Reap([]CQE) int                      { return 0 }
 func (*Ring) RegisterBuffers([][]byte) error      { return ErrUnsupported }
 func (*Ring) RegisterEventFD(int) error           { return ErrUnsupported }
+func (*Ring) PauseEventFD() bool                  { return false }
+func (*Ring) ResumeEventFD()                      {}
 func (*Ring) UnregisterBuffers() error            { return ErrUnsupported }
 func (*Ring) Close() error                        { return nil }
 

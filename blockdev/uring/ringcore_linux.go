@@ -22,6 +22,7 @@ type ringCore[S SQE | SQE128] struct {
 	sqes           []S
 	cqHead, cqTail *uint32
 	cqMask         uint32
+	cqFlags        *uint32 // the CQ ring's flags (5.8+); nil before
 	cqes           []CQE
 	pending        uint32 // prepared and not yet submitted (submitter side)
 }
@@ -78,6 +79,9 @@ func (r *ringCore[S]) mmap(p *params) error {
 	r.cqTail = (*uint32)(unsafe.Add(cq, p.cqOff.tail))
 	r.cqMask = *(*uint32)(unsafe.Add(cq, p.cqOff.ringMask))
 	r.cqes = unsafe.Slice((*CQE)(unsafe.Add(cq, p.cqOff.cqes)), p.cqEntries)
+	if p.cqOff.flags != 0 { // the field is reserved (0) before 5.8
+		r.cqFlags = (*uint32)(unsafe.Add(cq, p.cqOff.flags))
+	}
 	return nil
 }
 

@@ -13,6 +13,10 @@
 # guest runs on the hpet clocksource, TSC marked unstable, so the vDSO falls back to the system
 # call: 2 µs each there, a getppid 0.55 µs), 2 epoll_pwait, 1 writev, 1 io_uring_enter: about 12 µs
 # of the 250-300 µs more CPU per command than nvmet-tcp that rdmablkd spends at QD1.
+# After the file backend paused its eventfd around Unplug (IORING_CQ_EVENTFD_DISABLED; same day,
+# a boot on the tsc clocksource, so no clock_gettime calls): per command 2 read, 1 epoll_pwait,
+# 1 writev, 1 io_uring_enter — the eventfd read and the second epoll_pwait (the poller's look that
+# found the eventfd's stale readiness) are gone. Commands per 6 s did not change measurably.
 # Then the guest's context switches per command (SMP=1 run-gobin.sh ...: 1 vCPU as in `perf`): 5.4
 # with rdmablkd vs 2.1 with nvmet-tcp; by task, the host's nvme_tcp_wq kworker 2.0 vs 1.0 (nvmet's
 # io_work and the host's run in one kworker pass), rdmablkd's thread 1.1, rcu_preempt 0.73 vs 0.13
