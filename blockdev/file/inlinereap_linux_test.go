@@ -136,6 +136,9 @@ func TestUnplugPausedWakesBusyReaper(t *testing.T) {
 	if got := c.n.Load(); got != 1 {
 		t.Fatalf("%d completions delivered, want 1", got)
 	}
+	if a.pokes.Load() != 1 {
+		t.Fatalf("%d eventfd writes, want 1", a.pokes.Load())
+	}
 }
 
 // eventFDReadable reports whether a's eventfd holds a count, consuming it.

@@ -199,6 +199,7 @@ type sharedRing struct {
 	cleared  bool
 	clears   atomic.Uint64    // clearFn reads made (tests): only where PauseEventFD is not available
 	pokeFn   func(fd uintptr) // adds 1 to the eventfd (reapInline, when the reaper must look again)
+	pokes    atomic.Uint64    // pokeFn writes made (tests)
 	evErr    error
 	inline   atomic.Uint64 // completions handled inline by Unplug (tests, stats)
 
@@ -329,7 +330,11 @@ func (a *sharedRing) reap() {
 // whatever was posted while paused must be looked at after the resume —
 // by this goroutine, or, when the reaper holds reapMu (its last look may
 // have come before those completions), by the reaper, which a write to
-// the eventfd sends round once more.
+// the eventfd sends round once more — only if the CQ still holds
+// something after the resume (a full barrier): an empty CQ means the
+// reaper already took what was posted unsignalled. (The holder may also
+// be this goroutine's own caller: an Unplug from a completion callback
+// inside drainLocked, whose loop takes these anyway.)
 func (a *sharedRing) reapInline(paused bool) {
 	if a.evrc == nil {
 		return
@@ -337,7 +342,10 @@ func (a *sharedRing) reapInline(paused bool) {
 	if !a.reapMu.TryLock() {
 		if paused {
 			a.ring.ResumeEventFD()
-			_ = a.evrc.Control(a.pokeFn)
+			if a.ring.Posted() {
+				a.pokes.Add(1)
+				_ = a.evrc.Control(a.pokeFn)
+			}
 		}
 		return
 	}

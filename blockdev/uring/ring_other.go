@@ -15,6 +15,7 @@ func (*Ring) Submit() (int, error)                { return 0, ErrUnsupported }
 func (*Ring) Wait() error                         { return ErrUnsupported }
 func (*Ring) WaitFor(time.Duration) (bool, error) { return false, ErrUnsupported }
 func (*Ring) Reap([]CQE) int                      { return 0 }
+func (*Ring) Posted() bool                        { return false }
 func (*Ring) RegisterBuffers([][]byte) error      { return ErrUnsupported }
 func (*Ring) RegisterEventFD(int) error           { return ErrUnsupported }
 func (*Ring) PauseEventFD() bool                  { return false }

@@ -91,6 +91,12 @@ func (r *ringCore[S]) FD() int { return r.fd }
 // Entries is the number of submission entries.
 func (r *ringCore[S]) Entries() int { return len(r.sqes) }
 
+// Posted reports whether the CQ holds completions not reaped yet. Any
+// goroutine; the answer may be stale by the time it is used.
+func (r *ringCore[S]) Posted() bool {
+	return atomic.LoadUint32(r.cqTail) != atomic.LoadUint32(r.cqHead)
+}
+
 // Reap copies available completions into out and consumes them; it
 // returns how many. Reaper side; never blocks.
 func (r *ringCore[S]) Reap(out []CQE) int {
