@@ -189,9 +189,10 @@ func (r *Ring) RegisterEventFD(fd int) error {
 // 5.8+), for a caller about to reap what its own submission completes;
 // ResumeEventFD undoes it. False: the kernel has no such flag (nothing
 // changed). Completions posted while paused raise no signal at all, so
-// after ResumeEventFD the caller must look at the CQ once more (Reap) —
-// ResumeEventFD is a full barrier, and the kernel commits the CQ tail,
-// then passes a full barrier, before it reads the flag, so either that
+// after ResumeEventFD the caller must look at the CQ once more (Reap).
+// ResumeEventFD is a full barrier; the kernel commits the CQ tail before
+// it reads the flag, with (as we read its eventfd path: a lock taken, or
+// wq_has_sleeper's smp_mb, in between) a full barrier too, so either that
 // look sees the completion or the kernel saw the flag cleared and
 // signals. Several goroutines may pause and resume concurrently (the flag
 // is one bit: a resume also ends another's pause early, which costs only
