@@ -15,8 +15,10 @@ import (
 // TestUnplugReapsPostedCompletionsInline: completions that are already
 // posted when Unplug's io_uring_enter returns (a NOP, like a read from a
 // RAM-backed device, completes during the call) are finished by Unplug on
-// the caller's goroutine, each exactly once, and the eventfd's count for
-// them is consumed there, so the reaper is not woken for nothing. GOMAXPROCS 1 keeps the reaper from running
+// the caller's goroutine, each exactly once, and leave no count on the
+// eventfd (paused around the submission where the kernel can, read back
+// where not), so the reaper is not woken for nothing; the pause ends with
+// every Unplug. GOMAXPROCS 1 keeps the reaper from running
 // between the submission and Unplug's own reap, so nearly every round is
 // inline; the test asserts only that some are (and that none is lost or
 // doubled), so it does not depend on scheduling.
@@ -61,6 +63,9 @@ func TestUnplugReapsPostedCompletionsInline(t *testing.T) {
 		a.mu.Unlock()
 		before := a.inline.Load()
 		b.Unplug()
+		if a.ring.EventFDPaused() {
+			t.Fatal("Unplug left the eventfd paused: later completions would raise no signal")
+		}
 		// A round reaped inline also consumed the eventfd's count, so the
 		// reaper is not woken for it (nothing else is in flight to signal).
 		if a.inline.Load() > before && eventFDReadable(t, a) {
@@ -154,4 +159,34 @@ func eventFDReadable(t *testing.T, a *sharedRing) bool {
 		t.Fatal(err)
 	}
 	return readable
+}
+
+// TestInlineReapOfStopWakesReaper: an inline reap that takes the stop NOP
+// (posted while the eventfd was paused, so unsignalled) must wake the
+// reaper, asleep on the eventfd, so that it sees sawStop and exits;
+// otherwise stop would wait for it forever.
+func TestInlineReapOfStopWakesReaper(t *testing.T) {
+	g := privateGroup(t, GroupOptions{Rings: 1, Entries: 64})
+	b := mustOpen(t, filepath.Join(t.TempDir(), "v"), Options{Size: 1 << 20, BlockSize: 4096, Rings: g})
+	a := b.ring
+	if a == nil || a.evrc == nil {
+		t.Skip("no io_uring eventfd reaper here")
+	}
+	a.mu.Lock()
+	paused := a.ring.PauseEventFD()
+	if err := a.ring.Prepare(&uring.SQE{Opcode: uring.OpNop, UserData: stopTag}); err != nil {
+		a.mu.Unlock()
+		t.Fatal(err)
+	}
+	_, err := a.ring.Submit()
+	a.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.reapInline(paused)
+	select {
+	case <-a.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reaper did not exit after the stop NOP was reaped inline")
+	}
 }

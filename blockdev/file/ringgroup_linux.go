@@ -334,7 +334,12 @@ func (a *sharedRing) reap() {
 // something after the resume (a full barrier): an empty CQ means the
 // reaper already took what was posted unsignalled. (The holder may also
 // be this goroutine's own caller: an Unplug from a completion callback
-// inside drainLocked, whose loop takes these anyway.)
+// inside drainLocked, which may already have made its last look — the
+// write is what sends it round again.)
+//
+// An inline drain may also take the stop NOP (stop), whose signal the
+// pause suppressed or the read-back took: the reaper, asleep on the
+// eventfd, must then be woken to see sawStop and exit.
 func (a *sharedRing) reapInline(paused bool) {
 	if a.evrc == nil {
 		return
@@ -343,8 +348,7 @@ func (a *sharedRing) reapInline(paused bool) {
 		if paused {
 			a.ring.ResumeEventFD()
 			if a.ring.Posted() {
-				a.pokes.Add(1)
-				_ = a.evrc.Control(a.pokeFn)
+				a.poke()
 			}
 		}
 		return
@@ -369,7 +373,17 @@ func (a *sharedRing) reapInline(paused bool) {
 	a.reapMu.Unlock()
 	if n > 0 {
 		a.inline.Add(uint64(n))
+		if a.sawStop.Load() {
+			a.poke()
+		}
 	}
+}
+
+// poke adds 1 to the eventfd: the reaper looks at the CQ (and sawStop)
+// once more.
+func (a *sharedRing) poke() {
+	a.pokes.Add(1)
+	_ = a.evrc.Control(a.pokeFn)
 }
 
 // drainLocked finishes every completion the CQ holds, each on the backend

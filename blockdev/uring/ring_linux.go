@@ -190,11 +190,14 @@ func (r *Ring) RegisterEventFD(fd int) error {
 // ResumeEventFD undoes it. False: the kernel has no such flag (nothing
 // changed). Completions posted while paused raise no signal at all, so
 // after ResumeEventFD the caller must look at the CQ once more (Reap).
-// ResumeEventFD is a full barrier; the kernel commits the CQ tail before
-// it reads the flag, with (as we read its eventfd path: a lock taken, or
-// wq_has_sleeper's smp_mb, in between) a full barrier too, so either that
-// look sees the completion or the kernel saw the flag cleared and
-// signals. Several goroutines may pause and resume concurrently (the flag
+// ResumeEventFD is a full barrier; the kernel commits the CQ tail
+// (io_commit_cqring) before it reads the flag (io_eventfd_signal). In
+// 6.12 io_cqring_wake's wq_has_sleeper puts an smp_mb between the two; in
+// 6.1 the eventfd signal comes first and only an unlock then a lock of
+// completion_lock lie between them — a full barrier on amd64 (locked
+// instructions) and arm64 (release then acquire), not in the kernel's
+// memory model in general. So on amd64 and arm64 either that look sees
+// the completion or the kernel saw the flag cleared and signals. Several goroutines may pause and resume concurrently (the flag
 // is one bit: a resume also ends another's pause early, which costs only
 // a signal), as long as each that paused resumes and then looks.
 func (r *Ring) PauseEventFD() bool {
@@ -203,6 +206,11 @@ func (r *Ring) PauseEventFD() bool {
 	}
 	atomic.OrUint32(r.cqFlags, cqEventFDDisabled)
 	return true
+}
+
+// EventFDPaused reports whether the flag PauseEventFD sets is set (tests).
+func (r *Ring) EventFDPaused() bool {
+	return r.cqFlags != nil && atomic.LoadUint32(r.cqFlags)&cqEventFDDisabled != 0
 }
 
 // ResumeEventFD ends a PauseEventFD (see there for the look that must

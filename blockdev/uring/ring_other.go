@@ -20,6 +20,7 @@ func (*Ring) RegisterBuffers([][]byte) error      { return ErrUnsupported }
 func (*Ring) RegisterEventFD(int) error           { return ErrUnsupported }
 func (*Ring) PauseEventFD() bool                  { return false }
 func (*Ring) ResumeEventFD()                      {}
+func (*Ring) EventFDPaused() bool                 { return false }
 func (*Ring) UnregisterBuffers() error            { return ErrUnsupported }
 func (*Ring) Close() error                        { return nil }
 
