@@ -24,43 +24,14 @@ import (
 // doubled), so it does not depend on scheduling.
 func TestUnplugReapsPostedCompletionsInline(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	g := privateGroup(t, GroupOptions{Rings: 1, Entries: 64})
-	b := mustOpen(t, filepath.Join(t.TempDir(), "v"), Options{Size: 1 << 20, BlockSize: 4096, Rings: g})
-	a := b.ring
-	if a == nil {
-		t.Skip("no io_uring fast path here")
-	}
-	if a.evrc == nil {
-		t.Skip("no io_uring eventfd here: the reaper waits in io_uring_enter and nothing is reaped inline")
-	}
+	b, a := eventFDRing(t)
 	pausable := a.ring.PauseEventFD()
 	a.ring.ResumeEventFD()
 	clears0 := a.clears.Load()
 	const rounds = 100
 	c := countDone{n: new(atomic.Int64)}
 	for range rounds {
-		b.Plug()
-		if !b.mu.TryRLock() {
-			t.Fatal("backend closing")
-		}
-		// With one P the reaper can be preempted while it holds reapMu:
-		// Unplug then leaves the reaping to it, and it needs the P back.
-		deadline := time.Now().Add(30 * time.Second)
-		for a.mu.Lock(); len(a.free) == 0; a.mu.Lock() {
-			a.mu.Unlock()
-			if time.Now().After(deadline) {
-				t.Fatal("no free slot for 30 s: earlier completions were not reaped")
-			}
-			runtime.Gosched()
-		}
-		i := a.free[len(a.free)-1]
-		a.free = a.free[:len(a.free)-1]
-		a.slots[i] = asyncSlot{b: b, c: c} // no buffer: a 0-byte result is complete
-		b.inflight++
-		if err := a.ring.Prepare(&uring.SQE{Opcode: uring.OpNop, UserData: uint64(i)}); err != nil {
-			t.Fatal(err)
-		}
-		a.mu.Unlock()
+		plugNop(t, b, c)
 		before := a.inline.Load()
 		b.Unplug()
 		if a.ring.EventFDPaused() {
@@ -99,31 +70,14 @@ func TestUnplugReapsPostedCompletionsInline(t *testing.T) {
 // wait in the CQ for a signal that never comes. The test holds reapMu
 // itself for the reaper's turn.
 func TestUnplugPausedWakesBusyReaper(t *testing.T) {
-	g := privateGroup(t, GroupOptions{Rings: 1, Entries: 64})
-	b := mustOpen(t, filepath.Join(t.TempDir(), "v"), Options{Size: 1 << 20, BlockSize: 4096, Rings: g})
-	a := b.ring
-	if a == nil || a.evrc == nil {
-		t.Skip("no io_uring eventfd reaper here")
-	}
+	b, a := eventFDRing(t)
 	if !a.ring.PauseEventFD() {
 		t.Skip("the kernel cannot pause the eventfd (before 5.8)")
 	}
 	a.ring.ResumeEventFD()
 	c := countDone{n: new(atomic.Int64)}
 	a.reapMu.Lock() // the reaper is busy: Unplug cannot reap inline
-	b.Plug()
-	if !b.mu.TryRLock() {
-		t.Fatal("backend closing")
-	}
-	a.mu.Lock()
-	i := a.free[len(a.free)-1]
-	a.free = a.free[:len(a.free)-1]
-	a.slots[i] = asyncSlot{b: b, c: c}
-	b.inflight++
-	if err := a.ring.Prepare(&uring.SQE{Opcode: uring.OpNop, UserData: uint64(i)}); err != nil {
-		t.Fatal(err)
-	}
-	a.mu.Unlock()
+	plugNop(t, b, c)
 	b.Unplug()
 	// The NOP completed during the submission, while the eventfd was
 	// paused; the reaper (blocked on reapMu once woken) must still take it.
@@ -143,6 +97,52 @@ func TestUnplugPausedWakesBusyReaper(t *testing.T) {
 	}
 	if a.pokes.Load() != 1 {
 		t.Fatalf("%d eventfd writes, want 1", a.pokes.Load())
+	}
+}
+
+// eventFDRing opens a backend on a private one-ring group whose reaper
+// waits on an eventfd (skipping where io_uring or its eventfd is
+// unavailable).
+func eventFDRing(t *testing.T) (*Backend, *sharedRing) {
+	t.Helper()
+	g := privateGroup(t, GroupOptions{Rings: 1, Entries: 64})
+	b := mustOpen(t, filepath.Join(t.TempDir(), "v"), Options{Size: 1 << 20, BlockSize: 4096, Rings: g})
+	if b.ring == nil {
+		t.Skip("no io_uring fast path here")
+	}
+	if b.ring.evrc == nil {
+		t.Skip("no io_uring eventfd here: the reaper waits in io_uring_enter and nothing is reaped inline")
+	}
+	return b, b.ring
+}
+
+// plugNop plugs b and queues one NOP for it in its ring's SQ, as an I/O
+// completing to c (no buffer: a 0-byte result is complete); b's Unplug
+// submits it.
+func plugNop(t *testing.T, b *Backend, c countDone) {
+	t.Helper()
+	a := b.ring
+	b.Plug()
+	if !b.mu.TryRLock() {
+		t.Fatal("backend closing")
+	}
+	// With one P the reaper can be preempted while it holds reapMu:
+	// Unplug then leaves the reaping to it, and it needs the P back.
+	deadline := time.Now().Add(30 * time.Second)
+	for a.mu.Lock(); len(a.free) == 0; a.mu.Lock() {
+		a.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("no free slot for 30 s: earlier completions were not reaped")
+		}
+		runtime.Gosched()
+	}
+	defer a.mu.Unlock()
+	i := a.free[len(a.free)-1]
+	a.free = a.free[:len(a.free)-1]
+	a.slots[i] = asyncSlot{b: b, c: c}
+	b.inflight++
+	if err := a.ring.Prepare(&uring.SQE{Opcode: uring.OpNop, UserData: uint64(i)}); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -166,12 +166,7 @@ func eventFDReadable(t *testing.T, a *sharedRing) bool {
 // reaper, asleep on the eventfd, so that it sees sawStop and exits;
 // otherwise stop would wait for it forever.
 func TestInlineReapOfStopWakesReaper(t *testing.T) {
-	g := privateGroup(t, GroupOptions{Rings: 1, Entries: 64})
-	b := mustOpen(t, filepath.Join(t.TempDir(), "v"), Options{Size: 1 << 20, BlockSize: 4096, Rings: g})
-	a := b.ring
-	if a == nil || a.evrc == nil {
-		t.Skip("no io_uring eventfd reaper here")
-	}
+	_, a := eventFDRing(t)
 	a.mu.Lock()
 	paused := a.ring.PauseEventFD()
 	if err := a.ring.Prepare(&uring.SQE{Opcode: uring.OpNop, UserData: stopTag}); err != nil {

@@ -197,9 +197,11 @@ func (r *Ring) RegisterEventFD(fd int) error {
 // completion_lock lie between them — a full barrier on amd64 (locked
 // instructions) and arm64 (release then acquire), not in the kernel's
 // memory model in general. So on amd64 and arm64 either that look sees
-// the completion or the kernel saw the flag cleared and signals. Several goroutines may pause and resume concurrently (the flag
-// is one bit: a resume also ends another's pause early, which costs only
-// a signal), as long as each that paused resumes and then looks.
+// the completion or the kernel saw the flag cleared and signals.
+//
+// Several goroutines may pause and resume concurrently (the flag is one
+// bit: a resume also ends another's pause early, which costs only a
+// signal), as long as each that paused resumes and then looks.
 func (r *Ring) PauseEventFD() bool {
 	if r.cqFlags == nil {
 		return false

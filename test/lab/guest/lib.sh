@@ -202,6 +202,36 @@ datafs_up() {
   mkfs.ext4 -q -F /dev/ram0 >/dev/null && mount -o noatime /dev/ram0 "$1" || return 1
   echo ext4
 }
+# probe_tcp_up DEV NQN: the share's rdmablkd (the one the last run.sh built) serving DEV as
+# namespace 1 of NQN over NVMe/TCP on 127.0.0.1:4420 (state and log in /tmp/rd; DPID its pid), with
+# the kernel nvme-tcp host connected (NDEV its namespace device). For test/lab/probes/.
+probe_tcp_up() {
+  mkdir -p /tmp/rd
+  cat > /tmp/rd/rdmablkd.yaml <<EOC
+data_dir: /tmp/rd
+log: {level: info}
+transport: {provider: soft}
+listeners: [{addr: "127.0.0.1:4420", transport: tcp}]
+volumes: [{name: vol, path: $1, block_size: 512}]
+subsystems:
+  - nqn: $2
+    serial: rdmablkprobe01
+    allow_any_host: true
+    namespaces: [{nsid: 1, volume: vol}]
+EOC
+  /mnt/share/bin/rdmablkd --config /tmp/rd/rdmablkd.yaml > /tmp/rd/log 2>&1 &
+  DPID=$!
+  for _ in $(seq 100); do grep -q 'rdmablkd ready' /tmp/rd/log && break; sleep 0.1; done
+  modprobe nvme-tcp
+  nvme connect -t tcp -a 127.0.0.1 -s 4420 -n "$2" > /dev/null || { cat /tmp/rd/log; return 1; }
+  nvme_ndev || { echo "no namespace device"; return 1; }
+}
+# nvme_ndev: NDEV, the first NVMe namespace device (nvmeXnY) to appear within 5 s.
+nvme_ndev() {
+  NDEV=
+  for _ in $(seq 50); do NDEV=$(ls /dev | grep -E '^nvme[0-9]+n[0-9]+$' | head -1); [ -n "$NDEV" ] && return 0; sleep 0.1; done
+  return 1
+}
 # nullb_up SIZE_MB: a memory-backed null_blk device through configfs (prints its path).
 nullb_up() {
   local n=/sys/kernel/config/nullb/nullb0

@@ -27,27 +27,7 @@
 . /mnt/share/scripts/lib.sh
 NQN=nqn.2026-11.io.rdmablk:probe
 DEV=$(nullb_up 1024) || { echo "no null_blk"; exit 1; }
-mkdir -p /tmp/rd
-cat > /tmp/rd/rdmablkd.yaml <<EOC
-data_dir: /tmp/rd
-log: {level: info}
-transport: {provider: soft}
-listeners: [{addr: "127.0.0.1:4420", transport: tcp}]
-volumes: [{name: vol, path: $DEV, block_size: 512}]
-subsystems:
-  - nqn: $NQN
-    serial: rdmablkprobe01
-    allow_any_host: true
-    namespaces: [{nsid: 1, volume: vol}]
-EOC
-/mnt/share/bin/rdmablkd --config /tmp/rd/rdmablkd.yaml > /tmp/rd/log 2>&1 &
-DPID=$!
-for _ in $(seq 100); do grep -q 'rdmablkd ready' /tmp/rd/log && break; sleep 0.1; done
-modprobe nvme-tcp
-nvme connect -t tcp -a 127.0.0.1 -s 4420 -n "$NQN" || { cat /tmp/rd/log; exit 1; }
-NDEV=
-for _ in $(seq 50); do NDEV=$(ls /dev | grep -E '^nvme[0-9]+n[0-9]+$' | head -1); [ -n "$NDEV" ] && break; sleep 0.1; done
-[ -n "$NDEV" ] || { echo "no namespace device"; exit 1; }
+probe_tcp_up "$DEV" "$NQN" || exit 1
 ut() { awk '{print $14, $15}' "/proc/$DPID/stat"; }
 for job in randread randwrite; do
   # first without perf: rdmablkd's user and system time per command
@@ -86,8 +66,7 @@ kill -TERM "$DPID"; wait "$DPID"
 # the same jobs against nvmet-tcp on the same device: the guest's busy time per command
 nvmet_up "$NQN" "$DEV" 127.0.0.1 4420 tcp || { echo "nvmet_up failed"; exit 1; }
 nvme connect -t tcp -a 127.0.0.1 -s 4420 -n "$NQN" || exit 1
-NDEV=
-for _ in $(seq 50); do NDEV=$(ls /dev | grep -E '^nvme[0-9]+n[0-9]+$' | head -1); [ -n "$NDEV" ] && break; sleep 0.1; done
+nvme_ndev || exit 1
 for job in randread randwrite; do
   b0=$(cpu_busy); x0=$(ctxt_count)
   fio --name=qd1 --filename="/dev/$NDEV" --direct=1 --ioengine=libaio --rw=$job --bs=4k --iodepth=1 \

@@ -35,30 +35,12 @@ run() { # LABEL: one randread job recorded
   perf script -i "/tmp/rd/$1.perf" -F comm,pid,event,trace,ip,sym > "$1.script.txt" 2>/dev/null
   echo "$(grep -c sched_wakeup "$1.script.txt") wakeups, $(grep -c 'probe:' "$1.script.txt") RCU callbacks recorded"
 }
-ndev() { NDEV=; for _ in $(seq 50); do NDEV=$(ls /dev | grep -E '^nvme[0-9]+n[0-9]+$' | head -1); [ -n "$NDEV" ] && return 0; sleep 0.1; done; return 1; }
-cat > /tmp/rd/rdmablkd.yaml <<EOC
-data_dir: /tmp/rd
-log: {level: info}
-transport: {provider: soft}
-listeners: [{addr: "127.0.0.1:4420", transport: tcp}]
-volumes: [{name: vol, path: $DEV, block_size: 512}]
-subsystems:
-  - nqn: $NQN
-    serial: rdmablkprobe01
-    allow_any_host: true
-    namespaces: [{nsid: 1, volume: vol}]
-EOC
-/mnt/share/bin/rdmablkd --config /tmp/rd/rdmablkd.yaml > /tmp/rd/log 2>&1 &
-DPID=$!
-for _ in $(seq 100); do grep -q 'rdmablkd ready' /tmp/rd/log && break; sleep 0.1; done
-modprobe nvme-tcp
-nvme connect -t tcp -a 127.0.0.1 -s 4420 -n "$NQN" > /dev/null || { cat /tmp/rd/log; exit 1; }
-ndev || { echo "no namespace device"; exit 1; }
+probe_tcp_up "$DEV" "$NQN" || exit 1
 run rdmablkd
 nvme disconnect -n "$NQN" > /dev/null
 kill -TERM "$DPID"; wait "$DPID"
 nvmet_up "$NQN" "$DEV" 127.0.0.1 4420 tcp || { echo "nvmet_up failed"; exit 1; }
 nvme connect -t tcp -a 127.0.0.1 -s 4420 -n "$NQN" > /dev/null || exit 1
-ndev || exit 1
+nvme_ndev || exit 1
 run nvmet-tcp
 nvme disconnect -n "$NQN" > /dev/null
