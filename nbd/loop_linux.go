@@ -41,8 +41,9 @@ type loop struct {
 	deferring bool          // guarded by cs.wmu: finish queues for the loop
 	signalled bool          // the queue's descriptor was readable since the last Arm
 	pfd       [3]nbsys.PollFd
-	one       [8]byte // the eventfd's increment
-	sink      [8]byte // the eventfd's counter, read to reset it
+	yield     nbsys.Yielder // passes through the scheduler before sysmon preempts the loop
+	one       [8]byte       // the eventfd's increment
+	sink      [8]byte       // the eventfd's counter, read to reset it
 }
 
 // startLoop returns cs's loop when its socket and queue allow one, else
@@ -112,6 +113,7 @@ func (l *loop) service() int {
 // until the socket, the queue's descriptor or the eventfd is readable.
 func (l *loop) wait(what int) {
 	for {
+		l.yield.Pass()
 		seen := l.gen.Load()
 		fd := l.service()
 		if l.ready(what) {

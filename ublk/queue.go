@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/rdmablk/rdmablk/blockdev/uring"
+	"github.com/rdmablk/rdmablk/internal/nbsys"
 )
 
 // qring is a queue's io_uring as the queue uses it: the kernel's (kring)
@@ -123,6 +124,10 @@ type queue struct {
 	wakerClosed bool
 
 	tid atomic.Int32 // the queue goroutine's OS thread (Linux thread id)
+
+	// yield takes the locked loop through the scheduler before the
+	// runtime's monitor would preempt it (nbsys.Yielder).
+	yield nbsys.Yielder
 
 	pending  []uint16 // tags in tagCommitPending, in order
 	inflight int      // tags in tagExecuting
@@ -383,6 +388,7 @@ func (q *queue) serve() error {
 		if q.killed.Load() {
 			return nil
 		}
+		q.yield.Pass()
 		q.nudged.Store(false)
 		// What the last wake-up's requests gave the backend goes out
 		// now, and completions a batching backend finishes here are

@@ -33,7 +33,10 @@
 #              perf and perf-tcp with BASELINE=REV: an A/B of two rdmablkd builds in one boot instead of
 #              rdmablkd vs nvmet: B is rdmablkd built from `git archive REV` (share/bin/rdmablkd-base),
 #              A today's build, interleaved as above; results/<date>-perf[-tcp]-ab[-KERNEL][-busy].md,
-#              columns new/base with their commits, ratios new/base.
+#              columns new/base with their commits, ratios new/base. frontends with BASELINE=REV also
+#              builds share/bin/rdmablk-base, the attachment the configurations named CFG-base use
+#              (LABARGS=lab.configs=kernel,ublk,ublk-base,...; the report's tables list kernel, ublk
+#              and nbd only: the -base rows are in the run's results.txt).
 #   frontends  two guests; the target guest's rdmablkd serves one volume (1 GiB brd) for the whole
 #              run; the other guest reaches it as the kernel nvme-rdma host (/dev/nvmeXnY), through
 #              rdmablk connect --frontend ublk (/dev/ublkbN) and --frontend nbd (/dev/nbdN), in
@@ -69,7 +72,7 @@
 #      lab.mdts=131072 its max_data_transfer; replperf: lab.pollwait=epoll both nodes' transport.poll_wait,
 #      lab.datafs=tmpfs their data directories on tmpfs instead of ext4 over brd, lab.vols=r2 one volume only,
 #      lab.mtu=9000 both guests' eth0 MTU: RoCE MTU 4096 instead of 1024),
-#      BASELINE (perf, perf-tcp: a git revision; B is rdmablkd built from it, not nvmet: see perf above;
+#      BASELINE (perf, perf-tcp, frontends: a git revision; B is rdmablkd built from it, not nvmet: see perf above;
 #      with NOBUILD=1 the share/bin/rdmablkd-base of an earlier run, which must be that revision's;
 #      REPORT_ONLY of an A/B run needs no BASELINE: the run's outputs say so).
 # Exit status 0 only when every scenario passed.
@@ -114,8 +117,8 @@ trap '[ ${#TMPDIRS[@]} = 0 ] || rm -rf "${TMPDIRS[@]}"' EXIT
 # the run here, before any build or boot.
 BASELINE=${BASELINE:-}; BASESHORT=
 if [ -n "$BASELINE" ] && [ -z "${REPORT_ONLY:-}" ]; then
-  [[ " $SCENARIOS " == *" perf "* || " $SCENARIOS " == *" perf-tcp "* ]] ||
-    { echo "run.sh: BASELINE=$BASELINE: only the perf and perf-tcp scenarios compare with a baseline build (asked: $SCENARIOS)" >&2; exit 1; }
+  [[ " $SCENARIOS " == *" perf "* || " $SCENARIOS " == *" perf-tcp "* || " $SCENARIOS " == *" frontends "* ]] ||
+    { echo "run.sh: BASELINE=$BASELINE: only the perf, perf-tcp and frontends scenarios compare with a baseline build (asked: $SCENARIOS)" >&2; exit 1; }
   if ! BASEREV=$(git -C "$REPO" rev-parse --verify --end-of-options "$BASELINE^{commit}" 2>/dev/null); then
     echo "run.sh: BASELINE=$BASELINE: not a commit in $REPO ($(git -C "$REPO" rev-parse --verify --end-of-options "$BASELINE^{commit}" 2>&1 >/dev/null | head -1))" >&2
     exit 1
@@ -152,9 +155,11 @@ if [ -n "$BASESHORT" ]; then
     echo "== building the baseline rdmablkd from $BASESHORT (git archive, tags: ${TAGS:-none})"
     BSRC=$(mktemp -d "$LAB_DIR/src-base.XXXXXX") || exit 1
     TMPDIRS+=("$BSRC")
-    rm -f "$SHARE/bin/rdmablkd-base" "$SHARE/bin/build-info-base"
+    rm -f "$SHARE/bin/rdmablkd-base" "$SHARE/bin/rdmablk-base" "$SHARE/bin/build-info-base"
+    # rdmablk-base: the frontends scenario's CFG-base configurations (the attachment of REV)
     { (cd "$REPO" && git archive "$BASEREV") | tar -x -C "$BSRC" &&
-      (cd "$BSRC" && go build -tags "$TAGS" -o "$SHARE/bin/rdmablkd-base" ./cmd/rdmablkd); } ||
+      (cd "$BSRC" && go build -tags "$TAGS" -o "$SHARE/bin/rdmablkd-base" ./cmd/rdmablkd &&
+        go build -tags "$TAGS" -o "$SHARE/bin/rdmablk-base" ./cmd/rdmablk); } ||
       { echo "run.sh: BASELINE=$BASELINE: rdmablkd of $BASESHORT did not build" >&2; exit 1; }
     rm -rf "$BSRC"
     echo "commit \`$BASESHORT\`" > "$SHARE/bin/build-info-base"

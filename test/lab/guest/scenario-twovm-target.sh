@@ -26,16 +26,24 @@ grep -q 'provider=ibverbs' "$LAB_OUT/twovm-rdmablkd.log" || fail "rdmablkd did n
 # This guest's CPU, sampled every 0.25 s into target-cpu.txt ("BUSY_JIFFIES RDMABLKD_JIFFIES" per
 # line, newest last) for the initiator VM to read around its jobs (the frontends scenario's target
 # CPU per I/O); no process is spawned per sample.
+# The same loop profiles this guest on the initiator's request (its lab.sysprof round): it starts
+# lib.sh's sysprof_start "target.LABEL" when $LAB_OUT/tprof.start (holding LABEL) appears, answers
+# with tprof.started, and stops when tprof.stop appears (the files are removed as they are taken).
 exec {SLEEPFD}<> <(:)
 ( while :; do
     read -r _ u n s _ _ irq sirq _ < /proc/stat
     read -r -a p < "/proc/$DPID/stat" 2>/dev/null || p=()
     echo "$((u + n + s + irq + sirq)) $(( ${p[13]:-0} + ${p[14]:-0} ))"
+    if [ -e "$LAB_OUT/tprof.start" ]; then
+      sysprof_start "target.$(cat "$LAB_OUT/tprof.start")"; rm -f "$LAB_OUT/tprof.start"
+      touch "$LAB_OUT/tprof.started"
+    fi
+    if [ -e "$LAB_OUT/tprof.stop" ]; then sysprof_stop; rm -f "$LAB_OUT/tprof.stop"; fi
     read -r -t 0.25 -u "$SLEEPFD" _
   done >> "$LAB_OUT/target-cpu.txt" ) &
 SAMPLER=$!
 echo "$IP" > "$LAB_OUT/target.ready"; step "target ready"
-for _ in $(seq "$W"); do [ -e "$LAB_OUT/initiator.done" ] && break; sleep 1; done
+for _ in $(seq "$W"); do [ -e "$LAB_OUT/initiator.done" ] && break; nap 1; done
 [ -e "$LAB_OUT/initiator.done" ] || fail "initiator VM did not finish in ${W}s"
 kill "$SAMPLER" 2>/dev/null
 kill -TERM "$DPID"; wait "$DPID"; echo "rdmablkd exit code $?"
