@@ -64,6 +64,8 @@
 // in poll(2) on the socket, the queue's descriptor and an eventfd that
 // other goroutines' completions poke; the socket is outside Go's netpoller
 // (sockConn), and its descriptor is closed only after the loop let go of it.
+// Since it never parks in Go it passes through the scheduler itself every
+// few milliseconds (internal/nbsys.Yielder).
 //
 // Replies are written by the goroutine that completes a request (the
 // backend's completion goroutine, or the request's own goroutine) under

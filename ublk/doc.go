@@ -43,6 +43,9 @@
 // io_uring_enter sleeps for block requests and NVMe completions alike and
 // the backend reaps them on this goroutine (Flush, Arm): no other
 // goroutine and no eventfd write between a completion and its commit.
+// The goroutine never parks in Go (it sleeps in a raw io_uring_enter), so
+// it passes through the scheduler itself every few milliseconds
+// (internal/nbsys.Yielder) before the runtime would preempt it.
 // Each tag's state (idle → fetching → executing →
 // [commit-pending] → fetching … → aborted) is explicit in tagSlot.
 //

@@ -19,11 +19,12 @@
 // Two calls do sleep: Poll and EpollWait, bounded waits for a poll loop
 // that never parks in Go (wait_linux.go says why they, too, keep their
 // P); ReserveP and ReleaseP keep a P idle for the rest of the process
-// while such loops sleep (procs.go).
+// while such loops sleep (procs.go); a Yielder takes such a loop through
+// the scheduler before the runtime would preempt it (yield.go).
 //
 // # Ownership, goroutines, buffers
 //
 // Stateless but for the count of P-keeping sleepers (procs.go, under a
 // mutex). Any goroutine; buffers are only read or written during the
-// call.
+// call. A Yielder belongs to the one loop goroutine that calls its Pass.
 package nbsys

@@ -57,13 +57,34 @@ const (
 
 // Pass counts one pass of the loop and yields when its turn has come.
 func (y *Yielder) Pass() {
-	if y.left > 1 {
-		y.left--
-		return
+	if y.Due() {
+		y.Yield()
 	}
-	y.turn()
 }
 
+// Due counts one pass of the loop and reports whether it should yield
+// now; a loop that must release a lock around the yield calls Due and
+// then Yield itself.
+func (y *Yielder) Due() bool {
+	if y.left > 1 {
+		y.left--
+		return false
+	}
+	y.turn()
+	return true
+}
+
+// Yield passes through the scheduler (runtime.Gosched).
+func (y *Yielder) Yield() {
+	if y.yield != nil {
+		y.yield()
+		return
+	}
+	runtime.Gosched()
+}
+
+// turn adapts every to the time since the last turn and restarts the
+// count.
 func (y *Yielder) turn() {
 	now := time.Now
 	if y.now != nil {
@@ -79,11 +100,6 @@ func (y *Yielder) turn() {
 		y.every /= 2
 	}
 	y.last, y.left = t, y.every
-	if y.yield != nil {
-		y.yield()
-		return
-	}
-	runtime.Gosched()
 }
 
 // Every is the current number of passes between yields (tests, stats).
