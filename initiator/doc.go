@@ -176,9 +176,7 @@
 // # Goroutines and concurrency
 //
 //   - Per controller: one submission goroutine per I/O queue (it sleeps on
-//     its intake when idle and never touches the queue then; while it
-//     keeps finding work it passes through the scheduler every few
-//     milliseconds, internal/nbsys.Yielder), one that
+//     its intake when idle and never touches the queue then), one that
 //     polls the admin queue, one that sends Keep Alive every KATO/2, and
 //     one per queue that watches the connection for loss. Close stops and
 //     joins all of them.

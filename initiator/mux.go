@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/rdmablk/rdmablk/internal/nbsys"
 	"github.com/rdmablk/rdmablk/internal/spin"
 	"github.com/rdmablk/rdmablk/verbs"
 )
@@ -49,9 +48,8 @@ type queueMux struct {
 	free       []int // free slot indices
 	done       []*IO
 	busy       int
-	zbufs      []Buffer      // per slot: the MemRegion view of a zero-copy command
-	spins      int           // the adaptive spin budget of sleep (internal/spin), ≤ spinPolls
-	yield      nbsys.Yielder // run's own passes through the scheduler
+	zbufs      []Buffer // per slot: the MemRegion view of a zero-copy command
+	spins      int      // the adaptive spin budget of sleep (internal/spin), ≤ spinPolls
 
 	// A Submitter whose goroutine waits for this queue's completions
 	// itself (Submitter.Arm), owned by drive like the rest: owner is that
@@ -237,11 +235,6 @@ func (m *queueMux) run() {
 	q := m.q
 	m.drive.Lock()
 	for {
-		if m.yield.Due() { // a loop that keeps finding work never parks (nbsys.Yielder)
-			m.drive.Unlock()
-			m.yield.Yield()
-			m.drive.Lock()
-		}
 		m.take()
 		if m.fifo == nil && m.busy == 0 {
 			if m.c.isDead() {

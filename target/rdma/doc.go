@@ -99,9 +99,9 @@
 // Connect, drain) as bits the group acts on. A queue that dies or has
 // drained leaves its group and is torn down (flushes awaited, core
 // completions awaited, resources released) on a goroutine of its own.
-// Groups are plain goroutines that yield while they spin, and every 4–8 ms
-// while they keep finding work (internal/nbsys.Yielder: the runtime would
-// otherwise preempt a group that never parks every 10 ms); with
+// Groups are plain goroutines that yield while they spin (not on a
+// schedule while they keep finding work: an internal/nbsys.Yielder here
+// measured slower, lab perf A/B 2026-12-06-1738); with
 // Config.LockPollerThreads each is locked to an OS thread and spins without
 // yielding (measured slower on a shared host: see the option).
 //

@@ -221,12 +221,7 @@ func (g *pollGroup) run() {
 	}
 	limit := max(g.l.cfg.PollSpins, 0)
 	budget, spins := limit, 0
-	// A group that always finds work never parks: it passes through the
-	// scheduler on its own before the runtime's monitor preempts it
-	// (nbsys.Yielder).
-	var yield nbsys.Yielder
 	for {
-		yield.Pass()
 		g.adopt()
 		worked := g.passAll()
 		if worked {
