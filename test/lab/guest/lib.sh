@@ -134,6 +134,9 @@ sysprof_stop() {
 # perf_fio LABEL DEV RW BS QD JOBS [extra fio args]: one fio job of JOBS jobs (group reporting);
 # writes $LAB_OUT/fio-LABEL.json and RESULT lines LABEL.{iops,ios,p50_us,p99_us,err} (ios: total
 # I/Os, for CPU per I/O). Returns non-zero (and counts a failure) unless fio exited 0 with err=0.
+# FIO_END_BUSY and FIO_END_CTXT: cpu_busy and ctxt_count as fio ended, before the parsing of its
+# output (a dozen awk processes, each a fork and an exec that TCG makes cost tens of ms) adds to
+# them: a caller measuring the job's CPU takes these.
 perf_fio() {
   local label=$1 dev=$2 rw=$3 bs=$4 qd=$5 nj=$6; shift 6
   local f=$LAB_OUT/fio-$label.json dir=read rc err
@@ -141,6 +144,7 @@ perf_fio() {
   fio --name="$label" --filename="$dev" --rw="$rw" --bs="$bs" --iodepth="$qd" --numjobs="$nj" \
       --group_reporting --ioengine=libaio --direct=1 --output-format=json --output="$f" "$@"
   rc=$?
+  FIO_END_BUSY=$(cpu_busy); FIO_END_CTXT=$(ctxt_count)
   err=$(awk '$1=="\"error\"" {gsub(",","",$3); print $3; exit}' "$f")
   result "$label.iops" "$(json_field "$f" $dir iops | awk '{printf "%.0f", $1}')"
   result "$label.ios" "$(json_field "$f" $dir total_ios)"
@@ -151,9 +155,10 @@ perf_fio() {
 }
 # cpu_busy: the guest's busy CPU time in jiffies (USER_HZ) since boot, all CPUs:
 # user+nice+system+irq+softirq from /proc/stat (idle, iowait and steal are not busy).
-cpu_busy() { awk '$1=="cpu" {print $2+$3+$4+$7+$8; exit}' /proc/stat; }
+# Both read /proc/stat with bash's own read (no process started).
+cpu_busy() { local c u n s i w irq sirq r; read -r c u n s i w irq sirq r < /proc/stat; echo $((u + n + s + irq + sirq)); }
 # ctxt_count: the guest's context switches since boot, all CPUs
-ctxt_count() { awk '$1=="ctxt" {print $2; exit}' /proc/stat; }
+ctxt_count() { local k v r; while read -r k v r; do [ "$k" = ctxt ] && { echo "$v"; return; }; done < /proc/stat; }
 # thread_snap PID: one line per thread of PID: "TID CTXT CPU" (voluntary + involuntary context
 # switches, utime+stime jiffies); thread_delta BEFORE AFTER: the threads' changes between two
 # snapshots, busiest first by switches, as "TID#N:SWITCHES:JIFFIES" joined by commas (top 4; N:

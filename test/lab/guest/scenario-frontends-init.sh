@@ -129,7 +129,7 @@ job() {
   fi
   t0=$(ts); b0=$(cpu_busy); x0=$(ctxt_count)
   perf_fio "$label" "$@"
-  b1=$(cpu_busy); x1=$(ctxt_count); a1=0; [ -n "$apid" ] && a1=$(proc_cpu "$apid")
+  b1=$FIO_END_BUSY; x1=$FIO_END_CTXT; a1=0; [ -n "$apid" ] && a1=$(proc_cpu "$apid")
   tc1=$(tail -n 1 "$LAB_OUT/target-cpu.txt" 2>/dev/null)
   [ "${LAB_SYSPROF:-0}" = "$r" ] && touch "$LAB_OUT/tprof.stop"
   sysprof_stop

@@ -90,7 +90,7 @@ job() {
   [ "${LAB_SYSPROF:-0}" = "$r" ] && sysprof_start "$label"
   touch "$LAB_OUT/mark.$label.start" # guest B measures n2 over the job (scenario-replperf-init.sh)
   b0=$(cpu_busy); p0=$(proc_cpu $PID); perf_fio "$label" "$@"
-  result "$label.busy_j" $(( $(cpu_busy) - b0 )); result "$label.proc_j" $(( $(proc_cpu $PID) - p0 ))
+  result "$label.busy_j" $(( FIO_END_BUSY - b0 )); result "$label.proc_j" $(( $(proc_cpu $PID) - p0 ))
   touch "$LAB_OUT/mark.$label.end"
   local c1; c1=$(ctxt_count)
   sysprof_stop
