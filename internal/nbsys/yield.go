@@ -57,25 +57,11 @@ const (
 
 // Pass counts one pass of the loop and yields when its turn has come.
 func (y *Yielder) Pass() {
-	if y.Due() {
-		y.Yield()
-	}
-}
-
-// Due counts one pass of the loop and reports whether it should yield
-// now; a loop that must release a lock around the yield calls Due and
-// then Yield itself.
-func (y *Yielder) Due() bool {
 	if y.left > 1 {
 		y.left--
-		return false
+		return
 	}
 	y.turn()
-	return true
-}
-
-// Yield passes through the scheduler (runtime.Gosched).
-func (y *Yielder) Yield() {
 	if y.yield != nil {
 		y.yield()
 		return
