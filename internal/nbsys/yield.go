@@ -22,7 +22,10 @@ import (
 // thread used 5–9 % of the guest's CPU, a third of what the ublk queue
 // thread itself used, at any GOMAXPROCS. A loop that yields on its own
 // before 10 ms starts a new round each time, so sysmon neither signals
-// nor takes its P and backs off.
+// nor takes its P and backs off (in the lab's A/Bs its CPU halved). On a
+// locked thread the yields' own hand-offs took much of that back; what
+// the loops gained end to end is in docs/design.md §4, and it is not a
+// proven speed-up.
 //
 // Pass is called once per loop pass. It reads no clock per pass: every
 // `every` passes it reads the clock once, yields (runtime.Gosched) and
@@ -77,16 +80,13 @@ func (y *Yielder) turn() {
 		now = y.now
 	}
 	t := now()
-	switch {
+	switch d := t.Sub(y.last); {
 	case y.every == 0:
 		y.every = 1
-	case t.Sub(y.last) < yieldMin && y.every < maxEvery:
+	case d < yieldMin && y.every < maxEvery:
 		y.every *= 2
-	case t.Sub(y.last) > yieldMax && y.every > 1:
+	case d > yieldMax && y.every > 1:
 		y.every /= 2
 	}
 	y.last, y.left = t, y.every
 }
-
-// Every is the current number of passes between yields (tests, stats).
-func (y *Yielder) Every() int { return y.every }

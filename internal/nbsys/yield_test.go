@@ -47,7 +47,7 @@ func TestYielderAdaptsToPassRate(t *testing.T) {
 		}
 		for _, g := range settled {
 			if g < lo || g > hi {
-				t.Fatalf("%v per pass: a yield %v after the previous one, want %v..%v (every %d)", perPass, g, lo, hi, y.Every())
+				t.Fatalf("%v per pass: a yield %v after the previous one, want %v..%v (every %d)", perPass, g, lo, hi, y.every)
 			}
 		}
 	}
@@ -59,35 +59,37 @@ func TestYielderFirstPassYields(t *testing.T) {
 	var yields int
 	y := fakeYielder(&clock, &yields)
 	y.Pass()
-	if yields != 1 || y.Every() != 1 {
-		t.Fatalf("first pass: %d yields, every %d; want 1, 1", yields, y.Every())
+	if yields != 1 || y.every != 1 {
+		t.Fatalf("first pass: %d yields, every %d; want 1, 1", yields, y.every)
 	}
 	// Passes faster than yieldMin double the stride at each yield: the
 	// 2nd pass yields (every 2), the 3rd does not, the 4th does (every 4).
 	for range 3 {
 		y.Pass()
 	}
-	if yields != 3 || y.Every() != 4 {
-		t.Fatalf("after 4 quick passes: %d yields, every %d; want 3, 4", yields, y.Every())
+	if yields != 3 || y.every != 4 {
+		t.Fatalf("after 4 quick passes: %d yields, every %d; want 3, 4", yields, y.every)
 	}
 }
 
-// TestYielderRealGosched: the real yield is runtime.Gosched and lets
-// another goroutine of a one-P process run while the loop never blocks.
+// TestYielderRealGosched: the real yield is runtime.Gosched. On one P a
+// goroutine started before a thousand quick passes runs during them —
+// about ten yields, each of which lets it in — while without a yield it
+// would wait for the runtime's preemption, 10 ms away.
 func TestYielderRealGosched(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	done := make(chan struct{})
 	ran := make(chan struct{})
 	go func() { close(ran); <-done }()
+	defer close(done)
 	var y Yielder
-	for {
-		select {
-		case <-ran:
-			close(done)
-			return
-		default:
-		}
+	for range 1000 {
 		y.Pass()
+	}
+	select {
+	case <-ran:
+	default:
+		t.Fatalf("the other goroutine did not run during 1,000 passes (every %d)", y.every)
 	}
 }
 
