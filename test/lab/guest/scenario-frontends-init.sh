@@ -36,9 +36,8 @@ fi
 # ending in -np is that frontend with GODEBUG=asyncpreemptoff=1 in the attachment (the runtime's
 # signal-based preemption off), -b the attachment started under chrt --batch (SCHED_BATCH: its
 # threads do not preempt the task that wakes them), -n the attachment with --sched normal (its
-# threads left SCHED_OTHER; --sched batch is connect's default), -p2 the attachment with
-# GOMAXPROCS=2 and --queues 1 (on this 1-vCPU guest the runtime's default is 1, and so is the queue count),
-# -base the attachment built from run.sh's BASELINE=REV (bin/rdmablk-base; the target stays the built one)
+# threads left SCHED_OTHER; --sched batch is connect's default), -base the attachment built from
+# run.sh's BASELINE=REV (bin/rdmablk-base; the target stays the built one)
 # lab.sysprof=R: in round R, a system-wide profile of this guest around each timed job (lib.sh
 # sysprof_start: sys-LABEL.perf with its .comm.txt and .sym.txt reports in the run's out directory;
 # the target guest's own around the same job: sys-target.LABEL.*);
@@ -79,7 +78,7 @@ clean() {
   result "fe.leftover_qps.$1" "$(rc_qps)"
 }
 # fe_of CFG: the frontend of a configuration (kernel, ublk, nbd)
-fe_of() { local f=${1%-base}; f=${f%-np}; f=${f%-b}; f=${f%-p2}; echo "${f%-n}"; }
+fe_of() { local f=${1%-base}; f=${f%-np}; f=${f%-b}; echo "${f%-n}"; }
 # up CFG ROUND: connect; sets DEV.
 up() {
   local c=$1 r=$2 t0 out rc
@@ -91,11 +90,11 @@ up() {
       [ -n "$DEV" ] && DEV=/dev/$DEV
       local c0=/sys/class/nvme/$(basename "$DEV" | sed 's/n[0-9]*$//')
       [ -r "$c0/queue_count" ] && result fe.kernel.queues "$(( $(cat "$c0/queue_count") - 1 ))x$(( $(cat "$c0/sqsize") + 1 ))" ;;
-    ublk|nbd|ublk-np|nbd-np|ublk-b|nbd-b|ublk-n|nbd-n|ublk-p2|nbd-p2|ublk-base|nbd-base)
-      local gd=${GODEBUG:-} gmp=${GOMAXPROCS:-} pre=() more=() bin=$B
-      case $c in *-np) gd=asyncpreemptoff=1 ;; *-b) pre=(chrt --batch 0) ;; *-n) more=(--sched normal) ;; *-p2) gmp=2; more=(--queues 1) ;;
+    ublk|nbd|ublk-np|nbd-np|ublk-b|nbd-b|ublk-n|nbd-n|ublk-base|nbd-base)
+      local gd=${GODEBUG:-} pre=() more=() bin=$B
+      case $c in *-np) gd=asyncpreemptoff=1 ;; *-b) pre=(chrt --batch 0) ;; *-n) more=(--sched normal) ;;
         *-base) bin=$B-base; [ -x "$bin" ] || { fail "$c: no $bin (run.sh BASELINE=REV builds it)"; return 1; } ;; esac
-      out=$(GODEBUG=$gd GOMAXPROCS=$gmp "${pre[@]}" "$bin" connect --provider ibverbs -a "$P:4420" --nqn "$NQN" --name "$NAME" --frontend "$(fe_of "$c")" \
+      out=$(GODEBUG=$gd "${pre[@]}" "$bin" connect --provider ibverbs -a "$P:4420" --nqn "$NQN" --name "$NAME" --frontend "$(fe_of "$c")" \
         "${more[@]}" --cpuprofile "$LAB_OUT/rdmablk-$c.r$r.pprof" 2>&1); rc=$?
       echo "$out"
       [ $rc = 0 ] || { cat "$RDMABLK_RUN_DIR/$NAME.log"; return 1; }

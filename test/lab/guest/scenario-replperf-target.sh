@@ -92,9 +92,8 @@ job() {
   b0=$(cpu_busy); p0=$(proc_cpu $PID); perf_fio "$label" "$@"
   result "$label.busy_j" $(( FIO_END_BUSY - b0 )); result "$label.proc_j" $(( $(proc_cpu $PID) - p0 ))
   touch "$LAB_OUT/mark.$label.end"
-  local c1; c1=$(ctxt_count)
   sysprof_stop
-  result "$label.ctxt" $((c1 - c0))
+  result "$label.ctxt" $((FIO_END_CTXT - c0))
   result "$label.threads" "$(thread_delta "$th0" "$(thread_snap $PID)")"
   result "$label.rxe" "$(rxe_counters | paste -d' ' - <(echo "$x0") | awk '$1 == $3 && $2 != $4 {printf "%s%s:%d", s, $1, $2 - $4; s=","}')"
 }
