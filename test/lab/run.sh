@@ -64,7 +64,8 @@
 # Env: FIOTIME (s per fio/bench job, 20; perf: 15), VERIFYSIZE (crc32c verify size, 128M; perf: 64M),
 #      LAB_KERNEL (6.1 or 6.12: the guest kernel), TIMEOUT (s per guest boot, derived from the above),
 #      RESULTS (output file), NOBUILD=1 (reuse share/bin),
-#      NOTE (a sentence for the results header), FROM_HEAD=1 (build `git archive HEAD`, not the
+#      NOTE (a sentence for the results header), APPEND (extra kernel arguments for every guest, e.g.
+#      APPEND=slub_debug=FZPU; the perf and frontends results' Command line names it), FROM_HEAD=1 (build `git archive HEAD`, not the
 #      work tree: for a shared checkout with other people's unfinished changes),
 #      TAGS (build tags, default ibverbs), LABARGS (extra lab.key=value guest parameters for the
 #      nvmeof, initiator, tcp, perf and perf-tcp scenarios, e.g. LABARGS=lab.sendinv=off,on: see scenario-nvmeof.sh;
@@ -250,7 +251,7 @@ if [[ " $SCENARIOS " == *" frontends "* ]]; then
   {
     echo "# rdmablk lab frontends: kernel nvme-rdma host vs rdmablk ublk vs rdmablk nbd, $(date '+%Y-%m-%d %H:%M %Z')"
     echo
-    echo "Command: \`$([ -n "$USER_LAB_KERNEL" ] && echo "LAB_KERNEL=$USER_LAB_KERNEL ")ROUNDS=$ROUNDS FIOTIME=${FIOTIME:-10} test/lab/run.sh frontends\` ($(if [ "${RC[frontends]:-1}" = 0 ]; then echo pass; else echo "FAIL rc=${RC[frontends]:-none}"; fi), ${WALL[frontends]:-?} s of which ${fwait:-?} s waiting for the lab lock), built from $BUILT."
+    echo "Command: \`$([ -n "$USER_LAB_KERNEL" ] && echo "LAB_KERNEL=$USER_LAB_KERNEL ")$([ -n "${LABARGS:-}" ] && echo "LABARGS='$LABARGS' ")$([ -n "${APPEND:-}" ] && echo "APPEND='$APPEND' ")ROUNDS=$ROUNDS FIOTIME=${FIOTIME:-10} test/lab/run.sh frontends\` ($(if [ "${RC[frontends]:-1}" = 0 ]; then echo pass; else echo "FAIL rc=${RC[frontends]:-none}"; fi), ${WALL[frontends]:-?} s of which ${fwait:-?} s waiting for the lab lock), built from $BUILT."
     [ -n "${NOTE:-}" ] && echo "Note: $NOTE"
     echo "$HOSTLINE $QEMULINE"
     echo "Guest: Debian $SUITE, kernel ${fk:-unknown (the initiator guest reported none)}, rdma-core $(pkgver rdma-core), fio $(pkgver fio), nvme-cli $(pkgver nvme-cli). Two guests (1 vCPU, 2 GiB"
@@ -350,7 +351,7 @@ perf_results() {
       echo "# rdmablk lab $s: rdmablkd vs kernel $tgt, $(date '+%Y-%m-%d %H:%M %Z')"
     fi
     echo
-    echo "Command: \`$([ -n "$ab" ] && echo "BASELINE=$abrev ")$([ -n "${LABARGS:-}" ] && echo "LABARGS='$LABARGS' ")$([ "$HOG" != 0 ] && echo "HOG=$HOG ")$([ "$LAB_KERNEL" != 6.1 ] && echo "LAB_KERNEL=$LAB_KERNEL ")ROUNDS=$ROUNDS$([ "$BACKINGS" != brd,null ] && echo " BACKINGS=$BACKINGS") FIOTIME=${FIOTIME:-15} test/lab/run.sh $s\` ($(if [ "${RC[$s]:-1}" = 0 ]; then echo pass; else echo "FAIL rc=${RC[$s]:-none}"; fi), ${WALL[$s]:-?} s), built from $([ -n "$ab" ] && echo "$abnew" || echo "$BUILT")."
+    echo "Command: \`$([ -n "$ab" ] && echo "BASELINE=$abrev ")$([ -n "${LABARGS:-}" ] && echo "LABARGS='$LABARGS' ")$([ "$HOG" != 0 ] && echo "HOG=$HOG ")$([ -n "${APPEND:-}" ] && echo "APPEND='$APPEND' ")$([ "$LAB_KERNEL" != 6.1 ] && echo "LAB_KERNEL=$LAB_KERNEL ")ROUNDS=$ROUNDS$([ "$BACKINGS" != brd,null ] && echo " BACKINGS=$BACKINGS") FIOTIME=${FIOTIME:-15} test/lab/run.sh $s\` ($(if [ "${RC[$s]:-1}" = 0 ]; then echo pass; else echo "FAIL rc=${RC[$s]:-none}"; fi), ${WALL[$s]:-?} s), built from $([ -n "$ab" ] && echo "$abnew" || echo "$BUILT")."
     if [ -n "$ab" ]; then
       echo "A/B run: B (\"base\") is NOT kernel $tgt but rdmablkd built from $abbase (\`git archive\`, share/bin/rdmablkd-base);"
       echo "A (\"new\") is rdmablkd built from $abnew. Both serve the same backing with the same configuration, address and port,"

@@ -174,6 +174,17 @@ thread_delta() {
     sort -t: -k1 -n | awk -F: '{printf "%s#%d:%s:%s\n", $1, NR - 1, $2, $3}' |
     sort -t: -k2 -n -r | head -4 | paste -sd, -
 }
+# rxe_snap [DEV]: the RDMA device's port counters (rxe: packets sent and received, RNR NAKs, retries,
+# sequence errors, ...) as "name value" lines, read from sysfs (no process per counter);
+# rxe_delta OLD NEW: the counters that changed, "name:delta" comma-separated.
+rxe_snap() {
+  local f v; for f in /sys/class/infiniband/"${1:-rxe0}"/ports/1/hw_counters/*; do
+    [ -r "$f" ] && read -r v < "$f" && echo "${f##*/} $v"
+  done
+}
+rxe_delta() {
+  awk 'NR==FNR {o[$1]=$2; next} $2 != o[$1] {printf "%s:%d\n", $1, $2-o[$1]}' <(echo "$1") <(echo "$2") | paste -sd, -
+}
 # proc_cpu PID: utime+stime of one process in jiffies (0 when it is gone).
 proc_cpu() { awk '{print $14+$15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 # nvmet_up NQN DEV IP PORT [TRANSPORT]: kernel nvmet-rdma (or nvmet-tcp with TRANSPORT tcp)

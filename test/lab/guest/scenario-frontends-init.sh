@@ -12,9 +12,10 @@
 # around every timed job: the frontends differ on the client side. The attachment process writes a
 # Go CPU profile per connection (rdmablk-CFG.rROUND.pprof, `go tool pprof -top FILE`).
 # RESULT lines: fe.kernel, fe.hz, fe.configs, fe.order.rR, fe.ublk.skipped,
-# fe.CFG.{rr32,rw32}.rR.{iops,ios,p50_us,p99_us,err,busy_j,proc_j,wall_s,threads,tbusy_j,tproc_j}
+# fe.CFG.{rr32,rw32}.rR.{iops,ios,p50_us,p99_us,err,busy_j,proc_j,wall_s,threads,tbusy_j,tproc_j,rxe}
 # (tbusy_j, tproc_j: the target guest's busy jiffies and rdmablkd's over the job, from its
-# target-cpu.txt samples, 0.25 s apart), fe.CFG.verify.*,
+# target-cpu.txt samples, 0.25 s apart; rxe: this guest's rxe0 port counters that changed over the
+# job, name:delta — packets, RNR NAKs, retries), fe.CFG.verify.*,
 # fe.CFG.connect_s.rR, fe.CFG.device.rR, fe.CFG.provider, fe.CFG.queues (I/O queues x depth), fe.leftover.* (CFG: kernel, ublk, nbd).
 . /mnt/share/scripts/lib.sh
 P=${LAB_PEER:?lab.peer=IP}; NQN=nqn.2026-11.io.rdmablk:lab; B=/mnt/share/bin/rdmablk
@@ -126,9 +127,11 @@ job() {
     wait_file "$LAB_OUT/tprof.started" 10 || fail "target did not start its profile for $label"
     sysprof_start "$label"
   fi
+  local q0; q0=$(rxe_snap)
   t0=$(ts); b0=$(cpu_busy); x0=$(ctxt_count)
   perf_fio "$label" "$@"
   b1=$FIO_END_BUSY; x1=$FIO_END_CTXT; a1=0; [ -n "$apid" ] && a1=$(proc_cpu "$apid")
+  result "$label.rxe" "$(rxe_delta "$q0" "$(rxe_snap)")"
   tc1=$(tail -n 1 "$LAB_OUT/target-cpu.txt" 2>/dev/null)
   [ "${LAB_SYSPROF:-0}" = "$r" ] && touch "$LAB_OUT/tprof.stop"
   sysprof_stop

@@ -52,6 +52,9 @@ type feSample struct {
 	busyJ, procJ, wallS float64 // initiator guest busy jiffies, attachment process jiffies, job wall s
 	ctxt                float64 // initiator guest context switches (all CPUs) over the job
 	tbusyJ, tprocJ      float64 // target guest busy jiffies and rdmablkd's over the job
+	// rxe: the initiator guest's RDMA port counters that moved over the job
+	// (name → delta; nil when the run reported none).
+	rxe map[string]float64
 }
 
 // feRun is everything one frontends run reported.
@@ -161,6 +164,10 @@ func (s *feSample) set(field, v string) {
 	if s.fioFigures.set(field, v) {
 		return
 	}
+	if field == "rxe" {
+		s.rxe = parseCounters(v)
+		return
+	}
 	x, err := strconv.ParseFloat(v, 64)
 	if err != nil {
 		return
@@ -251,6 +258,62 @@ func (r *feRun) busyPct(s *feSample) (float64, bool) {
 	return s.busyJ / r.hz / s.wallS * 100, true
 }
 
+// parseCounters reads "name:delta,name:delta" (an empty value: none moved).
+func parseCounters(v string) map[string]float64 {
+	m := map[string]float64{}
+	for _, kv := range strings.Split(v, ",") {
+		name, d, ok := strings.Cut(kv, ":")
+		if !ok {
+			continue
+		}
+		if x, err := strconv.ParseFloat(d, 64); err == nil {
+			m[name] = x
+		}
+	}
+	return m
+}
+
+// rxePerIO returns the getter of one port counter per I/O fio completed
+// (0 when the counter did not move in a job that reported counters).
+func rxePerIO(name string, per float64) func(*feSample) (float64, bool) {
+	return func(s *feSample) (float64, bool) {
+		if s.rxe == nil || !(s.ios > 0) {
+			return 0, false
+		}
+		return s.rxe[name] / s.ios * per, true
+	}
+}
+
+// rxeOthers lists the port counters other than the packet counts that
+// moved in any round of cfg's job, sorted.
+func (r *feRun) rxeOthers(cfg, job string) []string {
+	seen := map[string]bool{}
+	for n := 1; n <= r.rounds; n++ {
+		if s := r.samples[feKey{cfg, job, n}]; s != nil {
+			for k, v := range s.rxe {
+				if v != 0 && k != "sent_pkts" && k != "rcvd_pkts" {
+					seen[k] = true
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (r *feRun) hasRxe() bool {
+	for _, s := range r.samples {
+		if s.rxe != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // goalVerdict says whether the median ratio meets the goal, and whether every round did.
 func goalVerdict(med stat, paired stat, goal float64) string {
 	switch {
@@ -320,6 +383,28 @@ func writeFrontends(w io.Writer, r *feRun) {
 				summarize(r.series(c.name, j.name, r.targetPerIO)).format("%.1f"),
 				summarize(r.series(c.name, j.name, r.targetProcPerIO)).format("%.1f"),
 				summarize(r.series(c.name, j.name, r.targetBusyPct)).format("%.0f"))
+		}
+	}
+
+	if r.hasRxe() {
+		fmt.Fprintln(w, "\n### RDMA traffic (the initiator guest's rxe0 port counters over each job)")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| job | configuration | packets sent per I/O | packets received per I/O | other counters that moved, per 1,000 I/O |")
+		fmt.Fprintln(w, "| --- | --- | --- | --- | --- |")
+		for _, j := range feJobs {
+			for i, c := range feConfigs {
+				if !shown(i) || !ran(c.name) {
+					continue
+				}
+				var other []string
+				for _, k := range r.rxeOthers(c.name, j.name) {
+					other = append(other, k+" "+summarize(r.series(c.name, j.name, rxePerIO(k, 1000))).format("%.1f"))
+				}
+				fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", j.what, c.what,
+					summarize(r.series(c.name, j.name, rxePerIO("sent_pkts", 1))).format("%.2f"),
+					summarize(r.series(c.name, j.name, rxePerIO("rcvd_pkts", 1))).format("%.2f"),
+					orDash(strings.Join(other, "; ")))
+			}
 		}
 	}
 

@@ -109,3 +109,37 @@ func TestFrontendsNoResults(t *testing.T) {
 		t.Fatal("no error without results.txt")
 	}
 }
+
+// The rxe port counters of each job become per-I/O packet counts, and the other counters that
+// moved (an RNR NAK, a retry) are listed per 1,000 I/O; a run without them has no such table.
+func TestFrontendsRxeCounters(t *testing.T) {
+	base := []string{"fe.hz 100", "fe.configs kernel,ublk", "fe.order.r1 kernel,ublk",
+		"fe.kernel.rr32.r1.iops 1000", "fe.kernel.rr32.r1.ios 10000",
+		"fe.ublk.rr32.r1.iops 900", "fe.ublk.rr32.r1.ios 9000"}
+	r, err := loadFrontends(feFS(base...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	writeFrontends(&b, r)
+	if strings.Contains(b.String(), "RDMA traffic") {
+		t.Errorf("a run without counters has an RDMA traffic table:\n%s", b.String())
+	}
+	r, err = loadFrontends(feFS(append(base,
+		"fe.kernel.rr32.r1.rxe sent_pkts:20000,rcvd_pkts:60000",
+		"fe.ublk.rr32.r1.rxe sent_pkts:27000,rcvd_pkts:54000,rcvd_rnr_err:18,bogus,send_rnr_err:x")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	writeFrontends(&b, r)
+	out := b.String()
+	for _, want := range []string{
+		"| 4 KiB randread QD32 ×2 jobs | kernel nvme-rdma host (/dev/nvmeXnY) | 2.00 | 6.00 | - |",
+		"| 4 KiB randread QD32 ×2 jobs | rdmablk --frontend ublk (/dev/ublkbN) | 3.00 | 6.00 | rcvd_rnr_err 2.0 |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
