@@ -32,6 +32,7 @@ type attachFlags struct {
 	foreground bool
 	logLevel   string
 	cpuProfile string // --cpuprofile, acted on by the foreground process
+	goTrace    string // --trace, acted on by the foreground process
 	sched      string // --sched, the attachment process's thread policy
 }
 
@@ -86,6 +87,7 @@ it is ready; --foreground keeps it in this process until SIGTERM or
 	f.BoolVar(&af.foreground, "foreground", false, "run the attachment in this process")
 	f.StringVar(&af.logLevel, "log-level", "info", "log level (debug, info, warn, error)")
 	f.StringVar(&af.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the attachment process's run to this file (written when it stops)")
+	f.StringVar(&af.goTrace, "trace", "", "write a Go execution trace of the attachment process's run to this file (go tool trace; costly: for short diagnostic runs)")
 	f.StringVar(&af.sched, "sched", threadsched.Batch, schedUsage)
 	return cmd
 }
@@ -129,6 +131,11 @@ func connectForeground(ctx context.Context, af *attachFlags, g *globals) error {
 		return err
 	}
 	defer stopProfile()
+	stopTrace, err := cpuprof.Trace(af.goTrace)
+	if err != nil {
+		return err
+	}
+	defer stopTrace()
 	opts, err := g.options()
 	if err != nil {
 		return err

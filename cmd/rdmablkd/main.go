@@ -45,7 +45,7 @@ func newRoot() *cobra.Command {
 	var cfgFile string
 	var listen []string
 	var printConfig bool
-	var cpuProfile string
+	var cpuProfile, goTrace string
 	cmd := &cobra.Command{
 		Use:           "rdmablkd",
 		Short:         "NVMe-oF/RDMA storage target daemon",
@@ -76,6 +76,11 @@ func newRoot() *cobra.Command {
 				return err
 			}
 			defer stopProfile()
+			stopTrace, err := cpuprof.Trace(goTrace)
+			if err != nil {
+				return err
+			}
+			defer stopTrace()
 			return run(cfg, log)
 		},
 	}
@@ -89,6 +94,7 @@ func newRoot() *cobra.Command {
 	f.String("metrics-listen", "", `address of the /metrics endpoint ("" in the config: off)`)
 	f.BoolVar(&printConfig, "print-config", false, "print the effective configuration and exit")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile of the daemon's run to this file")
+	f.StringVar(&goTrace, "trace", "", "write a Go execution trace of the daemon's run to this file (go tool trace; costly: for short diagnostic runs)")
 	for flag, key := range map[string]string{
 		"data-dir": "data_dir", "provider": "transport.provider",
 		"profile": "transport.profile", "log-level": "log.level",

@@ -42,7 +42,10 @@ fi
 # lab.sysprof=R: in round R, a system-wide profile of this guest around each timed job (lib.sh
 # sysprof_start: sys-LABEL.perf with its .comm.txt and .sym.txt reports in the run's out directory;
 # the target guest's own around the same job: sys-target.LABEL.*);
-# the profiler's own cost is in that round's figures, alike for every configuration
+# the profiler's own cost is in that round's figures, alike for every configuration;
+# lab.gotrace=R: in round R the attachments also write a Go execution trace (rdmablk-CFG.rR.trace,
+# `go tool trace -pprof=sync FILE`: where its goroutines block); it slows them, so that round's
+# figures are not theirs
 if [ -n "${LAB_CONFIGS:-}" ]; then
   CFGS=${LAB_CONFIGS//,/ }
   [ -e /dev/ublk-control ] || CFGS=$(echo "$CFGS" | tr ' ' '\n' | grep -v '^ublk' | tr '\n' ' ')
@@ -95,6 +98,7 @@ up() {
       local gd=${GODEBUG:-} pre=() more=() bin=$B
       case $c in *-np) gd=asyncpreemptoff=1 ;; *-b) pre=(chrt --batch 0) ;; *-n) more=(--sched normal) ;;
         *-base) bin=$B-base; [ -x "$bin" ] || { fail "$c: no $bin (run.sh BASELINE=REV builds it)"; return 1; } ;; esac
+      [ "${LAB_GOTRACE:-0}" = "$r" ] && more+=(--trace "$LAB_OUT/rdmablk-$c.r$r.trace")
       out=$(GODEBUG=$gd "${pre[@]}" "$bin" connect --provider ibverbs -a "$P:4420" --nqn "$NQN" --name "$NAME" --frontend "$(fe_of "$c")" \
         "${more[@]}" --cpuprofile "$LAB_OUT/rdmablk-$c.r$r.pprof" 2>&1); rc=$?
       echo "$out"
