@@ -10,3 +10,6 @@ func NewSockConn(fd int) (net.Conn, error) {
 	}
 	return c, nil
 }
+
+// IdleSleeps is how many sleeps the poll loops made without their P.
+func IdleSleeps() uint64 { return idleSleeps.Load() }

@@ -203,6 +203,18 @@ func TestPollLoop(t *testing.T) {
 	if pm.arms.Load() == 0 || pm.wakes.Load() == 0 {
 		t.Fatalf("the connection did not run its poll loop: %d arms, %d waker calls", pm.arms.Load(), pm.wakes.Load())
 	}
+	// Left idle, the loop soon sleeps without its P (idleWaits empty
+	// sleeps of at most 50 ms each), and a request still wakes it.
+	idle := nbd.IdleSleeps()
+	for deadline := time.Now().Add(20 * time.Second); nbd.IdleSleeps() == idle; {
+		if time.Now().After(deadline) {
+			t.Fatal("an idle connection's loop never slept without its P")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := c.ReadAt(make([]byte, 4096), 0); err != nil {
+		t.Fatalf("a read after the loop slept idle: %v", err)
+	}
 	closed := make(chan struct{})
 	go func() { s.Close(); close(closed) }()
 	select {

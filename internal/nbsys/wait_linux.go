@@ -38,6 +38,23 @@ func Poll(fds []PollFd, timeout time.Duration) (int, syscall.Errno) {
 	return int(n), 0
 }
 
+// PollBlocking is one ppoll(2) of fds with no timeout, made as an
+// ordinary system call: the calling goroutine gives its P up while it
+// sleeps, so the runtime may hand the P to other work, and once every P
+// is idle its monitor thread stops polling. It is for a poll loop's idle
+// spells (its last Poll sleeps ended with nothing), where keeping the P
+// has the runtime signal the loop every 10–20 ms; in busy spells Poll is
+// cheaper (see Poll). Only an event or a signal ends the wait (EINTR);
+// the caller should pass through the scheduler after it (Yielder), since
+// the runtime counts the sleep as one long run of its P.
+func PollBlocking(fds []PollFd) (int, syscall.Errno) {
+	n, _, e := syscall.Syscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(unsafe.SliceData(fds))), uintptr(len(fds)), 0, 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), 0
+}
+
 // PollFd is struct pollfd.
 type PollFd struct {
 	Fd      int32

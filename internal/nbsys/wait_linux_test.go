@@ -65,3 +65,19 @@ func gcWhileAsleep(t *testing.T, sleep func() (int, syscall.Errno), wake func())
 		t.Fatalf("woken sleeper: %d events, %v; want 1, no error", r.n, r.e)
 	}
 }
+
+// TestPollBlocking: a descriptor with data is reported at once; a sleep
+// in PollBlocking ends when the descriptor becomes readable, and does not
+// hold up a stop-the-world either (its goroutine has no P while it
+// sleeps).
+func TestPollBlocking(t *testing.T) {
+	r, w := pipe(t)
+	fds := []PollFd{{Fd: int32(r), Events: 0x1}}
+	Write(uintptr(w), []byte{1})
+	if n, e := PollBlocking(fds); e != 0 || n != 1 || fds[0].Revents&0x1 == 0 {
+		t.Fatalf("readable pipe: %d, %v, revents %#x", n, e, fds[0].Revents)
+	}
+	r2, w2 := pipe(t)
+	f := []PollFd{{Fd: int32(r2), Events: 0x1}}
+	gcWhileAsleep(t, func() (int, syscall.Errno) { return PollBlocking(f) }, func() { Write(uintptr(w2), []byte{1}) })
+}
