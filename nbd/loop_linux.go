@@ -140,18 +140,20 @@ func (l *loop) wait(what int) {
 			l.pfd[n] = nbsys.PollFd{Fd: int32(l.sc.fd), Events: unix.POLLIN}
 			n++
 		}
-		var got int
 		var e syscall.Errno
 		if l.empty >= idleWaits {
 			// Idle: sleep without the P, then pass through the scheduler.
 			l.empty = 0
 			idleSleeps.Add(1)
-			got, e = nbsys.PollBlocking(l.pfd[:n])
+			_, e = nbsys.PollBlocking(l.pfd[:n])
 			runtime.Gosched()
-		} else if got, e = nbsys.Poll(l.pfd[:n], parkTimeout); got == 0 {
-			l.empty++ // the timeout, or a signal (EINTR)
 		} else {
-			l.empty = 0
+			var got int
+			if got, e = nbsys.Poll(l.pfd[:n], parkTimeout); got == 0 {
+				l.empty++ // the timeout, or a signal (EINTR)
+			} else {
+				l.empty = 0
+			}
 		}
 		l.active.Store(true)
 		if e != 0 {
