@@ -14,7 +14,7 @@ import (
 func TestPoll(t *testing.T) {
 	r, w := pipe(t)
 	fds := []PollFd{{Fd: int32(r), Events: 0x1}}
-	if n, e := Poll(fds, time.Millisecond); e != 0 || n != 0 {
+	if n, e := untilNotEINTR(func() (int, syscall.Errno) { return Poll(fds, time.Millisecond) }); e != 0 || n != 0 {
 		t.Fatalf("idle pipe: %d, %v; want 0 (timeout)", n, e)
 	}
 	Write(uintptr(w), []byte{1})
@@ -80,4 +80,14 @@ func TestPollBlocking(t *testing.T) {
 	r2, w2 := pipe(t)
 	f := []PollFd{{Fd: int32(r2), Events: 0x1}}
 	gcWhileAsleep(t, func() (int, syscall.Errno) { return PollBlocking(f) }, func() { Write(uintptr(w2), []byte{1}) })
+}
+
+// untilNotEINTR repeats a raw wait that a signal ended early (EINTR), as
+// its callers do, and returns the first other result.
+func untilNotEINTR(wait func() (int, syscall.Errno)) (int, syscall.Errno) {
+	for {
+		if n, e := wait(); e != syscall.EINTR {
+			return n, e
+		}
+	}
 }
