@@ -387,6 +387,34 @@ func (s *Server) Propose(ctx context.Context, c catalog.Command) (catalog.Result
 	}
 }
 
+// applyLocal applies c on this node, the leader, for at most as long as
+// ctx lasts. Once raft has taken an entry its future ends only when the
+// entry is applied or leadership or raft itself ends, and a leader that
+// keeps its lease but cannot commit (a stalled replication pipeline) would
+// hold the proposer — a volume's resync or fault report, and through it
+// the volume's shutdown — for good (seen once in CI: 11 minutes in
+// test/cluster's teardown). When ctx ends first the outcome is unknown:
+// the entry may still commit, and an idempotent command may be proposed
+// again. The apply goroutine ends with the future, at the latest when
+// raft shuts down.
+func (s *Server) applyLocal(ctx context.Context, c catalog.Command) (catalog.Result, error) {
+	type applied struct {
+		res catalog.Result
+		err error
+	}
+	done := make(chan applied, 1)
+	go func() {
+		res, err := s.o.Node.Apply(c)
+		done <- applied{res, err}
+	}()
+	select {
+	case a := <-done:
+		return a.res, a.err
+	case <-ctx.Done():
+		return catalog.Result{}, fmt.Errorf("%w: %s not known to be applied: %w", cluster.ErrOutcomeUnknown, c.Op, ctx.Err())
+	}
+}
+
 // retryable: nothing happened (no leader, not the leader) or the outcome
 // is unknown; an idempotent command may be sent again.
 func retryable(err error) bool {
@@ -396,7 +424,7 @@ func retryable(err error) bool {
 
 func (s *Server) proposeOnce(ctx context.Context, c catalog.Command, self Principal, body []byte) (catalog.Result, error) {
 	if s.o.Node.IsLeader() {
-		return s.o.Node.Apply(c)
+		return s.applyLocal(ctx, c)
 	}
 	st, resp, err := s.forward(ctx, http.MethodPost, "/v1/internal/apply", s.o.Node.ID(), self, body)
 	if err != nil {
