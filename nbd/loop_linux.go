@@ -42,10 +42,10 @@ type loop struct {
 	deferring bool          // guarded by cs.wmu: finish queues for the loop
 	signalled bool          // the queue's descriptor was readable since the last Arm
 	pfd       [3]nbsys.PollFd
-	yield     nbsys.Yielder // passes through the scheduler before sysmon preempts the loop
-	empty     int           // Poll sleeps in a row that ended with nothing (see idleWaits)
-	one       [8]byte       // the eventfd's increment
-	sink      [8]byte       // the eventfd's counter, read to reset it
+	yield     nbsys.Yielder   // passes through the scheduler before sysmon preempts the loop
+	idle      nbsys.IdleWaits // when to sleep without the P
+	one       [8]byte         // the eventfd's increment
+	sink      [8]byte         // the eventfd's counter, read to reset it
 }
 
 // startLoop returns cs's loop when its socket and queue allow one, else
@@ -141,19 +141,14 @@ func (l *loop) wait(what int) {
 			n++
 		}
 		var e syscall.Errno
-		if l.empty >= idleWaits {
-			// Idle: sleep without the P, then pass through the scheduler.
-			l.empty = 0
+		if l.idle.Idle() {
 			idleSleeps.Add(1)
 			_, e = nbsys.PollBlocking(l.pfd[:n])
 			runtime.Gosched()
 		} else {
 			var got int
-			if got, e = nbsys.Poll(l.pfd[:n], parkTimeout); got == 0 {
-				l.empty++ // the timeout, or a signal (EINTR)
-			} else {
-				l.empty = 0
-			}
+			got, e = nbsys.Poll(l.pfd[:n], parkTimeout)
+			l.idle.Ended(got > 0) // none: the timeout, or a signal (EINTR)
 		}
 		l.active.Store(true)
 		if e != 0 {
@@ -271,15 +266,6 @@ func (s *Server) unadopt(sc net.Conn) {
 // keeps its P while it sleeps, and a runtime that sends no preemption
 // signals must still get it back).
 const parkTimeout = 50 * time.Millisecond
-
-// idleWaits is how many Poll sleeps in a row that ended with nothing (the
-// timeout, or the runtime's preemption signal after 10 ms) make the loop
-// idle: its next sleep is nbsys.PollBlocking, which gives the P up until
-// an event comes, so that an idle connection is not signalled and its P
-// not handed around every 10–20 ms (ublk's queue loop does the same: see
-// idleWaits there). Two, so that one stray signal in a busy spell does
-// not.
-const idleWaits = 2
 
 // idleSleeps counts the loops' sleeps without the P (for tests).
 var idleSleeps atomic.Uint64

@@ -29,12 +29,11 @@ type kring struct {
 	pollKey       uint64
 	fired, failed bool
 
-	// Idle detection (see submit): waited says the last submit slept
-	// holding the P; empty counts such sleeps in a row that ended with no
-	// completion at all; deepWaits counts the sleeps made without the P
-	// (for tests).
+	// Idle spells (nbsys.IdleWaits): waited says the last submit slept
+	// holding the P, so that reap records how that sleep ended; deepWaits
+	// counts the sleeps made without the P (for tests).
+	idle      nbsys.IdleWaits
 	waited    bool
-	empty     int
 	deepWaits uint64
 }
 
@@ -89,10 +88,10 @@ func (k *kring) submit(wait bool) error {
 		e.Addr, e.Len = uint64(uintptr(unsafe.Pointer(&k.val))), 8
 		k.armed = true
 	}
-	if k.empty >= idleWaits {
-		// Idle: sleep without the P until something happens, then pass
-		// through the scheduler once.
-		k.empty, k.waited = 0, false
+	if k.idle.Idle() {
+		// Sleep without the P until a request, a completion or a wake-up
+		// comes, then pass through the scheduler once.
+		k.waited = false
 		k.deepWaits++
 		_, err := k.r.SubmitAndWait(1)
 		runtime.Gosched()
@@ -108,30 +107,11 @@ func (k *kring) submit(wait bool) error {
 // that sends no preemption signals must still get it back).
 const parkTimeout = 50 * time.Millisecond
 
-// idleWaits is how many sleeps in a row that held the P and ended with no
-// completion (the timeout, or a signal: the runtime preempts a thread
-// that holds its P for 10 ms) make the queue idle. An idle queue's next
-// sleep gives the P up (a plain io_uring_enter system call) and lasts
-// until a request, a completion or a wake-up comes: holding the P through
-// an idle spell had the runtime signal the thread and hand its P around
-// some 45 times a second each (lab run 2026-12-06-2019's execution trace),
-// and kept its monitor thread from sleeping. After such a sleep the queue
-// goroutine passes through the scheduler once (its P may have been taken
-// meanwhile, and the runtime would otherwise preempt it shortly). Under
-// load the sleeps are short and end with completions, so the loop keeps
-// its P (nbsys.Yielder paces it). Two, not one: a stray signal (a CPU
-// profile's) can end one busy sleep early with nothing.
-const idleWaits = 2
-
 func (k *kring) reap(out []uring.CQE) int {
 	n := k.r.Reap(out)
 	if k.waited {
 		k.waited = false
-		if n == 0 {
-			k.empty++
-		} else {
-			k.empty = 0
-		}
+		k.idle.Ended(n > 0) // any entry, the ring's own included
 	}
 	j := 0
 	for i := range n {
