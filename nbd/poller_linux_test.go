@@ -203,7 +203,7 @@ func TestPollLoop(t *testing.T) {
 	if pm.arms.Load() == 0 || pm.wakes.Load() == 0 {
 		t.Fatalf("the connection did not run its poll loop: %d arms, %d waker calls", pm.arms.Load(), pm.wakes.Load())
 	}
-	// Left idle, the loop soon sleeps without its P (idleWaits empty
+	// Left idle, the loop soon sleeps without its P (nbsys.IdleThreshold empty
 	// sleeps of at most 50 ms each), and a request still wakes it.
 	idle := nbd.IdleSleeps()
 	for deadline := time.Now().Add(20 * time.Second); nbd.IdleSleeps() == idle; {

@@ -8,6 +8,7 @@ package cpuprof
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 )
@@ -16,19 +17,26 @@ import (
 // empty) and returns the function that stops it and closes the file; the
 // caller runs it once, when the process's work has stopped.
 func Start(path string) (stop func(), err error) {
+	return toFile("--cpuprofile", path, pprof.StartCPUProfile, pprof.StopCPUProfile)
+}
+
+// toFile runs a runtime recorder (start, stop) into a file created at
+// path, for the flag named flag: nothing when path is empty; errors name
+// the flag. The returned stop ends the recording and closes the file.
+func toFile(flag, path string, start func(io.Writer) error, end func()) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	if err := start(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
 	return func() {
-		pprof.StopCPUProfile()
+		end()
 		f.Close()
 	}, nil
 }

@@ -7,58 +7,40 @@ import (
 	"testing"
 )
 
-// TestStart: an empty path profiles nothing; a path gets a profile once
-// stopped; an unwritable path is an error naming the flag.
-func TestStart(t *testing.T) {
-	stop, err := Start("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop()
-	p := filepath.Join(t.TempDir(), "cpu.pprof")
-	stop, err = Start(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop()
-	fi, err := os.Stat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Size() == 0 {
-		t.Fatalf("profile %s is empty", p)
-	}
-	if _, err := Start(filepath.Join(t.TempDir(), "missing", "cpu.pprof")); err == nil {
-		t.Fatal("a profile in a missing directory was accepted")
-	}
-}
-
-// TestTrace: an empty path traces nothing; a path gets a trace once
-// stopped; a second trace while one runs, and an unwritable path, are
-// errors naming the flag.
-func TestTrace(t *testing.T) {
-	stop, err := Trace("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop()
-	p := filepath.Join(t.TempDir(), "run.trace")
-	stop, err = Trace(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Trace(filepath.Join(t.TempDir(), "second.trace")); err == nil || !strings.Contains(err.Error(), "--trace") {
-		t.Errorf("a second trace while one runs: %v", err)
-	}
-	stop()
-	fi, err := os.Stat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Size() == 0 {
-		t.Fatalf("trace %s is empty", p)
-	}
-	if _, err := Trace(filepath.Join(t.TempDir(), "missing", "run.trace")); err == nil {
-		t.Fatal("a trace in a missing directory was accepted")
+// TestFlags: for --cpuprofile (Start) and --trace (Trace), an empty path
+// records nothing; a path gets a non-empty file once stopped; a second
+// recording while one runs, and an unwritable path, are errors naming the
+// flag.
+func TestFlags(t *testing.T) {
+	for _, c := range []struct {
+		flag  string
+		start func(string) (func(), error)
+	}{{"--cpuprofile", Start}, {"--trace", Trace}} {
+		t.Run(c.flag, func(t *testing.T) {
+			stop, err := c.start("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop()
+			p := filepath.Join(t.TempDir(), "out")
+			stop, err = c.start(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.start(filepath.Join(t.TempDir(), "second")); err == nil || !strings.Contains(err.Error(), c.flag) {
+				t.Errorf("a second recording while one runs: %v", err)
+			}
+			stop()
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Size() == 0 {
+				t.Fatalf("%s is empty", p)
+			}
+			if _, err := c.start(filepath.Join(t.TempDir(), "missing", "out")); err == nil || !strings.Contains(err.Error(), c.flag) {
+				t.Fatalf("a file in a missing directory: %v", err)
+			}
+		})
 	}
 }

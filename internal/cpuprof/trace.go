@@ -1,10 +1,6 @@
 package cpuprof
 
-import (
-	"fmt"
-	"os"
-	"runtime/trace"
-)
+import "runtime/trace"
 
 // Trace starts a Go execution trace written to path (nothing when path is
 // empty) and returns the function that stops it and closes the file: the
@@ -12,19 +8,5 @@ import (
 // often the scheduler hands a locked thread's P around). A trace costs the
 // traced process far more than a CPU profile; take it for a short run.
 func Trace(path string) (stop func(), err error) {
-	if path == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("--trace: %w", err)
-	}
-	if err := trace.Start(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("--trace: %w", err)
-	}
-	return func() {
-		trace.Stop()
-		f.Close()
-	}, nil
+	return toFile("--trace", path, trace.Start, trace.Stop)
 }
