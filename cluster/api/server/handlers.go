@@ -19,9 +19,9 @@ import (
 	"github.com/rdmablk/rdmablk/cluster/catalog"
 )
 
-func (s *Server) apply(w http.ResponseWriter, c catalog.Command) (catalog.Result, bool) {
+func (s *Server) apply(w http.ResponseWriter, r *http.Request, c catalog.Command) (catalog.Result, bool) {
 	c.V = c.Version()
-	res, err := s.o.Node.Apply(c)
+	res, err := s.applyLocal(r.Context(), c)
 	if err != nil {
 		writeError(w, err)
 		return res, false
@@ -141,7 +141,7 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	res, ok := s.apply(w, catalog.Command{Op: catalog.OpRegisterNode, Node: &n})
+	res, ok := s.apply(w, r, catalog.Command{Op: catalog.OpRegisterNode, Node: &n})
 	if ok {
 		writeJSON(w, http.StatusOK, res.Node)
 	}
@@ -193,7 +193,7 @@ func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: the leader cannot remove itself; transfer leadership or remove it from another node after it steps down", catalog.ErrConflict))
 		return
 	}
-	if _, ok := s.apply(w, catalog.Command{Op: catalog.OpRemoveNode, NodeID: req.ID}); !ok {
+	if _, ok := s.apply(w, r, catalog.Command{Op: catalog.OpRemoveNode, NodeID: req.ID}); !ok {
 		return
 	}
 	if err := s.o.Node.RemoveServer(req.ID); err != nil {
@@ -246,7 +246,7 @@ func (s *Server) internalApply(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: node %s may register only itself", errForbidden, id))
 		return
 	}
-	res, err := s.o.Node.Apply(c)
+	res, err := s.applyLocal(r.Context(), c)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -304,7 +304,7 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpCreateVolume, Volume: &v}); ok {
+	if res, ok := s.apply(w, r, catalog.Command{Op: catalog.OpCreateVolume, Volume: &v}); ok {
 		writeJSON(w, http.StatusCreated, res.Volume)
 	}
 }
@@ -315,20 +315,20 @@ func (s *Server) resizeVolume(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpResizeVolume, Name: r.PathValue("name"), Size: req.Size}); ok {
+	if res, ok := s.apply(w, r, catalog.Command{Op: catalog.OpResizeVolume, Name: r.PathValue("name"), Size: req.Size}); ok {
 		writeJSON(w, http.StatusOK, res.Volume)
 	}
 }
 
 // repairVolume clears a volume's error so that its owner retries it now.
 func (s *Server) repairVolume(w http.ResponseWriter, r *http.Request) {
-	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpRepairVolume, Name: r.PathValue("name")}); ok {
+	if res, ok := s.apply(w, r, catalog.Command{Op: catalog.OpRepairVolume, Name: r.PathValue("name")}); ok {
 		writeJSON(w, http.StatusOK, res.Volume)
 	}
 }
 
 func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request) {
-	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpDeleteVolume, Name: r.PathValue("name")}); ok {
+	if res, ok := s.apply(w, r, catalog.Command{Op: catalog.OpDeleteVolume, Name: r.PathValue("name")}); ok {
 		writeJSON(w, http.StatusAccepted, res.Volume)
 	}
 }
@@ -369,13 +369,13 @@ func (s *Server) createSubsystem(w http.ResponseWriter, r *http.Request) {
 	}
 	sub := &catalog.Subsystem{NQN: req.NQN, Node: req.Node, Serial: req.Serial, Model: req.Model,
 		AllowAnyHost: req.AllowAnyHost, Hosts: req.Hosts, RequestID: req.RequestID}
-	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpCreateSubsystem, Subsystem: sub}); ok {
+	if res, ok := s.apply(w, r, catalog.Command{Op: catalog.OpCreateSubsystem, Subsystem: sub}); ok {
 		writeJSON(w, http.StatusCreated, res.Subsystem)
 	}
 }
 
 func (s *Server) deleteSubsystem(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.apply(w, catalog.Command{Op: catalog.OpDeleteSubsystem, NQN: r.PathValue("nqn")}); ok {
+	if _, ok := s.apply(w, r, catalog.Command{Op: catalog.OpDeleteSubsystem, NQN: r.PathValue("nqn")}); ok {
 		writeJSON(w, http.StatusOK, map[string]string{"deleted": r.PathValue("nqn")})
 	}
 }
@@ -386,7 +386,7 @@ func (s *Server) addNamespace(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	res, ok := s.apply(w, catalog.Command{Op: catalog.OpAddNamespace, NQN: r.PathValue("nqn"), NSID: req.NSID, Name: req.Volume})
+	res, ok := s.apply(w, r, catalog.Command{Op: catalog.OpAddNamespace, NQN: r.PathValue("nqn"), NSID: req.NSID, Name: req.Volume})
 	if ok {
 		writeJSON(w, http.StatusCreated, api.AddNamespaceResponse{NSID: res.NSID, Subsystem: *res.Subsystem})
 	}
@@ -398,7 +398,7 @@ func (s *Server) removeNamespace(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: nsid %q", catalog.ErrInvalid, r.PathValue("nsid")))
 		return
 	}
-	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpRemoveNamespace, NQN: r.PathValue("nqn"), NSID: uint32(nsid)}); ok {
+	if res, ok := s.apply(w, r, catalog.Command{Op: catalog.OpRemoveNamespace, NQN: r.PathValue("nqn"), NSID: uint32(nsid)}); ok {
 		writeJSON(w, http.StatusOK, res.Subsystem)
 	}
 }
@@ -409,13 +409,13 @@ func (s *Server) addHost(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpAddHost, NQN: r.PathValue("nqn"), Host: req.Host}); ok {
+	if res, ok := s.apply(w, r, catalog.Command{Op: catalog.OpAddHost, NQN: r.PathValue("nqn"), Host: req.Host}); ok {
 		writeJSON(w, http.StatusOK, res.Subsystem)
 	}
 }
 
 func (s *Server) removeHost(w http.ResponseWriter, r *http.Request) {
-	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpRemoveHost, NQN: r.PathValue("nqn"), Host: r.PathValue("host")}); ok {
+	if res, ok := s.apply(w, r, catalog.Command{Op: catalog.OpRemoveHost, NQN: r.PathValue("nqn"), Host: r.PathValue("host")}); ok {
 		writeJSON(w, http.StatusOK, res.Subsystem)
 	}
 }
@@ -426,7 +426,7 @@ func (s *Server) setAllowAny(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpSetAllowAnyHost, NQN: r.PathValue("nqn"), Allow: req.Allow}); ok {
+	if res, ok := s.apply(w, r, catalog.Command{Op: catalog.OpSetAllowAnyHost, NQN: r.PathValue("nqn"), Allow: req.Allow}); ok {
 		writeJSON(w, http.StatusOK, res.Subsystem)
 	}
 }
@@ -437,7 +437,7 @@ func (s *Server) setANA(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if res, ok := s.apply(w, catalog.Command{Op: catalog.OpSetANAState, NQN: r.PathValue("nqn"), NodeID: req.Node, State: req.State}); ok {
+	if res, ok := s.apply(w, r, catalog.Command{Op: catalog.OpSetANAState, NQN: r.PathValue("nqn"), NodeID: req.Node, State: req.State}); ok {
 		writeJSON(w, http.StatusOK, res.Subsystem)
 	}
 }

@@ -141,14 +141,14 @@ func (s *Server) addReplica(w http.ResponseWriter, r *http.Request) {
 	// The copy's file has the name the volume's files have everywhere,
 	// derived from the volume's name (never from the client).
 	c := catalog.Command{Op: catalog.OpAddReplica, Name: name, Replica: &catalog.Replica{Node: req.Node, Path: name + catalog.VolumeFileSuffix}}
-	if res, ok := s.apply(w, c); ok {
+	if res, ok := s.apply(w, r, c); ok {
 		writeJSON(w, http.StatusOK, res.Volume)
 	}
 }
 
 func (s *Server) removeReplica(w http.ResponseWriter, r *http.Request) {
 	c := catalog.Command{Op: catalog.OpRemoveReplica, Name: r.PathValue("name"), NodeID: r.PathValue("node")}
-	if res, ok := s.apply(w, c); ok {
+	if res, ok := s.apply(w, r, c); ok {
 		writeJSON(w, http.StatusOK, res.Volume)
 	}
 }
@@ -183,7 +183,7 @@ func (s *Server) failover(w http.ResponseWriter, r *http.Request) {
 		}
 		c.NodeID, c.Epoch = to, v.OwnerEpoch()
 	}
-	if res, ok := s.apply(w, c); ok {
+	if res, ok := s.apply(w, r, c); ok {
 		writeJSON(w, http.StatusOK, res.Volume)
 	}
 }

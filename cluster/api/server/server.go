@@ -388,7 +388,8 @@ func (s *Server) Propose(ctx context.Context, c catalog.Command) (catalog.Result
 }
 
 // applyLocal applies c on this node, the leader, for at most as long as
-// ctx lasts. Once raft has taken an entry its future ends only when the
+// ctx lasts: every apply of the server (a node's own proposal, a
+// forwarded one, an API request) is bounded by its caller's context. Once raft has taken an entry its future ends only when the
 // entry is applied or leadership or raft itself ends, and a leader that
 // keeps its lease but cannot commit (a stalled replication pipeline) would
 // hold the proposer — a volume's resync or fault report, and through it
