@@ -45,3 +45,14 @@ type AsyncBatcher interface {
 	Plug()
 	Unplug()
 }
+
+// Poller is an optional extension of Async for a submitter that spins
+// instead of sleeping while its I/O runs (an NVMe/TCP reader waiting for
+// its host): Poll finishes, on the calling goroutine, the I/O the device
+// has already completed — the Completion.IODone of any I/O on the
+// backend's device queue, as Unplug — and returns how many. It never
+// blocks and may find none (the backend's completion goroutine may have
+// taken them). The same lock rule as Unplug holds.
+type Poller interface {
+	Poll() int
+}

@@ -30,9 +30,11 @@
 // calls already in progress (file) or makes them fail with ErrClosed (mem,
 // null); every call that starts after Close returns ErrClosed.
 //
-// Optional capabilities (Async, AsyncBatcher, FixedBuffers, Resizer,
-// NonBlocking) are found by type assertion on the Backend; a wrapper must
+// Optional capabilities (Async, AsyncBatcher, Poller, FixedBuffers,
+// Resizer, NonBlocking) are found by type assertion on the Backend; a wrapper must
 // expose its inner backend's (blockdevtest's Caps.Capabilities checks it).
+// The mirror (blockdev/mirror) does not expose Poller yet: a replicated
+// volume's completions always come from its legs' own goroutines.
 // file, mem and null implement Resizer in place, keeping the others.
 //
 // Backends that implement NonBlocking and report true never wait on I/O

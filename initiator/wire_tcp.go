@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rdmablk/rdmablk/internal/nbsys"
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/nvme/tcppdu"
 	"github.com/rdmablk/rdmablk/verbs"
@@ -165,6 +166,7 @@ func dialTCP(ctx context.Context, s tcpSetup) (*qpair, error) {
 	w := newTCPWire(q, s.depth, conn, conn, tcppdu.Digests{Header: resp.DGST&tcppdu.DGSTHeader != 0, Data: resp.DGST&tcppdu.DGSTData != 0},
 		tcppdu.PDAAlign(resp.CPDA), resp.MAXH2CDATA, s.inCapsule, s.maxData)
 	w.conn = conn
+	watchParked(conn)
 	go w.readLoop()
 	return q, nil
 }
@@ -409,4 +411,15 @@ func (w *tcpWire) destroy() error {
 	w.disconnect()
 	w.end(ErrClosed)
 	return nil
+}
+
+// watchParked puts the queue's socket in the process's parked set
+// (internal/nbsys), so that an NVMe/TCP target reader spinning in the same
+// process (a replica leg's owner) stops for this queue's responses.
+func watchParked(conn net.Conn) {
+	if sc, ok := conn.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			_ = rc.Control(func(fd uintptr) { _ = nbsys.WatchParked(int(fd), nbsys.ParkedIn) })
+		}
+	}
 }

@@ -83,11 +83,34 @@ func (q *Queue) BeginBatch() { q.batching = true }
 // its device now. Transport goroutine only. It never blocks on I/O.
 func (q *Queue) EndBatch() {
 	q.batching = false
+	for i := range q.nPollers {
+		q.pollers[i] = nil
+	}
+	q.nPollers = 0
 	for i := range q.nPlugged {
-		q.plugged[i].Unplug()
+		b := q.plugged[i]
+		b.Unplug()
+		if p, ok := b.(blockdev.Poller); ok {
+			q.pollers[q.nPollers] = p
+			q.nPollers++
+		}
 		q.plugged[i] = nil
 	}
 	q.nPlugged = 0
+}
+
+// Poll finishes, on the calling goroutine, the I/O that the backends of
+// the last batch have already completed (blockdev.Poller) — their
+// completions go back to the transport through QueueConn.Complete, from
+// inside Poll — and returns how many it finished. For a transport that
+// spins instead of sleeping while its I/O runs; it never blocks.
+// Transport goroutine only, outside a batch.
+func (q *Queue) Poll() int {
+	n := 0
+	for i := range q.nPollers {
+		n += q.pollers[i].Poll()
+	}
+	return n
 }
 
 // plug plugs a's backend once per batch, when it batches.

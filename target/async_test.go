@@ -130,3 +130,46 @@ func TestAsyncBatch(t *testing.T) {
 		t.Fatalf("plugged outside a batch: %d plugs", p)
 	}
 }
+
+// pollingBackend is a batchingBackend that can be polled.
+type pollingBackend struct {
+	*batchingBackend
+	polls atomic.Int32
+}
+
+func (b *pollingBackend) Poll() int { b.polls.Add(1); return 2 }
+
+// TestQueuePoll: Queue.Poll polls the backends the last batch released,
+// when they can be polled (blockdev.Poller), and sums what they finished;
+// before any batch, and after a batch that touched no pollable backend,
+// it polls nothing.
+func TestQueuePoll(t *testing.T) {
+	for _, pollable := range []bool{true, false} {
+		bb := &batchingBackend{asyncBackend: &asyncBackend{Backend: mem.New(1024, 4096), bufs: make(chan []byte, 16)}}
+		pb := &pollingBackend{batchingBackend: bb}
+		var be blockdev.Backend = bb
+		if pollable {
+			be = pb
+		}
+		s := newIOSetup(t, Options{}, NamespaceConfig{NSID: 1, Backend: be})
+		h := s.io
+		if n := h.q.Poll(); n != 0 || pb.polls.Load() != 0 {
+			t.Fatalf("pollable %v: Poll before any batch finished %d, polled %d times", pollable, n, pb.polls.Load())
+		}
+		h.q.BeginBatch()
+		var rd nvme.SQE
+		rd.SetRW(nvme.IORead, 1, 0, 1, 0)
+		if _, done := h.submit(rd, make([]byte, 4096)); done {
+			t.Fatal("completed inline")
+		}
+		h.q.EndBatch()
+		want := 0
+		if pollable {
+			want = 2
+		}
+		if n := h.q.Poll(); n != want || int(pb.polls.Load()) != want/2 {
+			t.Fatalf("pollable %v: Poll after the batch finished %d (want %d), polled %d times", pollable, n, want, pb.polls.Load())
+		}
+		<-h.conn.completed
+	}
+}

@@ -35,6 +35,10 @@ type Queue struct {
 	batching bool
 	plugged  [maxPlugged]blockdev.AsyncBatcher
 	nPlugged int
+	// pollers: the backends the last EndBatch released that can be
+	// polled (blockdev.Poller): where that batch's I/O may still run.
+	pollers  [maxPlugged]blockdev.Poller
+	nPollers int
 	// region is the transport's data memory (SetDataRegion); fixed are
 	// the backends it is registered with (fixed.go).
 	region []byte

@@ -19,6 +19,7 @@ const (
 	CapFixedBuffers                        // blockdev.FixedBuffers
 	CapResizer                             // blockdev.Resizer
 	CapNonBlocking                         // blockdev.NonBlocking reporting true
+	CapPoller                              // blockdev.Poller
 )
 
 // Capabilities returns what b implements.
@@ -39,12 +40,15 @@ func Capabilities(b blockdev.Backend) Capability {
 	if nb, ok := b.(blockdev.NonBlocking); ok && nb.NonBlocking() {
 		c |= CapNonBlocking
 	}
+	if _, ok := b.(blockdev.Poller); ok {
+		c |= CapPoller
+	}
 	return c
 }
 
 // String lists the capabilities, e.g. "async|resizer".
 func (c Capability) String() string {
-	names := []string{"async", "async-batcher", "fixed-buffers", "resizer", "non-blocking"}
+	names := []string{"async", "async-batcher", "fixed-buffers", "resizer", "non-blocking", "poller"}
 	var parts []string
 	for i, n := range names {
 		if c&(1<<i) != 0 {

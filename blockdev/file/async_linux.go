@@ -254,6 +254,18 @@ func (b *Backend) Unplug() {
 	}
 }
 
+// Poll implements blockdev.Poller: the completions the backend's ring
+// already holds are finished on the calling goroutine, unless the reaper
+// is taking them right now; it returns how many. Where they were
+// signalled on the eventfd, their count is taken back (one read), so the
+// reaper is not woken for them. After Close it finds nothing.
+func (b *Backend) Poll() int {
+	if a := b.ring; a != nil {
+		return a.reapInline(false)
+	}
+	return 0
+}
+
 // finishAsync counts an I/O all of whose entries transferred everything.
 // An I/O with an entry that did not (short transfer, EINVAL from a
 // stricter O_DIRECT alignment, EAGAIN, EOPNOTSUPP for RWF_DSYNC, a real

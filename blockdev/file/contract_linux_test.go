@@ -91,7 +91,7 @@ func (o *opener) stats() Stats {
 
 // fileCaps are the capabilities every file backend exposes (the methods
 // refuse at run time when there is no fast path).
-const fileCaps = blockdevtest.CapAsync | blockdevtest.CapAsyncBatcher | blockdevtest.CapFixedBuffers | blockdevtest.CapResizer
+const fileCaps = blockdevtest.CapAsync | blockdevtest.CapAsyncBatcher | blockdevtest.CapFixedBuffers | blockdevtest.CapResizer | blockdevtest.CapPoller
 
 func runContract(t *testing.T, o *opener) Stats {
 	blockdevtest.Run(t, o.open, blockdevtest.Caps{Persistent: true, Reopen: o.reopen, Capabilities: fileCaps})

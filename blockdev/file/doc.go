@@ -79,7 +79,11 @@
 // # The io_uring fast path: shared rings
 //
 // Backends with an O_DIRECT descriptor implement blockdev.Async,
-// blockdev.AsyncBatcher and blockdev.FixedBuffers on io_uring. The rings
+// blockdev.AsyncBatcher, blockdev.Poller and blockdev.FixedBuffers on
+// io_uring (Poll: a spinning submitter reaps the ring's completions itself,
+// as Unplug does after its submission; the ring's eventfd is also in
+// internal/nbsys's parked set, so a spinner that cannot take them parks
+// and lets the reaper run). The rings
 // are not the backend's own: a RingGroup holds a fixed set of rings
 // (default: DefaultRingGroup, GOMAXPROCS rings of DefaultGroupRingEntries
 // entries, created at the first Open and kept for the life of the

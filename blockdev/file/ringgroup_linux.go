@@ -187,10 +187,13 @@ type sharedRing struct {
 	reapMu  sync.Mutex  // serialises consuming the CQ (reaper, inline reaps)
 	cqes    []uring.CQE // completions being handled; guarded by reapMu
 	sawStop atomic.Bool // the stop NOP was reaped
-	evf     *os.File    // the eventfd the kernel signals; nil: blocking Wait
-	evrc    syscall.RawConn
-	evRead  func(fd uintptr) bool // reads the eventfd; made once (no allocation per wait)
-	evBuf   [8]byte
+	// unmapped: stop closed the ring (reapMu): a Poll that comes after
+	// its backend's Close finds nothing to reap instead of a freed CQ.
+	unmapped bool
+	evf      *os.File // the eventfd the kernel signals; nil: blocking Wait
+	evrc     syscall.RawConn
+	evRead   func(fd uintptr) bool // reads the eventfd; made once (no allocation per wait)
+	evBuf    [8]byte
 	// clearFn reads the eventfd once without waiting (reapInline, under
 	// reapMu, through evrc.Control) into clearBuf; cleared says it took a
 	// count.
@@ -263,6 +266,9 @@ func (a *sharedRing) setupEventFD() {
 		return
 	}
 	a.evf, a.evrc = f, rc
+	// A spinning NVMe/TCP reader stops for a completion signalled here
+	// (internal/nbsys parked set).
+	_ = nbsys.WatchParked(fd, nbsys.ParkedIn)
 	// The eventfd is non-blocking: its reads go through internal/nbsys,
 	// which does not wake the runtime's monitor thread per completion.
 	a.evRead = func(fd uintptr) bool {
@@ -340,9 +346,9 @@ func (a *sharedRing) reap() {
 // An inline drain may also take the stop NOP (stop), whose signal the
 // pause suppressed or the read-back took: the reaper, asleep on the
 // eventfd, must then be woken to see sawStop and exit.
-func (a *sharedRing) reapInline(paused bool) {
+func (a *sharedRing) reapInline(paused bool) int {
 	if a.evrc == nil {
-		return
+		return 0
 	}
 	if !a.reapMu.TryLock() {
 		if paused {
@@ -351,7 +357,11 @@ func (a *sharedRing) reapInline(paused bool) {
 				a.poke()
 			}
 		}
-		return
+		return 0
+	}
+	if a.unmapped { // only a Poll gets here so late (never paused)
+		a.reapMu.Unlock()
+		return 0
 	}
 	n := a.drainLocked()
 	if paused {
@@ -377,6 +387,7 @@ func (a *sharedRing) reapInline(paused bool) {
 			a.poke()
 		}
 	}
+	return n
 }
 
 // poke adds 1 to the eventfd: the reaper looks at the CQ (and sawStop)
@@ -468,10 +479,13 @@ func (a *sharedRing) stop() {
 	a.mu.Unlock()
 	if err == nil {
 		<-a.done
+		a.reapMu.Lock()
+		a.unmapped = true
 		_ = a.ring.Close()
 		if a.evf != nil {
 			_ = a.evf.Close()
 		}
+		a.reapMu.Unlock()
 	}
 	// Otherwise the reaper stays parked on a ring with nothing in flight;
 	// leaking it is safer than unmapping under it.

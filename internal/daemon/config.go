@@ -79,6 +79,10 @@ type TransportConfig struct {
 	// bytes of read data go out zero-copy (0: default 32 KiB; negative:
 	// never). See tcp.Config.ZeroCopySendMin.
 	TCPZeroCopySendMin int `mapstructure:"tcp_zero_copy_send_min"`
+	// TCPPollSpins: passes an NVMe/TCP I/O queue's reader spins before
+	// it parks (0: default, no spinning; negative: no spinning). See
+	// tcp.Config.PollSpins.
+	TCPPollSpins int `mapstructure:"tcp_poll_spins"`
 }
 
 // dataBufferLimit is MaxDataBufferMemory in bytes for rdma.Config

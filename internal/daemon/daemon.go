@@ -162,6 +162,7 @@ func (d *Daemon) start(cfg *Config) error {
 				MaxUnconnected:        cfg.Transport.MaxUnconnectedQueues,
 				MaxUnconnectedPerHost: cfg.Transport.MaxUnconnectedPerHost,
 				ZeroCopySendMin:       cfg.Transport.TCPZeroCopySendMin,
+				PollSpins:             cfg.Transport.TCPPollSpins,
 				Logger:                log,
 			})
 			if err != nil {
@@ -300,6 +301,10 @@ func (d *Daemon) Close() error {
 	d.listeners = nil
 	for _, l := range d.tcpListeners {
 		errs = append(errs, l.Close())
+		st := l.Stats()
+		d.log.Info("NVMe/TCP listener closed", "addr", l.Addr(), "accepted", st.Accepted, "writes", st.Writes,
+			"writer_handoffs", st.WriterHandoffs, "zero_copy_sends", st.ZeroCopySends,
+			"spin_reads", st.SpinReads, "spin_yields", st.SpinYields, "spin_run_outs", st.SpinRunOuts)
 	}
 	d.tcpListeners, d.addrs = nil, nil
 	if d.tgt != nil {

@@ -22,9 +22,15 @@
 // while such loops sleep (procs.go); a Yielder takes such a loop through
 // the scheduler before the runtime would preempt it (yield.go).
 //
+// The parked set (parked_linux.go) is one process-wide epoll set of the
+// data path's descriptors that goroutines wait on in the runtime's
+// poller; a loop that spins instead of parking looks at it each pass
+// (ParkedReady) and parks as soon as another member is ready.
+//
 // # Ownership, goroutines, buffers
 //
 // Stateless but for the count of P-keeping sleepers (procs.go, under a
-// mutex). Any goroutine; buffers are only read or written during the
+// mutex) and the parked set's epoll descriptor (made once, never closed;
+// members leave it when they are closed). Any goroutine; buffers are only read or written during the
 // call. A Yielder belongs to the one loop goroutine that calls its Pass.
 package nbsys

@@ -53,6 +53,9 @@ const (
 	// out zero-copy: below it, copying into the socket costs less than
 	// pinning the pages and waiting for the notice.
 	DefaultZeroCopySendMin = 32 << 10
+	// DefaultPollSpins is the default Config.PollSpins: no spinning. Two
+	// lab A/Bs of 512 passes against none disagreed (docs/design.md §4).
+	DefaultPollSpins = -1
 	// termWriteTimeout bounds the write of a C2HTermReq (and whatever is
 	// queued before it) to a host that does not read.
 	termWriteTimeout = 5 * time.Second
@@ -109,6 +112,13 @@ type Config struct {
 	// refuses it, every write copies). 0 → DefaultZeroCopySendMin;
 	// negative → never. See docs/tcp-zero-copy.md.
 	ZeroCopySendMin int
+	// PollSpins: the most passes (a yield and a look at the process's
+	// parked descriptors, internal/nbsys) an I/O queue's reader makes,
+	// when nothing of its own is under way, before it parks in the
+	// runtime's poller to wait for its host's next PDU; the budget adapts
+	// between 0 and PollSpins (spin_linux.go). 0 → DefaultPollSpins
+	// (park at once); negative → park at once. Linux only; an experiment.
+	PollSpins int
 	// Logger receives connection events; nil discards them.
 	Logger *slog.Logger
 
@@ -169,6 +179,9 @@ func (c *Config) normalize() error {
 	}
 	if c.ZeroCopySendMin == 0 {
 		c.ZeroCopySendMin = DefaultZeroCopySendMin
+	}
+	if c.PollSpins == 0 {
+		c.PollSpins = DefaultPollSpins
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -34,7 +34,14 @@
 //     batch ends before a read that would block: the core submits the
 //     held-back I/O (a RAM-backed device completes it inside that call),
 //     then the reader writes every response and R2T the batch produced,
-//     inline completions included, in one writev;
+//     inline completions included, in one writev. Then, on an I/O queue,
+//     it may spin before it parks (spin_linux.go, Config.PollSpins; off
+//     by default): it yields, polls the batch's backends (Queue.Poll:
+//     their completions are answered from here) and looks at the
+//     process's parked set (internal/nbsys) up to an adaptive budget of
+//     passes, reads its socket as soon as that is readable, and parks at
+//     once when another descriptor of the set is ready, since a spinner
+//     keeps the runtime from polling the network for the others;
 //   - a goroutine that completes a command outside the reader
 //     (QueueConn.Complete: the backend's io_uring completion goroutine, a
 //     worker of the core's pool, AER) posts its response and, when no

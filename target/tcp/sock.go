@@ -26,8 +26,11 @@ type sockWriter struct {
 	iov  []iovec
 	i    int
 	wait bool
-	err  error
-	fn   func(fd uintptr) bool // s.writev, bound once (no allocation per write)
+	// waitOut: the socket is in the parked set for room too (parkedOut),
+	// while a waiting write parks.
+	waitOut bool
+	err     error
+	fn      func(fd uintptr) bool // s.writev, bound once (no allocation per write)
 
 	// Portable path.
 	nb  net.Buffers
@@ -95,7 +98,11 @@ func (s *sockWriter) write(bufs [][]byte, wait, zc bool) (bool, error) {
 		}
 	}
 	s.wait, s.err = wait, nil
-	if err := s.rc.Write(s.fn); err != nil {
+	err := s.rc.Write(s.fn)
+	if s.waitOut {
+		_ = s.rc.Control(func(fd uintptr) { s.waitOut = parkedOut(fd, false) })
+	}
+	if err != nil {
 		return false, err
 	}
 	if s.err != nil {
@@ -125,6 +132,10 @@ func (s *sockWriter) writev(fd uintptr) bool {
 		switch {
 		case errno == syscall.EINTR:
 		case errno == syscall.EAGAIN:
+			if s.wait && !s.waitOut {
+				// Parks for room: a spinning reader must not hold that up.
+				s.waitOut = parkedOut(fd, true)
+			}
 			return !s.wait
 		case errno == syscall.EPIPE || errno == syscall.ECONNRESET:
 			s.err = io.ErrClosedPipe
@@ -174,6 +185,7 @@ type sockReader struct {
 	n   int
 	err error
 	fn  func(fd uintptr) bool // r.read, bound once
+	sp  spinState             // spin_linux.go
 }
 
 func (r *sockReader) init(c *conn) {
@@ -182,6 +194,7 @@ func (r *sockReader) init(c *conn) {
 		if rc, err := sc.SyscallConn(); err == nil {
 			r.rc = rc
 			r.fn = r.read
+			_ = rc.Control(func(fd uintptr) { r.sp.init(c.l.cfg.PollSpins, fd) })
 		}
 	}
 }
@@ -215,8 +228,10 @@ func (r *sockReader) Read(p []byte) (int, error) {
 
 // read is one non-blocking read, run by rc.Read. On an empty socket it
 // ends the reader's batch (the core submits the I/O it held back, the
-// responses are written; nothing here blocks) and asks rc.Read to wait.
+// responses are written; nothing here blocks), spins if the connection
+// only waits for its host (spin_linux.go), and asks rc.Read to wait.
 func (r *sockReader) read(fd uintptr) bool {
+	r.sp.woke()
 	for {
 		n, err := rawRead(fd, r.p)
 		switch {
@@ -224,14 +239,25 @@ func (r *sockReader) read(fd uintptr) bool {
 			continue
 		case err == syscall.EAGAIN:
 			r.c.endBatch()
+			if r.spin(fd) {
+				return true
+			}
+			r.sp.parked = true
 			return false
-		case err != nil:
-			r.err = err
-		case n == 0:
-			r.err = io.EOF
-		default:
-			r.n = n
 		}
+		r.took(n, err)
 		return true
+	}
+}
+
+// took records what one read returned.
+func (r *sockReader) took(n int, err error) {
+	switch {
+	case err != nil:
+		r.err = err
+	case n == 0:
+		r.err = io.EOF
+	default:
+		r.n = n
 	}
 }

@@ -40,6 +40,15 @@ type Stats struct {
 	// before the kernel let go of their memory: it stays allocated until
 	// it does (a peer that stopped acknowledging).
 	ZeroCopySends, ZeroCopyBytes, ZeroCopyCopied, ZeroCopyAbandoned uint64
+	// SpinReads counts the PDU reads an idle I/O queue's reader made
+	// while it spun instead of parking (Config.PollSpins); SpinYields the
+	// spins it ended early because another descriptor of the process's
+	// parked set was ready (a goroutine waiting for it needs the runtime's
+	// poll, which a spinner holds off).
+	// SpinRunOuts counts the spins that used their whole budget and
+	// parked: many of them, against few SpinReads, say the hosts pause
+	// longer than a spin (the budget then shrinks to nothing by itself).
+	SpinReads, SpinYields, SpinRunOuts uint64
 	// ZeroCopyOff: the kernel cannot send zero-copy (no io_uring or no
 	// IORING_OP_SENDMSG_ZC, Linux < 6.1); every write copies.
 	ZeroCopyOff bool
@@ -48,6 +57,7 @@ type Stats struct {
 type counters struct {
 	accepted, connections, refused, terminated, hostTerminated, dataDigestErrors, drainTimeouts, writes, writerHandoffs atomic.Uint64
 	zcSends, zcBytes, zcCopied, zcAbandoned                                                                             atomic.Uint64
+	spinReads, spinYields, spinRunOuts                                                                                  atomic.Uint64
 }
 
 // Stats returns the counters (each read atomically on its own). Any
@@ -62,6 +72,7 @@ func (l *Listener) Stats() Stats {
 		WriterHandoffs: c.writerHandoffs.Load(),
 		ZeroCopySends:  c.zcSends.Load(), ZeroCopyBytes: c.zcBytes.Load(), ZeroCopyCopied: c.zcCopied.Load(),
 		ZeroCopyAbandoned: c.zcAbandoned.Load(), ZeroCopyOff: l.zcBroken.Load(),
+		SpinReads: c.spinReads.Load(), SpinYields: c.spinYields.Load(), SpinRunOuts: c.spinRunOuts.Load(),
 	}
 	l.mu.Lock()
 	st.Unconnected = uint64(l.unconnected)

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/rdmablk/rdmablk/internal/nbsys"
 )
 
 // evfd integrates one rdma-core event file descriptor (the rdma_cm event
@@ -44,6 +46,9 @@ func newEvfd(fd C.int, name string) (*evfd, error) {
 		f.Close()
 		return nil, fmt.Errorf("ibverbs: %s: %w", name, err)
 	}
+	// A spinning NVMe/TCP reader stops for this channel's event
+	// (internal/nbsys parked set).
+	_ = nbsys.WatchParked(dup, nbsys.ParkedIn)
 	return &evfd{f: f, rc: rc}, nil
 }
 
