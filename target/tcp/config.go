@@ -112,10 +112,11 @@ type Config struct {
 	// refuses it, every write copies). 0 → DefaultZeroCopySendMin;
 	// negative → never. See docs/tcp-zero-copy.md.
 	ZeroCopySendMin int
-	// PollSpins: the most passes (a yield and a look at the process's
-	// parked descriptors, internal/nbsys) an I/O queue's reader makes,
-	// when nothing of its own is under way, before it parks in the
-	// runtime's poller to wait for its host's next PDU; the budget adapts
+	// PollSpins: the most passes (a yield, a poll of the last batch's
+	// backends, a look at the process's parked descriptors,
+	// internal/nbsys) an I/O queue's reader makes on an empty socket
+	// before it parks in the runtime's poller to wait for its host's next
+	// PDU; passes that answer I/O do not count; the budget adapts
 	// between 0 and PollSpins (spin_linux.go). 0 → DefaultPollSpins
 	// (park at once); negative → park at once. Linux only; an experiment.
 	PollSpins int

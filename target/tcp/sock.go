@@ -228,8 +228,8 @@ func (r *sockReader) Read(p []byte) (int, error) {
 
 // read is one non-blocking read, run by rc.Read. On an empty socket it
 // ends the reader's batch (the core submits the I/O it held back, the
-// responses are written; nothing here blocks), spins if the connection
-// only waits for its host (spin_linux.go), and asks rc.Read to wait.
+// responses are written; nothing here blocks), spins when
+// Config.PollSpins allows (spin_linux.go), and asks rc.Read to wait.
 func (r *sockReader) read(fd uintptr) bool {
 	r.sp.woke()
 	for {

@@ -40,14 +40,15 @@ type Stats struct {
 	// before the kernel let go of their memory: it stays allocated until
 	// it does (a peer that stopped acknowledging).
 	ZeroCopySends, ZeroCopyBytes, ZeroCopyCopied, ZeroCopyAbandoned uint64
-	// SpinReads counts the PDU reads an idle I/O queue's reader made
-	// while it spun instead of parking (Config.PollSpins); SpinYields the
+	// SpinReads counts the PDU reads an I/O queue's reader made while it
+	// spun instead of parking (Config.PollSpins); SpinYields the
 	// spins it ended early because another descriptor of the process's
 	// parked set was ready (a goroutine waiting for it needs the runtime's
 	// poll, which a spinner holds off).
 	// SpinRunOuts counts the spins that used their whole budget and
 	// parked: many of them, against few SpinReads, say the hosts pause
-	// longer than a spin (the budget then shrinks to nothing by itself).
+	// longer than a spin (the budget then shrinks, and is tried whole
+	// again every 64 wake-ups).
 	SpinReads, SpinYields, SpinRunOuts uint64
 	// ZeroCopyOff: the kernel cannot send zero-copy (no io_uring or no
 	// IORING_OP_SENDMSG_ZC, Linux < 6.1); every write copies.

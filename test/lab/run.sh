@@ -70,7 +70,8 @@
 #      TAGS (build tags, default ibverbs), LABARGS (extra lab.key=value guest parameters for the
 #      nvmeof, initiator, tcp, perf and perf-tcp scenarios, e.g. LABARGS=lab.sendinv=off,on: see scenario-nvmeof.sh;
 #      perf: LABARGS=lab.pollspins=-1 sets rdmablkd's transport.poll_spins, lab.pollwait=channel its transport.poll_wait,
-#      lab.mdts=131072 its max_data_transfer, lab.tcpspins=512 its transport.tcp_poll_spins (perf-tcp; both builds
+#      lab.mdts=131072 its max_data_transfer, lab.nullirq=0 the null_blk backing's irqmode (0: completes
+#      during submission; default 1, softirq), lab.tcpspins=512 its transport.tcp_poll_spins (perf-tcp; both builds
 #      get it, so a BASELINE must know the key); replperf: lab.pollwait=epoll both nodes' transport.poll_wait,
 #      lab.datafs=tmpfs their data directories on tmpfs instead of ext4 over brd, lab.vols=r2 one volume only,
 #      lab.mtu=9000 both guests' eth0 MTU: RoCE MTU 4096 instead of 1024),

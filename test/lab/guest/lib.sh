@@ -248,12 +248,14 @@ nvme_ndev() {
   for _ in $(seq 50); do NDEV=$(ls /dev | grep -E '^nvme[0-9]+n[0-9]+$' | head -1); [ -n "$NDEV" ] && return 0; sleep 0.1; done
   return 1
 }
-# nullb_up SIZE_MB: a memory-backed null_blk device through configfs (prints its path).
+# nullb_up SIZE_MB: a memory-backed null_blk device through configfs (prints its path); LAB_NULLIRQ
+# (lab.nullirq) sets its irqmode (0: completes during submission; default 1: softirq).
 nullb_up() {
   local n=/sys/kernel/config/nullb/nullb0
   modprobe null_blk nr_devices=0 || return 1
   mountpoint -q /sys/kernel/config || mount -t configfs configfs /sys/kernel/config
   mkdir -p "$n" && echo "$1" > "$n/size" && echo 1 > "$n/memory_backed" && echo 512 > "$n/blocksize" &&
+    { [ -z "${LAB_NULLIRQ:-}" ] || echo "$LAB_NULLIRQ" > "$n/irqmode"; } &&
     echo 1 > "$n/power" || return 1
   for _ in $(seq 50); do [ -b /dev/nullb0 ] && break; sleep 0.1; done
   echo /dev/nullb0
