@@ -19,11 +19,7 @@ import (
 // (issue 13: ublk ≥ 0.9×, nbd ≥ 0.7× of the kernel host's IOPS; 0 = the reference).
 // Experiment rows (lab.configs=…: -np the attachment with GODEBUG=asyncpreemptoff=1, -b under
 // chrt --batch, -n with --sched normal) appear only when the run had them.
-var feConfigs = []struct {
-	name, what string
-	goal       float64
-	experiment bool
-}{
+var feConfigs = []feConfig{
 	{"kernel", "kernel nvme-rdma host (/dev/nvmeXnY)", 0, false},
 	{"ublk", "rdmablk --frontend ublk (/dev/ublkbN)", 0.9, false},
 	{"nbd", "rdmablk --frontend nbd (/dev/nbdN)", 0.7, false},
@@ -35,8 +31,18 @@ var feConfigs = []struct {
 	{"nbd-n", "rdmablk --frontend nbd --sched normal (experiment)", 0.7, true},
 }
 
+// feConfig is one block device path of the frontends comparison.
+type feConfig struct {
+	name, what string
+	goal       float64
+	experiment bool
+}
+
+// feJob is one timed fio job.
+type feJob struct{ name, what string }
+
 // feJobs are the timed fio jobs, in table order.
-var feJobs = []struct{ name, what string }{
+var feJobs = []feJob{
 	{"rr32", "4 KiB randread QD32 ×2 jobs"},
 	{"rw32", "4 KiB randwrite QD32 ×2 jobs"},
 }
@@ -336,6 +342,17 @@ func writeFrontends(w io.Writer, r *feRun) {
 	}
 	ran := func(cfg string) bool { return len(r.configs) == 0 || slices.Contains(r.configs, cfg) }
 	shown := func(i int) bool { return !feConfigs[i].experiment || len(r.configs) > 0 && ran(feConfigs[i].name) }
+	// rows calls row for every job and every configuration the report
+	// lists (shown and run), jobs outer: one table row each.
+	rows := func(row func(feJob, feConfig)) {
+		for _, j := range feJobs {
+			for i, c := range feConfigs {
+				if shown(i) && ran(c.name) {
+					row(j, c)
+				}
+			}
+		}
+	}
 
 	fmt.Fprintln(w, "\n### Goals (issue 13): IOPS against the kernel host on the same target")
 	fmt.Fprintln(w)
@@ -365,47 +382,37 @@ func writeFrontends(w io.Writer, r *feRun) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| job | configuration | IOPS | p50 µs | p99 µs | initiator guest CPU µs per I/O | initiator guest busy % of its CPU | rdmablk process CPU µs per I/O | initiator guest context switches per I/O | target guest CPU µs per I/O (rdmablkd) | target guest busy % |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-	for _, j := range feJobs {
-		for i, c := range feConfigs {
-			if !shown(i) || !ran(c.name) {
-				continue
-			}
-			ci := summarize(r.series(c.name, j.name, feIOPS))
-			proc := "-"
-			if c.name != "kernel" {
-				proc = summarize(r.series(c.name, j.name, r.procPerIO)).format("%.1f")
-			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s (%s) | %s |\n", j.what, c.what, ci,
-				summarize(r.series(c.name, j.name, feP50)), summarize(r.series(c.name, j.name, feP99)),
-				summarize(r.series(c.name, j.name, r.cpuPerIO)).format("%.1f"),
-				summarize(r.series(c.name, j.name, r.busyPct)).format("%.0f"), proc,
-				summarize(r.series(c.name, j.name, r.ctxtPerIO)).format("%.2f"),
-				summarize(r.series(c.name, j.name, r.targetPerIO)).format("%.1f"),
-				summarize(r.series(c.name, j.name, r.targetProcPerIO)).format("%.1f"),
-				summarize(r.series(c.name, j.name, r.targetBusyPct)).format("%.0f"))
+	rows(func(j feJob, c feConfig) {
+		ci := summarize(r.series(c.name, j.name, feIOPS))
+		proc := "-"
+		if c.name != "kernel" {
+			proc = summarize(r.series(c.name, j.name, r.procPerIO)).format("%.1f")
 		}
-	}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s (%s) | %s |\n", j.what, c.what, ci,
+			summarize(r.series(c.name, j.name, feP50)), summarize(r.series(c.name, j.name, feP99)),
+			summarize(r.series(c.name, j.name, r.cpuPerIO)).format("%.1f"),
+			summarize(r.series(c.name, j.name, r.busyPct)).format("%.0f"), proc,
+			summarize(r.series(c.name, j.name, r.ctxtPerIO)).format("%.2f"),
+			summarize(r.series(c.name, j.name, r.targetPerIO)).format("%.1f"),
+			summarize(r.series(c.name, j.name, r.targetProcPerIO)).format("%.1f"),
+			summarize(r.series(c.name, j.name, r.targetBusyPct)).format("%.0f"))
+	})
 
 	if r.hasRxe() {
 		fmt.Fprintln(w, "\n### RDMA traffic (the initiator guest's rxe0 port counters over each job)")
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "| job | configuration | packets sent per I/O | packets received per I/O | other counters that moved, per 1,000 I/O |")
 		fmt.Fprintln(w, "| --- | --- | --- | --- | --- |")
-		for _, j := range feJobs {
-			for i, c := range feConfigs {
-				if !shown(i) || !ran(c.name) {
-					continue
-				}
-				var other []string
-				for _, k := range r.rxeOthers(c.name, j.name) {
-					other = append(other, k+" "+summarize(r.series(c.name, j.name, rxePerIO(k, 1000))).format("%.1f"))
-				}
-				fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", j.what, c.what,
-					summarize(r.series(c.name, j.name, rxePerIO("sent_pkts", 1))).format("%.2f"),
-					summarize(r.series(c.name, j.name, rxePerIO("rcvd_pkts", 1))).format("%.2f"),
-					orDash(strings.Join(other, "; ")))
+		rows(func(j feJob, c feConfig) {
+			var other []string
+			for _, k := range r.rxeOthers(c.name, j.name) {
+				other = append(other, k+" "+summarize(r.series(c.name, j.name, rxePerIO(k, 1000))).format("%.1f"))
 			}
-		}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", j.what, c.what,
+				summarize(r.series(c.name, j.name, rxePerIO("sent_pkts", 1))).format("%.2f"),
+				summarize(r.series(c.name, j.name, rxePerIO("rcvd_pkts", 1))).format("%.2f"),
+				orDash(strings.Join(other, "; ")))
+		})
 	}
 
 	fmt.Fprintln(w)
