@@ -75,6 +75,8 @@
 #      get it, so a BASELINE must know the key); replperf: lab.pollwait=epoll both nodes' transport.poll_wait,
 #      lab.datafs=tmpfs their data directories on tmpfs instead of ext4 over brd, lab.vols=r2 one volume only,
 #      lab.mtu=9000 both guests' eth0 MTU: RoCE MTU 4096 instead of 1024),
+#      INSNS=1 (perf, perf-tcp: the target guest, frontends: the initiator guest, replperf: guest A, under the insncount
+#      QEMU plugin; guest instructions per command per job in the run's insns.md: test/lab/probes/insncount),
 #      BASELINE (perf, perf-tcp, frontends: a git revision; B is rdmablkd built from it, not nvmet: see perf above;
 #      with NOBUILD=1 the share/bin/rdmablkd-base of an earlier run, which must be that revision's;
 #      REPORT_ONLY of an A/B run needs no BASELINE: the run's outputs say so).
@@ -175,6 +177,32 @@ if [ -n "$BASESHORT" ]; then
       { echo "run.sh: NOBUILD=1 BASELINE=$BASELINE: $SHARE/bin/rdmablkd-base is $have's, not $BASESHORT's: run without NOBUILD=1" >&2; exit 1; }
   fi
 fi
+# insn_setup DIR BINARY: build the insncount plugin, keep the share's BINARY (for its symbols) in
+# DIR and print the qemu arguments that load the plugin with DIR as its mark directory (INSNS=1).
+insn_setup() {
+  mkdir -p "$1" || return 1
+  gcc -O2 -shared -fPIC -fvisibility=hidden -o "$LAB_DIR/insncount.so" "$REPO/test/lab/probes/insncount/insncount.c" -lpthread ||
+    { echo "run.sh: INSNS=1: the plugin did not build" >&2; return 1; }
+  cp "$SHARE/bin/$2" "$1/$2.bin" || return 1
+  echo "-plugin $LAB_DIR/insncount.so,dir=$1"
+}
+# insn_section OUT WHOSE: the results' section of an INSNS=1 run (OUT/insns.md), if there is one.
+insn_section() {
+  [ -s "$1/insns.md" ] || return 0
+  echo
+  echo "## Guest instructions per command (INSNS=1)"
+  echo
+  echo "Counted by the insncount QEMU plugin in $2 (test/lab/probes/insncount): every translated block's"
+  echo "executions times its instructions, between marks inside each job; a \`rep\` string instruction counts"
+  echo "once per iteration. Instructions are what the guest executed, whatever TCG charged for them in time."
+  echo
+  cat "$1/insns.md"
+}
+# insn_report OUT BINARY REF: analyze.py's tables for OUT/insn in OUT/insns.md.
+insn_report() {
+  python3 "$REPO/test/lab/probes/insncount/analyze.py" --name "$2" --ref "$3" "$1/insn" "$1/insn/$2.bin" > "$1/insns.md" 2>&1 ||
+    echo "run.sh: INSNS=1: analyze.py failed (see $1/insns.md)" >&2
+}
 declare -A RC WALL
 [ -n "${REPORT_ONLY:-}" ] || rm -f "$STATUS"
 for s in $SCENARIOS; do
@@ -194,9 +222,12 @@ for s in $SCENARIOS; do
       PTR=rdma; [ "$s" = perf-tcp ] && PTR=tcp
       echo "host load before: $(cut -d' ' -f1-3 /proc/loadavg)" > "$SHARE/out/$RUN-$s-load.txt"
       hog_start
-      RUNID=$RUN-$s FIOTIME=$PFT TIMEOUT=${TIMEOUT:-$(( 900 + ROUNDS * nb * 2 * (90 + 6 * PFT) ))} \
-        GUESTARGS="lab.rounds=$ROUNDS lab.backings=$BACKINGS lab.verifysize=${VERIFYSIZE:-64M} lab.transport=$PTR${BASESHORT:+ lab.vs=base} ${LABARGS:-}" PAIR=perf bg "$HERE/twovm.sh"
+      TEX=; IARG=
+      if [ "${INSNS:-0}" = 1 ]; then TEX=$(insn_setup "$SHARE/out/$RUN-$s/insn" rdmablkd) || exit 1; IARG=" lab.insns=1"; fi
+      TARGET_EXTRA=$TEX RUNID=$RUN-$s FIOTIME=$PFT TIMEOUT=${TIMEOUT:-$(( 900 + ROUNDS * nb * 2 * (90 + 6 * PFT) ))} \
+        GUESTARGS="lab.rounds=$ROUNDS lab.backings=$BACKINGS lab.verifysize=${VERIFYSIZE:-64M} lab.transport=$PTR${BASESHORT:+ lab.vs=base}$IARG ${LABARGS:-}" PAIR=perf bg "$HERE/twovm.sh"
       rc=$?
+      [ -n "$IARG" ] && insn_report "$SHARE/out/$RUN-$s" rdmablkd nvmet
       echo "host load after: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$SHARE/out/$RUN-$s-load.txt"
       hog_stop
       (exit $rc) ;;
@@ -209,16 +240,25 @@ for s in $SCENARIOS; do
       # 2026-12-04-1947, 2026-12-05-2253, and 2026-12-06-0826 with single-threaded TCG: a double
       # fault in kmem_cache_alloc under rxe's send_common_ack, a corrupted slab freelist); 6.1's rxe
       # has not.
+      IEX=; IARG=
+      if [ "${INSNS:-0}" = 1 ]; then IEX=$(insn_setup "$SHARE/out/$RUN-frontends/insn" rdmablk) || exit 1; IARG=" lab.insns=1"; fi
       LAB_KERNEL=$FE_KERNEL KERNEL=$USER_KERNEL INITRD=$USER_INITRD RUNID=$RUN-frontends FIOTIME=$FFT TIMEOUT=$FTO \
-        TARGET_KERNEL=$FE_TARGET_KERNEL TARGET_INITRD=$FE_TARGET_INITRD \
-        GUESTARGS="lab.rounds=$ROUNDS lab.verifysize=${VERIFYSIZE:-64M} lab.wait=$FTO ${LABARGS:-}" PAIR=frontends bg "$HERE/twovm.sh"
+        TARGET_KERNEL=$FE_TARGET_KERNEL TARGET_INITRD=$FE_TARGET_INITRD INIT_EXTRA=$IEX \
+        GUESTARGS="lab.rounds=$ROUNDS lab.verifysize=${VERIFYSIZE:-64M} lab.wait=$FTO$IARG ${LABARGS:-}" PAIR=frontends bg "$HERE/twovm.sh"
       rc=$?
+      [ -n "$IARG" ] && insn_report "$SHARE/out/$RUN-frontends" rdmablk kernel
       echo "$(cut -d' ' -f1-3 /proc/loadavg)" > "$SHARE/out/$RUN-frontends/load-after.txt"
       (exit $rc) ;;
     replica) RUNID=$RUN-replica TIMEOUT=${TIMEOUT:-2700} GUESTARGS="lab.verifysize=${VERIFYSIZE:-64M} lab.wait=1500 ${LABARGS:-}" \
         PAIR=replica bg "$HERE/twovm.sh" ;;
-    replperf) RUNID=$RUN-replperf FIOTIME=${FIOTIME:-10} TIMEOUT=${TIMEOUT:-$(( 900 + ROUNDS * 4 * (30 + ${FIOTIME:-10}) ))} \
-        GUESTARGS="lab.rounds=$ROUNDS lab.wait=1500 ${LABARGS:-}" PAIR=replperf bg "$HERE/twovm.sh" ;;
+    replperf)
+      TEX=; IARG=
+      if [ "${INSNS:-0}" = 1 ]; then TEX=$(insn_setup "$SHARE/out/$RUN-replperf/insn" rdmablkd) || exit 1; IARG=" lab.insns=1"; fi
+      TARGET_EXTRA=$TEX RUNID=$RUN-replperf FIOTIME=${FIOTIME:-10} TIMEOUT=${TIMEOUT:-$(( 900 + ROUNDS * 4 * (30 + ${FIOTIME:-10}) ))} \
+        GUESTARGS="lab.rounds=$ROUNDS lab.wait=1500$IARG ${LABARGS:-}" PAIR=replperf bg "$HERE/twovm.sh"
+      rc=$?
+      [ -n "$IARG" ] && insn_report "$SHARE/out/$RUN-replperf" rdmablkd r1
+      (exit $rc) ;;
     verbstest)
       if [ -x "$SHARE/bin/ibverbs.test" ]; then
         RUNID=$RUN-$s GOBIN_ENV=RDMABLK_IBV_ADDR=10.0.2.15:0 bg "$HERE/run-gobin.sh" "$SHARE/bin/ibverbs.test" -test.v -test.count=1 -test.timeout=15m \
@@ -253,7 +293,7 @@ if [[ " $SCENARIOS " == *" frontends "* ]]; then
   {
     echo "# rdmablk lab frontends: kernel nvme-rdma host vs rdmablk ublk vs rdmablk nbd, $(date '+%Y-%m-%d %H:%M %Z')"
     echo
-    echo "Command: \`$([ -n "$USER_LAB_KERNEL" ] && echo "LAB_KERNEL=$USER_LAB_KERNEL ")$([ -n "${LABARGS:-}" ] && echo "LABARGS='$LABARGS' ")$([ -n "${APPEND:-}" ] && echo "APPEND='$APPEND' ")ROUNDS=$ROUNDS FIOTIME=${FIOTIME:-10} test/lab/run.sh frontends\` ($(if [ "${RC[frontends]:-1}" = 0 ]; then echo pass; else echo "FAIL rc=${RC[frontends]:-none}"; fi), ${WALL[frontends]:-?} s of which ${fwait:-?} s waiting for the lab lock), built from $BUILT."
+    echo "Command: \`$([ -n "$USER_LAB_KERNEL" ] && echo "LAB_KERNEL=$USER_LAB_KERNEL ")$([ -n "${LABARGS:-}" ] && echo "LABARGS='$LABARGS' ")$([ -n "${APPEND:-}" ] && echo "APPEND='$APPEND' ")$([ "${INSNS:-0}" = 1 ] && echo "INSNS=1 ")ROUNDS=$ROUNDS FIOTIME=${FIOTIME:-10} test/lab/run.sh frontends\` ($(if [ "${RC[frontends]:-1}" = 0 ]; then echo pass; else echo "FAIL rc=${RC[frontends]:-none}"; fi), ${WALL[frontends]:-?} s of which ${fwait:-?} s waiting for the lab lock), built from $BUILT."
     [ -n "${NOTE:-}" ] && echo "Note: $NOTE"
     echo "$HOSTLINE $QEMULINE"
     echo "Guest: Debian $SUITE, kernel ${fk:-unknown (the initiator guest reported none)}, rdma-core $(pkgver rdma-core), fio $(pkgver fio), nvme-cli $(pkgver nvme-cli). Two guests (1 vCPU, 2 GiB"
@@ -297,6 +337,7 @@ if [[ " $SCENARIOS " == *" frontends "* ]]; then
     fi
     echo
     go run "$REPO/test/lab/perfreport" -mode frontends -dir "$FOUT" 2>&1
+    insn_section "$FOUT" "the initiator guest"
   } > "$FRES"
   echo "== frontends results: $FRES"
   SCENARIOS=$(echo " $SCENARIOS " | sed 's/ frontends / /; s/^ *//; s/ *$//')
@@ -353,7 +394,7 @@ perf_results() {
       echo "# rdmablk lab $s: rdmablkd vs kernel $tgt, $(date '+%Y-%m-%d %H:%M %Z')"
     fi
     echo
-    echo "Command: \`$([ -n "$ab" ] && echo "BASELINE=$abrev ")$([ -n "${LABARGS:-}" ] && echo "LABARGS='$LABARGS' ")$([ "$HOG" != 0 ] && echo "HOG=$HOG ")$([ -n "${APPEND:-}" ] && echo "APPEND='$APPEND' ")$([ "$LAB_KERNEL" != 6.1 ] && echo "LAB_KERNEL=$LAB_KERNEL ")ROUNDS=$ROUNDS$([ "$BACKINGS" != brd,null ] && echo " BACKINGS=$BACKINGS") FIOTIME=${FIOTIME:-15} test/lab/run.sh $s\` ($(if [ "${RC[$s]:-1}" = 0 ]; then echo pass; else echo "FAIL rc=${RC[$s]:-none}"; fi), ${WALL[$s]:-?} s), built from $([ -n "$ab" ] && echo "$abnew" || echo "$BUILT")."
+    echo "Command: \`$([ -n "$ab" ] && echo "BASELINE=$abrev ")$([ -n "${LABARGS:-}" ] && echo "LABARGS='$LABARGS' ")$([ "$HOG" != 0 ] && echo "HOG=$HOG ")$([ -n "${APPEND:-}" ] && echo "APPEND='$APPEND' ")$([ "${INSNS:-0}" = 1 ] && echo "INSNS=1 ")$([ "$LAB_KERNEL" != 6.1 ] && echo "LAB_KERNEL=$LAB_KERNEL ")ROUNDS=$ROUNDS$([ "$BACKINGS" != brd,null ] && echo " BACKINGS=$BACKINGS") FIOTIME=${FIOTIME:-15} test/lab/run.sh $s\` ($(if [ "${RC[$s]:-1}" = 0 ]; then echo pass; else echo "FAIL rc=${RC[$s]:-none}"; fi), ${WALL[$s]:-?} s), built from $([ -n "$ab" ] && echo "$abnew" || echo "$BUILT")."
     if [ -n "$ab" ]; then
       echo "A/B run: B (\"base\") is NOT kernel $tgt but rdmablkd built from $abbase (\`git archive\`, share/bin/rdmablkd-base);"
       echo "A (\"new\") is rdmablkd built from $abnew. Both serve the same backing with the same configuration, address and port,"
@@ -379,6 +420,7 @@ perf_results() {
     echo
     go run "$REPO/test/lab/perfreport" -dir "$out" 2>&1
     [ "$s" = perf ] && rxe_summary "$out" "$ab"
+    insn_section "$out" "the target guest"
   } > "$PRES"
   echo "== $s results: $PRES"
 }
@@ -622,6 +664,7 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
     echo "CPU profiles: \`$PO/rdmablkd-n1.pprof\`, \`rdmablkd-n2.pprof\`."
     fails=$(grep -h '^FAIL:' "$PO"/replperf-*.log 2>/dev/null)
     if [ -n "$fails" ]; then echo; echo "Guest failures:"; echo; echo '```'; echo "$fails"; echo '```'; fi
+    insn_section "$PO" "guest A (node n1 and the load; the configurations are the volumes, r1 one copy, r2 two)"
   fi
   if [[ " $SCENARIOS " == *" netns "* ]]; then
     echo

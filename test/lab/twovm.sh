@@ -8,7 +8,9 @@
 #   test/lab/twovm.sh        Env: PAIR, RUNID, FIOTIME (s, 15), SMP (per VM, 1), MEM (per VM, 2048),
 #                            GUESTARGS (more lab.key=value for both VMs), TARGET_KERNEL and
 #                            TARGET_INITRD (VM A's kernel and initrd when it should boot another
-#                            kernel than VM B: KERNEL/INITRD, from config.sh)
+#                            kernel than VM B: KERNEL/INITRD, from config.sh), TARGET_EXTRA (qemu
+#                            arguments for VM A only, e.g. run.sh INSNS=1's -plugin), INIT_EXTRA (VM B
+#                            only), EXTRA (both)
 # Writes $SHARE/out/$RUNID/lab-lock.txt: "SECONDS_WAITED_FOR_THE_LAB_LOCK LOAD1 LOAD5 LOAD15".
 # Needs $SHARE/bin/rdmablkd and $SHARE/bin/rdmablk (run.sh puts them there).
 set -uo pipefail
@@ -42,10 +44,10 @@ for t in tap0 tap1; do
   ip netns exec $NS ip link set $t up
 done
 t0=$(date +%s)
-TAP=tap0 MAC=52:54:00:00:79:02 KERNEL=${TARGET_KERNEL:-$KERNEL} INITRD=${TARGET_INITRD:-$INITRD} ip netns exec $NS "$HERE/boot.sh" $PAIR-target lab.ip=192.168.79.2/24 \
+TAP=tap0 MAC=52:54:00:00:79:02 EXTRA=${TARGET_EXTRA:-${EXTRA:-}} KERNEL=${TARGET_KERNEL:-$KERNEL} INITRD=${TARGET_INITRD:-$INITRD} ip netns exec $NS "$HERE/boot.sh" $PAIR-target lab.ip=192.168.79.2/24 \
   ${GUESTARGS:-} 9>&- &
 PA=$!
-TAP=tap1 MAC=52:54:00:00:79:03 ip netns exec $NS "$HERE/boot.sh" $PAIR-init lab.ip=192.168.79.3/24 \
+TAP=tap1 MAC=52:54:00:00:79:03 EXTRA=${INIT_EXTRA:-${EXTRA:-}} ip netns exec $NS "$HERE/boot.sh" $PAIR-init lab.ip=192.168.79.3/24 \
   lab.peer=192.168.79.2 lab.fiotime="${FIOTIME:-15}" ${GUESTARGS:-} 9>&- &
 PB=$!
 wait $PB; rcb=$?

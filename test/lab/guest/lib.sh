@@ -260,6 +260,42 @@ nullb_up() {
   for _ in $(seq 50); do [ -b /dev/nullb0 ] && break; sleep 0.1; done
   echo /dev/nullb0
 }
+# insn_mark DIR LABEL COUNT: a mark for the insncount QEMU plugin (test/lab/probes/insncount): the
+# line "K LABEL COUNT" in DIR/marks, then DIR/mark.K, which the plugin answers with DIR/dump.K (the
+# guest's instructions per translated block so far); waits for the dump. K is one more than the
+# marks so far (counted from the files, so a background subshell may mark too).
+insn_mark() {
+  local had k
+  had=$(shopt -p nullglob); shopt -s nullglob
+  k=( "$1"/mark.* ); k=$((${#k[@]} + 1)); eval "$had"
+  INSN_K=$k
+  echo "$k $2 $3" >> "$1/marks"
+  : > "$1/mark.$k"
+  wait_file "$1/dump.$k" 120 || echo "insn_mark: no dump $k in $1"
+}
+# insn_window DIR LABEL DEV SECONDS: in the background, the marks "LABEL start" 2 s into a fio job
+# of SECONDS on DEV (nvme0n1, ublkb0, ...) and "LABEL end" 2 s before it ends, each with DEV's I/O
+# count, so that the window holds neither fio's start nor its exit; INSN_PID is the subshell's pid.
+insn_window() {
+  ( nap 2; insn_mark "$1" "$2 start" "$(dev_ios "$3")"; nap $(($4 - 4)); insn_mark "$1" "$2 end" "$(dev_ios "$3")" ) &
+  INSN_PID=$!
+}
+# dev_ios DEV: reads + writes completed on DEV (nvme0n1, ublkb0, nbd0). With native NVMe multipath
+# the head (nvmeXnY) counts its I/O from 6.12 on, not in 6.1, where only its paths (nvmeXcZnY,
+# hidden, under /sys/class/nvme) do: the head's count when it has one, else its paths'. Bash
+# builtins only: no process started (it runs inside insncount windows).
+dev_ios() {
+  local x=${1#nvme} f n=0 r1 r2 r3 r4 w1 rest
+  read -r r1 r2 r3 r4 w1 rest < "/sys/block/$1/stat" && n=$((r1 + w1))
+  if [ "$n" = 0 ] && [[ $1 == nvme* ]]; then
+    x=${x%%n*}
+    for f in /sys/class/nvme/*/"nvme${x}c"*"n${1##*n}"/stat; do
+      [ -e "$f" ] || continue
+      read -r r1 r2 r3 r4 w1 rest < "$f"; n=$((n + r1 + w1))
+    done
+  fi
+  echo "$n"
+}
 # nap SECONDS: sleep without a fork (bash's read timing out on a FIFO nobody writes): the
 # perf scenario's polling must not cost the guest the CPU time it is measuring (a fork+exec of
 # sleep costs tens of ms under TCG).

@@ -9,8 +9,9 @@
 # in round 1 also a crc32c write+verify over lab.verifysize (64M, in two jobs of half each), then a
 # clean disconnect; before each connect and after each disconnect no device of any of the three may
 # be left. This guest's busy CPU time (/proc/stat) and the attachment process's own are sampled
-# around every timed job: the frontends differ on the client side. The attachment process writes a
-# Go CPU profile per connection (rdmablk-CFG.rROUND.pprof, `go tool pprof -top FILE`).
+# around every timed job: the frontends differ on the client side. With lab.pprof=R the attachment
+# process writes a Go CPU profile per connection in round R (rdmablk-CFG.rR.pprof, `go tool pprof -top
+# FILE`); by default it runs without one, as the kernel host does.
 # RESULT lines: fe.kernel, fe.hz, fe.configs, fe.order.rR, fe.ublk.skipped,
 # fe.CFG.{rr32,rw32}.rR.{iops,ios,p50_us,p99_us,err,busy_j,proc_j,wall_s,threads,tbusy_j,tproc_j,rxe}
 # (tbusy_j, tproc_j: the target guest's busy jiffies and rdmablkd's over the job, from its
@@ -46,6 +47,11 @@ fi
 # lab.gotrace=R: in round R the attachments also write a Go execution trace (rdmablk-CFG.rR.trace,
 # `go tool trace -pprof=sync FILE`: where its goroutines block); it slows them, so that round's
 # figures are not theirs
+# lab.insns=1 (run.sh INSNS=1, which boots this guest with the insncount QEMU plugin): marks inside
+# every timed job (2 s after its start to 2 s before its end) in $LAB_OUT/insn (lib.sh insn_mark),
+# labelled "CFG.JOB.rR start|end" with the device's I/O count, for test/lab/probes/insncount/analyze.py
+INSN=
+if [ "${LAB_INSNS:-0}" = 1 ]; then INSN=$LAB_OUT/insn; mkdir -p "$INSN"; cat /proc/kallsyms > "$INSN/kallsyms"; fi
 if [ -n "${LAB_CONFIGS:-}" ]; then
   CFGS=${LAB_CONFIGS//,/ }
   [ -e /dev/ublk-control ] || CFGS=$(echo "$CFGS" | tr ' ' '\n' | grep -v '^ublk' | tr '\n' ' ')
@@ -99,8 +105,9 @@ up() {
       case $c in *-np) gd=asyncpreemptoff=1 ;; *-b) pre=(chrt --batch 0) ;; *-n) more=(--sched normal) ;;
         *-base) bin=$B-base; [ -x "$bin" ] || { fail "$c: no $bin (run.sh BASELINE=REV builds it)"; return 1; } ;; esac
       [ "${LAB_GOTRACE:-0}" = "$r" ] && more+=(--trace "$LAB_OUT/rdmablk-$c.r$r.trace")
+      [ "${LAB_PPROF:-0}" = "$r" ] && more+=(--cpuprofile "$LAB_OUT/rdmablk-$c.r$r.pprof")
       out=$(GODEBUG=$gd "${pre[@]}" "$bin" connect --provider ibverbs -a "$P:4420" --nqn "$NQN" --name "$NAME" --frontend "$(fe_of "$c")" \
-        "${more[@]}" --cpuprofile "$LAB_OUT/rdmablk-$c.r$r.pprof" 2>&1); rc=$?
+        "${more[@]}" 2>&1); rc=$?
       echo "$out"
       [ $rc = 0 ] || { cat "$RDMABLK_RUN_DIR/$NAME.log"; return 1; }
       DEV=$(echo "$out" | awk '$1=="device:" {print $2; exit}')
@@ -132,8 +139,14 @@ job() {
     sysprof_start "$label"
   fi
   local q0; q0=$(rxe_snap)
+  local ip=
+  if [ -n "$INSN" ]; then
+    [ -n "$apid" ] && cat "/proc/$apid/maps" > "$INSN/rdmablk.maps"
+    insn_window "$INSN" "${label#fe.}" "${1#/dev/}" "$FT"; ip=$INSN_PID
+  fi
   t0=$(ts); b0=$(cpu_busy); x0=$(ctxt_count)
   perf_fio "$label" "$@"
+  [ -n "$ip" ] && wait "$ip"
   b1=$FIO_END_BUSY; x1=$FIO_END_CTXT; a1=0; [ -n "$apid" ] && a1=$(proc_cpu "$apid")
   result "$label.rxe" "$(rxe_delta "$q0" "$(rxe_snap)")"
   tc1=$(tail -n 1 "$LAB_OUT/target-cpu.txt" 2>/dev/null)

@@ -25,6 +25,12 @@
 # with BASELINE=HEAD an A/B of two settings of one build).
 # lab.sysprof=R: in round R, a system-wide profile of this guest around each job (lib.sh
 # sysprof_start: sys-target.BACKING.IMPL.JOB.rR.* in the run's out directory).
+# lab.pprof=R: rdmablkd writes a Go CPU profile in round R ($NAME-SEQ.pprof); in no round by
+# default, since nvmet runs without one: the profiler's signals and stack walks cost rdmablkd about
+# 1,300 guest instructions per QD1 NVMe/TCP command (run 2026-12-07-0040, INSNS=1), 2 % of its total.
+# lab.insns=1 (run.sh INSNS=1, which boots this guest with the insncount QEMU plugin): marks around
+# every job in $LAB_OUT/insn (lib.sh insn_mark), labelled "TARGET.JOB-BACKING.rR start|end" with
+# the job's commands (from the host VM's fio output) at the end, for test/lab/probes/insncount/analyze.py.
 . /mnt/share/scripts/lib.sh
 D=/mnt/share/bin/rdmablkd; NQN=nqn.2026-11.io.rdmablk:perf
 ROUNDS=${LAB_ROUNDS:-3}; BACKINGS=${LAB_BACKINGS:-brd,null}; ORDER=${LAB_ORDER:-abba}
@@ -46,6 +52,22 @@ run modprobe brd rd_nr=1 rd_size=1048576 || exit 1
 NULLB=$(nullb_up 1024) || fail "null_blk"
 mkdir -p /tmp/rd
 echo "$HZ" > "$LAB_OUT/target.hz"
+INSN=
+if [ "${LAB_INSNS:-0}" = 1 ]; then INSN=$LAB_OUT/insn; mkdir -p "$INSN"; cat /proc/kallsyms > "$INSN/kallsyms"; fi
+# insn_job start|end IMPL BACKING JOB: the plugin's mark around a job (lab.insns=1)
+insn_job() {
+  [ -n "$INSN" ] || return 0
+  local t=rdmablkd n f; [ "$2" = kernel ] && t=nvmet
+  [ "$2" = kernel ] && [ "$VS" = base ] && t=base
+  insn_mark "$INSN" "$t.${4%%.*}-$3.${4#*.} $1" 0
+  # the job's commands, after the dump: python's start-up must not be in the window; analyze.py
+  # takes a mark's last line
+  if [ "$1" = end ]; then
+    f=$LAB_OUT/fio-perf.$2.$3.${4}.json
+    n=$(python3 -c "import json,sys; j=json.load(open(sys.argv[1]))['jobs'][0]; print(j['read']['total_ios']+j['write']['total_ios'])" "$f" 2>/dev/null || echo 0)
+    echo "$INSN_K $t.${4%%.*}-$3.${4#*.} $1 $n" >> "$INSN/marks"
+  fi
+}
 start_ours() { # DEV [BINARY [NAME [ENV]]]: rdmablkd (or BINARY) serving DEV, with ENV (K=V,K=V); log and profile $LAB_OUT/NAME-$SEQ.*
   local bin=${2:-$D} name=${3:-rdmablkd} envs=${4:-}
   # over NVMe/TCP the verbs provider serves no listener: soft, so that nothing probes for a device
@@ -63,9 +85,11 @@ subsystems:
     namespaces: [{nsid: 1, volume: vol}]
 EOC
   DNAME=$name DLOG=$LAB_OUT/$name-$SEQ.log
-  env ${envs//,/ } "$bin" --config /tmp/rd/rdmablkd.yaml --cpuprofile "$LAB_OUT/$name-$SEQ.pprof" > "$DLOG" 2>&1 &
+  local prof=(); [ "${LAB_PPROF:-0}" = "$r" ] && prof=(--cpuprofile "$LAB_OUT/$name-$SEQ.pprof")
+  env ${envs//,/ } "$bin" --config /tmp/rd/rdmablkd.yaml "${prof[@]}" > "$DLOG" 2>&1 &
   DPID=$!
   for _ in $(seq 200); do grep -q -i 'listen' "$DLOG" && break; sleep 0.1; done
+  [ -n "$INSN" ] && cat "/proc/$DPID/maps" > "$INSN/rdmablkd.maps"
   if [ "$TR" = rdma ]; then
     grep -q 'provider=ibverbs' "$DLOG" || { cat "$DLOG"; fail "$name did not choose ibverbs"; }
   else
@@ -101,11 +125,13 @@ for r in $(seq "$ROUNDS"); do
           rxe_counters > "$j.rxe0"
           n0=$(net_packets); th0=; [ -n "$DPID" ] && th0=$(thread_snap "$DPID")
           [ "${LAB_SYSPROF:-0}" = "$r" ] && sysprof_start "target.$b.$impl.${j##*/job.$SEQ.}.r$r"
+          insn_job start "$impl" "$b" "${j##*/job.$SEQ.}"
           d0=0; [ -n "$DPID" ] && d0=$(proc_cpu "$DPID"); b0=$(cpu_busy)
           touch "$j.go"
           wait_file "$j.end" 900 || { fail "job $j never ended"; break; }
           b1=$(cpu_busy); d1=0; [ -n "$DPID" ] && d1=$(proc_cpu "$DPID")
           sysprof_stop
+          insn_job end "$impl" "$b" "${j##*/job.$SEQ.}"
           echo "$((b1 - b0)) $((d1 - d0))" > "$j.cpu"
           [ -n "$DPID" ] && thread_delta "$th0" "$(thread_snap "$DPID")" > "$j.threads"
           n1=$(net_packets); echo "${n1% *} ${n0% *} ${n1#* } ${n0#* }" | awk '{print $1 - $2, $3 - $4}' > "$j.net"

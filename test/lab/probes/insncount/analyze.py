@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Guest instructions per command from insncount dumps.
+
+    analyze.py [--name rdmablkd] [--ref nvmet] INSN_DIR BINARY
+
+INSN_DIR holds the plugin's dumps (dump.K), the guest's marks ("K LABEL start|end COMMANDS"; a
+mark's last line wins), its kallsyms and NAME.maps (the maps of the process running BINARY, a
+non-PIE Go binary whose symbols `go tool nm` gives). LABEL is CONFIG.JOB.REST: the configuration
+counted (rdmablkd, nvmet, kernel, ublk, nbd, ...), the job, then anything (round). For every window
+(a label's start and end marks): the commands completed in it and guest instructions per command in
+all, in the kernel, in BINARY's code and in other user code (fio, libc, the vDSO, the lab's
+scripts); then per job every configuration against REF (median of its windows), with the kernel
+functions and BINARY's functions that differ most per command. A translated block is charged to
+the function its first instruction is in."""
+import argparse
+import bisect
+import collections
+import os
+import statistics
+import subprocess
+
+KERNEL_BASE = 0xFFFF800000000000
+
+
+def load_dump(path):
+    d = {}
+    with open(path) as f:
+        for line in f:
+            a, n, e = line.split()
+            d[(a, int(n))] = int(e)
+    return d
+
+
+class Symbols:
+    def __init__(self, pairs):
+        pairs.sort()
+        self.addrs = [a for a, _ in pairs]
+        self.names = [s for _, s in pairs]
+        self.memo = {}
+
+    def of(self, addr):
+        s = self.memo.get(addr)
+        if s is None:
+            i = bisect.bisect_right(self.addrs, addr) - 1
+            s = self.names[i] if i >= 0 else "?"
+            self.memo[addr] = s
+        return s
+
+
+def kernel_symbols(path):
+    pairs = []
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            if len(p) >= 3 and p[1] in "tTwW":
+                pairs.append((int(p[0], 16), p[2]))
+    return Symbols(pairs)
+
+
+def go_symbols(binary):
+    out = subprocess.run(["go", "tool", "nm", "-n", binary], capture_output=True, text=True, check=True).stdout
+    pairs = []
+    for line in out.splitlines():
+        p = line.split(None, 2)
+        if len(p) == 3 and p[1] in "Tt":
+            pairs.append((int(p[0], 16), p[2]))
+    return Symbols(pairs)
+
+
+def text_range(maps, name):
+    lo = hi = None
+    if not os.path.exists(maps):
+        return None, None
+    with open(maps) as f:
+        for line in f:
+            p = line.split()
+            if len(p) >= 6 and p[5].endswith("/" + name) and "x" in p[1]:
+                a, b = (int(x, 16) for x in p[0].split("-"))
+                lo = a if lo is None else min(lo, a)
+                hi = b if hi is None else max(hi, b)
+    return lo, hi
+
+
+def windows(d, name, ksyms, gsyms):
+    marks = {}
+    with open(os.path.join(d, "marks")) as f:
+        for line in f:
+            k, label, edge, ios = line.split()
+            marks[int(k)] = (label, edge, int(ios))
+    lo, hi = text_range(os.path.join(d, name + ".maps"), name)
+    starts = {label: (k, ios) for k, (label, edge, ios) in sorted(marks.items()) if edge == "start"}
+    out = []
+    for k, (label, edge, ios) in sorted(marks.items()):
+        if edge != "end" or label not in starts:
+            continue
+        k0, ios0 = starts[label]
+        cmds = ios - ios0
+        if cmds <= 0:
+            continue  # an idle window
+        a = load_dump(os.path.join(d, "dump.%d" % k0))
+        b = load_dump(os.path.join(d, "dump.%d" % k))
+        parts, kfun, gfun = collections.Counter(), collections.Counter(), collections.Counter()
+        for key, e in b.items():
+            de = e - a.get(key, 0)
+            if de <= 0:
+                continue
+            addr = int(key[0], 16)
+            ins = de * key[1]
+            if addr >= KERNEL_BASE:
+                parts["kernel"] += ins
+                kfun[ksyms.of(addr)] += ins
+            elif lo is not None and lo <= addr < hi:
+                parts[name] += ins
+                gfun[gsyms.of(addr)] += ins
+            else:
+                parts["other"] += ins
+        out.append((label, cmds, parts, kfun, gfun))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--name", default="rdmablkd", help="the Go binary's file name in the guest")
+    ap.add_argument("--ref", default="nvmet", help="the configuration the others are compared with")
+    ap.add_argument("dir")
+    ap.add_argument("binary")
+    o = ap.parse_args()
+    ksyms = kernel_symbols(os.path.join(o.dir, "kallsyms"))
+    gsyms = go_symbols(o.binary)
+    ws = windows(o.dir, o.name, ksyms, gsyms)
+    print("| window | commands | instructions per command | kernel | %s code | other user code |" % o.name)
+    print("| --- | --- | --- | --- | --- | --- |")
+    for label, cmds, parts, _, _ in ws:
+        t = sum(parts.values())
+        print("| %s | %d | %.0f | %.0f | %.0f | %.0f |" % (label, cmds, t / cmds, parts["kernel"] / cmds,
+                                                         parts[o.name] / cmds, parts["other"] / cmds))
+    # per (config, job): medians of the windows' totals, mean per-function counts
+    groups = collections.defaultdict(list)
+    for w in ws:
+        cfg, job = w[0].split(".")[:2]
+        groups[(cfg, job)].append(w)
+    agg = {}
+    for key, g in groups.items():
+        kf, gf = collections.Counter(), collections.Counter()
+        for _, cmds, _, k, gg in g:
+            for s, v in k.items():
+                kf[s] += v / cmds / len(g)
+            for s, v in gg.items():
+                gf[s] += v / cmds / len(g)
+        agg[key] = (statistics.median(sum(w[2].values()) / w[1] for w in g), kf, gf)
+    for (cfg, job) in sorted(agg):
+        if cfg == o.ref or (o.ref, job) not in agg:
+            continue
+        r, n = agg[(cfg, job)], agg[(o.ref, job)]
+        print("\n### %s %s: %.0f instructions per command, %s %.0f (%.2f×)\n" % (cfg, job, r[0], o.ref, n[0], r[0] / n[0]))
+        print("Kernel functions, instructions per command (the 30 largest differences):\n")
+        print("| function | %s | %s | difference |" % (cfg, o.ref))
+        print("| --- | --- | --- | --- |")
+        for s in sorted(set(r[1]) | set(n[1]), key=lambda s: -abs(r[1][s] - n[1][s]))[:30]:
+            print("| `%s` | %.0f | %.0f | %+.0f |" % (s, r[1][s], n[1][s], r[1][s] - n[1][s]))
+        if r[2]:
+            print("\n%s's own code with %s, instructions per command (the 25 largest):\n" % (o.name, cfg))
+            print("| function | instructions |")
+            print("| --- | --- |")
+            for s, v in r[2].most_common(25):
+                print("| `%s` | %.0f |" % (s, v))
+
+
+if __name__ == "__main__":
+    main()
