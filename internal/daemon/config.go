@@ -179,6 +179,13 @@ type ClusterReplication struct {
 	// RebuildBytesPerSecond limits each replica rebuild's copy rate
 	// (0 = 200 MiB/s, negative = unlimited).
 	RebuildBytesPerSecond int64 `mapstructure:"rebuild_bytes_per_second"`
+	// Transport is how an owner reaches its volumes' other copies:
+	// "auto" (or empty: the copy node's RDMA listeners, then its NVMe/TCP
+	// ones as alternate paths), "rdma" or "tcp" (only those listeners).
+	// tcp is for nodes whose RDMA is software (rxe, siw), where each
+	// RDMA packet costs the CPU a copy, a zeroed buffer and a software
+	// ICRC that a TCP send through the NIC's offloads does not.
+	Transport string `mapstructure:"transport"`
 }
 
 // ClusterFailover tunes the leader's automatic failover of volumes whose
@@ -364,6 +371,9 @@ func (c *Config) Validate() error {
 		}
 		if (c.Cluster.TLS.CertFile == "") != (c.Cluster.TLS.KeyFile == "") {
 			errs = append(errs, errors.New("config: cluster.tls: cert_file and key_file go together"))
+		}
+		if _, err := legTransports(c.Cluster.Replication.Transport); err != nil {
+			errs = append(errs, fmt.Errorf("config: cluster.replication.transport: %w", err))
 		}
 	}
 	return errors.Join(errs...)

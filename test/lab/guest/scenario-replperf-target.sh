@@ -16,7 +16,7 @@
 # mark.LABEL.start / mark.LABEL.end   a job begins / ends (here; guest B measures n2 over it)
 # RESULT lines: replperf.VOL.JOB.rROUND.{iops,ios,p50_us,p99_us,err}, replperf.VOL.JOB.rROUND.busy_j
 # (this guest's busy jiffies), replperf.VOL.JOB.rROUND.proc_j (rdmablkd n1's own), replperf.order.rROUND, replperf.insync.{before,after}, replperf.hz, replperf.fiotime,
-# replperf.{mtu,rxemtu} (eth0's MTU and rxe0's active MTU: lab.mtu), replperf.{datafs,pollwait}.
+# replperf.{mtu,rxemtu} (eth0's MTU and rxe0's active MTU: lab.mtu), replperf.{datafs,pollwait,repltransport}.
 . /mnt/share/scripts/lib.sh
 D=/mnt/share/bin/rdmablkd; B=/mnt/share/bin/rdmablk; NQN=nqn.2026-11.io.rdmablk:replperf
 ROUNDS=${LAB_ROUNDS:-3}; FT=${LAB_FIOTIME:-10}; VOLSIZE=${LAB_VOLSIZE:-256M}; W=${LAB_WAIT:-1500}
@@ -27,6 +27,9 @@ result replperf.mtu "$(cat /sys/class/net/eth0/mtu)"; result replperf.rxemtu "${
 result replperf.fiotime "$FT"; result replperf.hz "$(getconf CLK_TCK)"; result replperf.volsize "$VOLSIZE"; result replperf.rounds "$ROUNDS"
 C=/tmp/rc; FS=$(datafs_up $C/n1 1024) || { fail "data file system"; exit 1; }
 result replperf.datafs "$FS"; result replperf.pollwait "${LAB_POLLWAIT:-channel}" # lab.pollwait=epoll: both nodes' transport.poll_wait
+# lab.repltransport=tcp: n1 reaches r2's copy on n2 over NVMe/TCP (cluster.replication.transport: tcp;
+# n2 then also listens on NVMe/TCP, lab.ip:4432) instead of RDMA
+RT=${LAB_REPLTRANSPORT:-auto}; result replperf.repltransport "$RT"
 cat > $C/n1.yaml <<EOC
 data_dir: $C/n1
 log: {level: info}
@@ -41,6 +44,7 @@ cluster:
   api_bind: $IP:7421
   bootstrap: true
   auth: {node_token_file: $C/node.token, insecure: true}
+  replication: {transport: $RT}
 EOC
 export RDMABLK_API=$IP:7421
 "$D" --config $C/n1.yaml --cpuprofile "$LAB_OUT/rdmablkd-n1.pprof" > "$LAB_OUT/rdmablkd-n1.log" 2>&1 &
