@@ -55,6 +55,9 @@ type options struct {
 	// replPollSpins, when non-zero, is both nodes' transport.poll_spins
 	// in the replicated rows (negative: pollers sleep at once).
 	replPollSpins int
+	// replTransport is both nodes' cluster.replication.transport in the
+	// replicated rows; with tcp each node also listens on NVMe/TCP.
+	replTransport string
 	// genCPUs confines `rdmablk bench` (nil: unpinned); set by a row.
 	genCPUs cpuSet
 }
@@ -79,6 +82,7 @@ func main() {
 	flag.IntVar(&o.replQD, "repl-qd", 0, "queue depth of the replicated rows (0: 32, the goal's); QD1 shows the latency a replica adds")
 	flag.StringVar(&o.replDir, "repl-dir", "auto", "directory of the replicated rows' volume files (auto: /dev/shm when it takes O_DIRECT, else -dir): both nodes' copies on one disk would make a 2-copy write two writes on the same device, which separate hosts do not")
 	flag.IntVar(&o.replJobs, "repl-jobs", 0, "jobs (one I/O queue each, -repl-qd each) of the replicated rows (0: 1); 2 is the lab replperf's load (QD32 x 2 jobs)")
+	flag.StringVar(&o.replTransport, "repl-transport", "auto", "cluster.replication.transport of the replicated rows: auto or rdma (the soft provider's listener) or tcp (each node also listens on NVMe/TCP, and the owner's leg to the copy uses it)")
 	flag.IntVar(&o.replPollSpins, "repl-poll-spins", 0, "transport.poll_spins of both nodes in the replicated rows (0: the daemon's default; -1: pollers sleep at once)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (data file, config, logs)")
 	flag.StringVar(&o.benchDur, "benchtime", "1s", "go test -benchtime for the Go benchmarks")

@@ -111,6 +111,10 @@ func runReplicated(ctx context.Context, o *options, work string, rep *report) er
 	logf("replicated: volume files in %s (%s)", dir, why)
 	work = dir
 	rep.replDir = dir + " (" + why + ")"
+	rep.replLeg = "cluster.replication.transport " + o.replTransport + ": the soft provider, loopback"
+	if o.replTransport == "tcp" {
+		rep.replLeg = "cluster.replication.transport tcp: NVMe/TCP over loopback"
+	}
 	if o.replProfile != "" {
 		if o.replProfileVol != "r1" && o.replProfileVol != "r2" {
 			return fmt.Errorf("-repl-profile-vol %q: want r1 or r2", o.replProfileVol)
@@ -173,9 +177,9 @@ func runReplicatedOn(ctx context.Context, o *options, work string, pl replPlacem
 		return err
 	}
 	type node struct {
-		id, dir, addr, api, raft string
-		cpus                     cpuSet
-		d                        *daemon
+		id, dir, addr, tcp, api, raft string
+		cpus                          cpuSet
+		d                             *daemon
 	}
 	nodes := []*node{{id: "ra", cpus: pl.owner}, {id: "rb", cpus: pl.replica}}
 	for _, n := range nodes {
@@ -184,7 +188,7 @@ func runReplicatedOn(ctx context.Context, o *options, work string, pl replPlacem
 		if err := os.MkdirAll(vols, 0o750); err != nil {
 			return err
 		}
-		var ports [3]int
+		var ports [4]int
 		for i := range ports {
 			p, err := freePort()
 			if err != nil {
@@ -195,6 +199,7 @@ func runReplicatedOn(ctx context.Context, o *options, work string, pl replPlacem
 		n.addr = fmt.Sprintf("127.0.0.1:%d", ports[0])
 		n.raft = fmt.Sprintf("127.0.0.1:%d", ports[1])
 		n.api = fmt.Sprintf("127.0.0.1:%d", ports[2])
+		n.tcp = fmt.Sprintf("127.0.0.1:%d", ports[3])
 		// Data first, identical on both copies (no holes, in sync).
 		names := []string{"r2"}
 		if n.id == "ra" {
@@ -209,6 +214,10 @@ func runReplicatedOn(ctx context.Context, o *options, work string, pl replPlacem
 		}
 	}
 	for i, n := range nodes {
+		tcpListener := ""
+		if o.replTransport == "tcp" {
+			tcpListener = "\n  - {addr: " + n.tcp + ", transport: tcp}"
+		}
 		join := ""
 		if i > 0 {
 			join = `"` + nodes[0].api + `"`
@@ -221,7 +230,7 @@ transport:
   profile: default
   poll_spins: %d
 listeners:
-  - addr: %s
+  - addr: %s%s
 volumes: []
 subsystems: []
 cluster:
@@ -232,7 +241,8 @@ cluster:
   bootstrap: %v
   join: [%s]
   auth: {node_token_file: %s}
-`, n.dir, o.replPollSpins, n.addr, n.id, n.raft, n.api, i == 0, join, token)
+  replication: {transport: %s}
+`, n.dir, o.replPollSpins, n.addr, tcpListener, n.id, n.raft, n.api, i == 0, join, token, o.replTransport)
 		var extra []string
 		if o.replProfile != "" {
 			extra = []string{"--cpuprofile", filepath.Join(o.replProfile, n.id+".pprof")}
@@ -481,7 +491,7 @@ func (r *report) replMarkdown(p func(format string, args ...any)) {
 		}
 	}
 	p("The nodes' volume files: %s.\n\n", r.replDir)
-	p("Two rdmablkd processes form a two-node cluster on this host. Both volumes are owned by the first node; the 2-replica volume's second copy is on the other node, reached by the owner's mirror through our initiator (soft provider, loopback), so each write completes when both copies have it; reads are served by the owner's copy. The two volumes run back to back within each repeat, the first of the pair alternating (A B, B A, …); ratios are per repeat, then the median. The 2-replica volume is checked fully in sync before and after the runs. Each placement runs on a fresh cluster. Placement split stands in for separate hosts as far as two cores allow: the owner shares CPU 0 with the load generator in both runs, and the replica's work (receive the command with its 4 KiB in-capsule data — sent from the owner's registered buffer, zero copy on hardware, so no RDMA READ — backend write, response) moves to CPU 1. Placement owner-alone gives the owner CPU 0 and puts the load generator with the replica on CPU 1, so that in both runs every message between load generator, owner and replica crosses CPUs, as it would cross hosts. Each placement pins the 1- and the 2-replica runs alike, so only the replica's work differs. The pinning is set with sched_setaffinity on the thread that forks each process, so every thread inherits it. The host is shared (other work may run on either CPU); the load average is recorded per row. CPU µs per I/O: utime+stime of each rdmablkd (/proc/<pid>/stat) and the load generator's rusage over the run, divided by the I/Os it completed; the soft provider's transport (loopback TCP) is part of both nodes' figures. The per-write CPU of both nodes by component (the soft provider's emulation of the HCA apart) comes from `-repl-profile DIR` (one profiled 2- or 1-replica randwrite). Allocations per replicated write: `internal/replica` BenchmarkMirrorLegSubmitWrite and BenchmarkMirrorLegSubmitWriteFixed (Go benchmarks below).\n\n")
+	p("Two rdmablkd processes form a two-node cluster on this host. Both volumes are owned by the first node; the 2-replica volume's second copy is on the other node, reached by the owner's mirror through our initiator (%s), so each write completes when both copies have it; reads are served by the owner's copy. The two volumes run back to back within each repeat, the first of the pair alternating (A B, B A, …); ratios are per repeat, then the median. The 2-replica volume is checked fully in sync before and after the runs. Each placement runs on a fresh cluster. Placement split stands in for separate hosts as far as two cores allow: the owner shares CPU 0 with the load generator in both runs, and the replica's work (receive the command with its 4 KiB in-capsule data — sent from the owner's registered buffer, zero copy on hardware, so no RDMA READ — backend write, response) moves to CPU 1. Placement owner-alone gives the owner CPU 0 and puts the load generator with the replica on CPU 1, so that in both runs every message between load generator, owner and replica crosses CPUs, as it would cross hosts. Each placement pins the 1- and the 2-replica runs alike, so only the replica's work differs. The pinning is set with sched_setaffinity on the thread that forks each process, so every thread inherits it. The host is shared (other work may run on either CPU); the load average is recorded per row. CPU µs per I/O: utime+stime of each rdmablkd (/proc/<pid>/stat) and the load generator's rusage over the run, divided by the I/Os it completed; the soft provider's transport (loopback TCP) is part of both nodes' figures. The per-write CPU of both nodes by component (the soft provider's emulation of the HCA apart) comes from `-repl-profile DIR` (one profiled 2- or 1-replica randwrite). Allocations per replicated write: `internal/replica` BenchmarkMirrorLegSubmitWrite and BenchmarkMirrorLegSubmitWriteFixed (Go benchmarks below).\n\n", r.replLeg)
 }
 
 // replDir picks the directory of the replicated rows' volume files: dir

@@ -19,6 +19,7 @@ type report struct {
 	repl                  []replResult
 	replProf              *replProfile // -repl-profile
 	replDir               string       // the replicated rows' volume files: where, and why there
+	replLeg               string       // how the owner reaches the copy (-repl-transport)
 	mem                   memResult
 	goRes                 map[string][]benchSample
 }
