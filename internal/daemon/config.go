@@ -181,10 +181,11 @@ type ClusterReplication struct {
 	RebuildBytesPerSecond int64 `mapstructure:"rebuild_bytes_per_second"`
 	// Transport is how an owner reaches its volumes' other copies:
 	// "auto" (or empty: the copy node's RDMA listeners, then its NVMe/TCP
-	// ones as alternate paths), "rdma" or "tcp" (only those listeners).
-	// tcp is for nodes whose RDMA is software (rxe, siw), where each
-	// RDMA packet costs the CPU a copy, a zeroed buffer and a software
-	// ICRC that a TCP send through the NIC's offloads does not.
+	// ones as alternate paths — NVMe/TCP first when every RDMA device of
+	// this node is software, rxe or siw, where each RDMA packet costs the
+	// CPU a copy, a zeroed buffer and a software ICRC that a TCP send
+	// through the NIC's offloads does not), "rdma" or "tcp" (only those
+	// listeners).
 	Transport string `mapstructure:"transport"`
 }
 
@@ -372,7 +373,7 @@ func (c *Config) Validate() error {
 		if (c.Cluster.TLS.CertFile == "") != (c.Cluster.TLS.KeyFile == "") {
 			errs = append(errs, errors.New("config: cluster.tls: cert_file and key_file go together"))
 		}
-		if _, err := legTransports(c.Cluster.Replication.Transport); err != nil {
+		if _, err := legTransports(c.Cluster.Replication.Transport, false); err != nil {
 			errs = append(errs, fmt.Errorf("config: cluster.replication.transport: %w", err))
 		}
 	}

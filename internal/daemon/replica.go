@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strings"
 
 	"github.com/rdmablk/rdmablk/blockdev"
@@ -22,8 +23,12 @@ import (
 // the copy admits (catalog.OwnerHostNQN of this node and the volume's
 // epoch).
 func replicaLegOpener(p verbs.Provider, transport string, log *slog.Logger) reconcile.LegOpener {
+	software := softwareRDMAOnly(p, sysClassInfiniband)
+	if software && (transport == "" || strings.EqualFold(transport, "auto")) {
+		log.Info("replica legs prefer NVMe/TCP listeners: every RDMA device here is software (rxe, siw), where TCP costs the CPU less (cluster.replication.transport: auto)")
+	}
 	return func(ctx context.Context, t reconcile.LegTarget) (blockdev.Backend, error) {
-		paths, err := legPaths(t, transport)
+		paths, err := legPaths(t, transport, software)
 		if err != nil {
 			return nil, err
 		}
@@ -36,11 +41,48 @@ func replicaLegOpener(p verbs.Provider, transport string, log *slog.Logger) reco
 	}
 }
 
+// sysClassInfiniband is where the kernel lists RDMA devices.
+const sysClassInfiniband = "/sys/class/infiniband"
+
+// softwareRDMAOnly reports whether p is the ibverbs provider and every
+// RDMA device it sees is a software one (rxe, siw: devices without a
+// bus, under /sys/devices/virtual). Each packet through such a device
+// costs the CPU a copy, a zeroed buffer and a software ICRC (lab
+// replperf: a replicated write cost the owner's guest 1.84× a single
+// copy's instructions over rxe, 1.24× over NVMe/TCP). The pure-Go soft
+// provider stands in for an HCA in tests and is not counted as one.
+func softwareRDMAOnly(p verbs.Provider, sysfs string) bool {
+	if p == nil || p.Name() != "ibverbs" {
+		return false
+	}
+	devs, err := p.Devices()
+	if err != nil || len(devs) == 0 {
+		return false
+	}
+	for _, d := range devs {
+		if !virtualRDMADevice(sysfs, d.Name()) {
+			return false
+		}
+	}
+	return true
+}
+
+// virtualRDMADevice reports whether sysfs/name resolves under a virtual
+// device directory (no PCI or other bus behind it).
+func virtualRDMADevice(sysfs, name string) bool {
+	dst, err := filepath.EvalSymlinks(filepath.Join(sysfs, name))
+	return err == nil && strings.Contains(dst, "/devices/virtual/")
+}
+
 // legTransports is the order in which a leg tries a copy node's
-// listeners, by cluster.replication.transport.
-func legTransports(setting string) ([]uint8, error) {
+// listeners, by cluster.replication.transport; software: every local RDMA
+// device is a software one (auto then puts NVMe/TCP first).
+func legTransports(setting string, software bool) ([]uint8, error) {
 	switch strings.ToLower(setting) {
 	case "", "auto":
+		if software {
+			return []uint8{nvme.TrTypeTCP, nvme.TrTypeRDMA}, nil
+		}
 		return []uint8{nvme.TrTypeRDMA, nvme.TrTypeTCP}, nil
 	case "rdma":
 		return []uint8{nvme.TrTypeRDMA}, nil
@@ -53,8 +95,8 @@ func legTransports(setting string) ([]uint8, error) {
 // legPaths lists the copy node's listeners the leg may use, in the
 // order legTransports gives (the first is the leg's path, the others its
 // alternates), NVMe/TCP ones as tcp:// addresses.
-func legPaths(t reconcile.LegTarget, transport string) ([]string, error) {
-	order, err := legTransports(transport)
+func legPaths(t reconcile.LegTarget, transport string, software bool) ([]string, error) {
+	order, err := legTransports(transport, software)
 	if err != nil {
 		return nil, err
 	}
@@ -73,13 +115,9 @@ func legPaths(t reconcile.LegTarget, transport string) ([]string, error) {
 	}
 	if len(paths) == 0 {
 		want := "RDMA or NVMe/TCP"
-		switch order[0] {
-		case nvme.TrTypeRDMA:
-			if len(order) == 1 {
-				want = "RDMA (cluster.replication.transport: rdma)"
-			}
-		case nvme.TrTypeTCP:
-			want = "NVMe/TCP (cluster.replication.transport: tcp)"
+		if len(order) == 1 {
+			want = map[uint8]string{nvme.TrTypeRDMA: "RDMA (cluster.replication.transport: rdma)",
+				nvme.TrTypeTCP: "NVMe/TCP (cluster.replication.transport: tcp)"}[order[0]]
 		}
 		return nil, errors.New("replica node " + t.Node + " has no " + want + " listener in the catalogue")
 	}

@@ -50,8 +50,8 @@ func (l *Leg) Plug() {
 
 // Unplug implements blockdev.AsyncBatcher: the last one issues what the
 // burst held. Completions it finds go to the leg's completion goroutine
-// (never IODone on the caller's goroutine). Any goroutine; never blocks
-// on I/O.
+// (never IODone on the caller's goroutine, which holds the batch lock).
+// Any goroutine; never blocks on I/O.
 func (l *Leg) Unplug() {
 	l.bmu.Lock()
 	if l.b.plugs > 0 {
@@ -63,23 +63,30 @@ func (l *Leg) Unplug() {
 	l.bmu.Unlock()
 }
 
-// flushLocked issues what the current Submitter holds. bmu held.
+// flushLocked issues what the current Submitter holds. Requests that
+// complete during the Flush (it finishes what the queue has completed)
+// go to the completion goroutine (l.batching, RequestDone). bmu held.
 func (l *Leg) flushLocked() {
 	if l.b.held {
 		l.b.held = false
+		l.batching.Store(true)
 		l.b.subs[l.b.cur].Flush()
+		l.batching.Store(false)
 	}
 }
 
 // submitBatched submits r through the burst's Submitter when a Plug is
-// outstanding, and reports whether it did.
+// outstanding, and reports whether it did. A request refused at once
+// completes inside the Submit: to the completion goroutine, as in Flush.
 func (l *Leg) submitBatched(r *initiator.Request) bool {
 	l.bmu.Lock()
 	defer l.bmu.Unlock()
 	if l.b.plugs == 0 {
 		return false
 	}
-	_ = l.b.subs[l.b.cur].Submit(r) // fails only for a nil Done
+	l.batching.Store(true)
+	_ = l.b.subs[l.b.cur].Submit(r) // fails only for a request without Notify
+	l.batching.Store(false)
 	l.b.held = true
 	return true
 }

@@ -12,7 +12,7 @@
 // A Leg wraps one initiator.Session (multipath over LegConfig.Paths,
 // RDMA or NVMe/TCP per path). Every I/O — async or blocking — uses one
 // of Depth preallocated slots, each holding a reusable
-// initiator.Request whose Done is the leg's completion channel, so an
+// initiator.Request whose Notify is the leg (RequestDone), so an
 // I/O allocates nothing in the leg (the session recycles its commands).
 // SubmitWrite / SubmitRead take a free slot without waiting and refuse
 // (false: the mirror falls back to WriteAt on a worker) when none is
@@ -80,9 +80,16 @@
 //
 // # Goroutines
 //
-//   - One completion goroutine receives the session's finished requests
-//     and calls done.IODone (async) or wakes the blocking caller. IODone
-//     must not block.
+//   - A finished request completes its caller — done.IODone (async) or
+//     the blocking caller's wake-up — on the initiator queue goroutine
+//     that finished it (Leg.RequestDone), with no hand-off. The leg's
+//     completion goroutine does it instead for a request that finished
+//     inside its own submission (a request the session refuses at once
+//     completes inside Submit, and IODone must not run inside Submit*),
+//     during a burst's Submit or Flush (under the leg's batch lock, which
+//     IODone may need), or while the leg closes or is down (on the
+//     goroutine of Close or of the watchdog, whose callers may hold locks
+//     IODone takes). IODone must not block.
 //   - One watchdog goroutine ticks every IOTimeout/4; after a timeout it
 //     calls IODone for the abandoned writes and closes the session (which
 //     may block for a controller shutdown, bounded by the initiator).

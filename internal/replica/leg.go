@@ -106,7 +106,7 @@ type Leg struct {
 
 	slots []slot
 	free  chan *slot              // idle slots; cap len(slots)
-	done  chan *initiator.Request // the session's completions; cap len(slots)
+	done  chan *initiator.Request // completions for the completion goroutine (RequestDone); cap len(slots)
 
 	closing  chan struct{} // closed when Close has begun refusing I/O
 	closeBeg atomic.Bool   // Close was called
@@ -117,8 +117,9 @@ type Leg struct {
 	wg       sync.WaitGroup
 	drainMu  sync.Mutex // serialises drains (Close, UnregisterFixed)
 
-	bmu sync.Mutex // guards b
-	b   batch      // blockdev.AsyncBatcher (batch.go)
+	bmu      sync.Mutex  // guards b
+	b        batch       // blockdev.AsyncBatcher (batch.go)
+	batching atomic.Bool // bmu's holder is inside a Submitter's Submit or Flush
 
 	fixMu   sync.Mutex // guards regs, nextReg
 	regs    map[blockdev.FixedRegion]*initiator.MemRegion
@@ -174,7 +175,7 @@ func Open(ctx context.Context, cfg LegConfig) (*Leg, error) {
 	}
 	for i := range l.slots {
 		sl := &l.slots[i]
-		sl.req.Done, sl.req.User = l.done, uint64(i)
+		sl.req.Notify, sl.req.User = l, uint64(i)
 		sl.wake = make(chan wakeMsg, 1)
 		l.free <- sl
 	}

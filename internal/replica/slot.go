@@ -20,15 +20,24 @@ const (
 	slotAbandoned                // the watchdog completed it; the request is still in the session
 )
 
+// Submission marks (slot.sub): whether the session's completion of a
+// slot's request may finish its caller where it happens (RequestDone).
+const (
+	subNone      uint32 = iota // not inside a submission: finish in RequestDone
+	subInside                  // its submitter is inside Session.Submit
+	subDoneEarly               // completed meanwhile: the submitter hands it to the completion goroutine
+)
+
 // slot is one preallocated I/O: the session request and who waits for it.
 // A slot is owned by whoever took it from Leg.free until it goes back.
 type slot struct {
-	req  initiator.Request   // Done = Leg.done, User = index; reused
+	req  initiator.Request   // Notify = the Leg, User = index; reused
 	cb   blockdev.Completion // async caller; nil for a blocking one
 	wake chan wakeMsg        // a blocking caller's result (cap 1)
 	// born is 1 + the watchdog tick at submission (0 while not busy).
 	born  atomic.Uint32
 	state atomic.Uint32
+	sub   atomic.Uint32 // subNone, subInside or subDoneEarly
 }
 
 // wakeMsg is a blocking caller's result. abandoned: the watchdog failed
@@ -54,7 +63,45 @@ func (l *Leg) submit(s *slot, op initiator.IOOp, lba uint64, data []byte, n uint
 	if s.cb != nil && l.submitBatched(r) {
 		return
 	}
-	_ = l.s.Submit(r) // fails only for a nil Done
+	s.sub.Store(subInside)
+	_ = l.s.Submit(r) // fails only for a request without Notify
+	l.submitted(s)
+}
+
+// submitted ends s's submission mark once its submitter is out of the
+// session's Submit: a request that completed meanwhile (on the
+// submitter's own goroutine — a request refused before any command was
+// issued completes inside Submit — or already on a queue goroutine) is
+// finished by the completion goroutine, since IODone must not run inside
+// Submit*.
+func (l *Leg) submitted(s *slot) {
+	if !s.sub.CompareAndSwap(subInside, subNone) {
+		s.sub.Store(subNone)
+		l.done <- &s.req
+	}
+}
+
+// RequestDone implements initiator.Notifier: the session finished a
+// slot's request. In the steady state it finishes the caller right here,
+// on the initiator's queue goroutine, with no hand-off. To the
+// completion goroutine go: a request whose submitter is still inside
+// Session.Submit (submitted sends it); whatever completes while the
+// batch lock's holder is inside a Submitter's Submit or Flush (it may
+// run on that goroutine, and IODone must not run under the leg's lock —
+// it may come back to Plug); and whatever completes while the leg closes
+// or is down (Session.Close and the watchdog complete requests on their
+// callers' goroutines, where those callers may hold locks IODone takes).
+// Never blocks: l.done has room for every slot.
+func (l *Leg) RequestDone(r *initiator.Request) {
+	s := &l.slots[r.User]
+	if s.sub.CompareAndSwap(subInside, subDoneEarly) {
+		return // the submitter sends it on (submitted)
+	}
+	if l.batching.Load() || l.closeBeg.Load() || l.down.Load() != nil {
+		l.done <- r
+		return
+	}
+	l.finish(r)
 }
 
 // acquire takes a free slot, waiting for one; it fails once the leg is
@@ -114,8 +161,9 @@ func (l *Leg) trySlot() *slot {
 // SubmitWrite starts an asynchronous write (NVMe Write, FUA with
 // blockdev.WriteFUA). It refuses (false) an invalid request, when Depth
 // I/Os are in flight, and when the leg is closed or down. It does not
-// block or allocate; done.IODone is called from the leg's completion
-// goroutine or its watchdog.
+// block or allocate; done.IODone is called from the initiator queue
+// goroutine that completed it, the leg's completion goroutine or its
+// watchdog (RequestDone).
 func (l *Leg) SubmitWrite(buf []byte, lba uint64, flags blockdev.WriteFlags, done blockdev.Completion) bool {
 	if len(buf) == 0 || len(buf)%l.bs != 0 || l.check(lba, uint64(len(buf)/l.bs)) != nil {
 		return false
@@ -143,36 +191,42 @@ func (l *Leg) SubmitRead(buf []byte, lba uint64, done blockdev.Completion) bool 
 	return true
 }
 
-// completions is the leg's completion goroutine: it receives every
-// request the session finishes and completes its caller.
+// completions is the leg's completion goroutine: it completes the
+// callers of the requests RequestDone and submitted hand it.
 func (l *Leg) completions() {
 	defer l.wg.Done()
 	for r := range l.done {
-		s := &l.slots[r.User]
-		err := l.result(r)
-		s.born.Store(0)
-		if !s.state.CompareAndSwap(slotBusy, slotIdle) && !s.state.CompareAndSwap(slotBusyRead, slotIdle) {
-			// Abandoned: the watchdog completes (completed) the
-			// caller; wait for it to be done with the slot's fields
-			// (a few instructions) before reusing the slot.
-			for s.state.Load() != slotAbandoned {
-				runtime.Gosched()
-			}
-			s.req.Data = nil
-			s.cb = nil
-			s.state.Store(slotIdle)
-			l.free <- s
-			continue
+		l.finish(r)
+	}
+}
+
+// finish completes the caller of a request the session returned and puts
+// its slot back. Any goroutine; it does not block.
+func (l *Leg) finish(r *initiator.Request) {
+	s := &l.slots[r.User]
+	err := l.result(r)
+	s.born.Store(0)
+	if !s.state.CompareAndSwap(slotBusy, slotIdle) && !s.state.CompareAndSwap(slotBusyRead, slotIdle) {
+		// Abandoned: the watchdog completes (completed) the
+		// caller; wait for it to be done with the slot's fields
+		// (a few instructions) before reusing the slot.
+		for s.state.Load() != slotAbandoned {
+			runtime.Gosched()
 		}
 		s.req.Data = nil
-		if cb := s.cb; cb != nil {
-			s.cb = nil
-			l.free <- s
-			cb.IODone(err)
-			continue
-		}
-		s.wake <- wakeMsg{err: err}
+		s.cb = nil
+		s.state.Store(slotIdle)
+		l.free <- s
+		return
 	}
+	s.req.Data = nil
+	if cb := s.cb; cb != nil {
+		s.cb = nil
+		l.free <- s
+		cb.IODone(err)
+		return
+	}
+	s.wake <- wakeMsg{err: err}
 }
 
 // result maps a finished request's outcome to the blockdev error the

@@ -1,7 +1,7 @@
 #!/bin/bash
 # replperf scenario, guest B: rdmablkd cluster node n2 (joins n1 at lab.peer:7421; raft lab.ip:7002,
-# API lab.ip:7422, NVMe-oF/RDMA listener lab.ip:4422 on rxe0, and with lab.repltransport=tcp an
-# NVMe/TCP one on lab.ip:4432), which holds r2's second copy. Nothing
+# API lab.ip:7422, NVMe-oF/RDMA listener lab.ip:4422 on rxe0 and an NVMe/TCP one on lab.ip:4432),
+# which holds r2's second copy. Nothing
 # else runs here: the replica's work has this guest's CPU to itself (see
 # scenario-replperf-target.sh). RESULT lines: replperf.n2.busy_j (this guest's busy jiffies from
 # n2's start to the end of the runs), replperf.n2.proc_j (n2's own), and per job of guest A
@@ -14,8 +14,9 @@ wait_file "$LAB_OUT/n1.ready" "$W" || { fail "n1 never came up"; exit 1; }
 C=/tmp/rc; FS=$(datafs_up $C/n2 768) || { fail "data file system"; exit 1; }
 result replperf.n2.datafs "$FS"
 install -m 0600 "$LAB_OUT/node.token" $C/node.token || exit 1
-# lab.repltransport=tcp: n1 reaches n2's copy over NVMe/TCP: a TCP listener too
-TCPL=; [ "${LAB_REPLTRANSPORT:-auto}" = tcp ] && TCPL=", {addr: \"$IP:4432\", transport: tcp}"
+# n2 serves NVMe/TCP too (lab.ip:4432), as a node serving both kinds of host would: which one n1's
+# leg takes is cluster.replication.transport's choice (lab.repltransport)
+TCPL=", {addr: \"$IP:4432\", transport: tcp}"
 cat > $C/n2.yaml <<EOC
 data_dir: $C/n2
 log: {level: info}

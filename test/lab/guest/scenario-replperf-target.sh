@@ -16,7 +16,7 @@
 # mark.LABEL.start / mark.LABEL.end   a job begins / ends (here; guest B measures n2 over it)
 # RESULT lines: replperf.VOL.JOB.rROUND.{iops,ios,p50_us,p99_us,err}, replperf.VOL.JOB.rROUND.busy_j
 # (this guest's busy jiffies), replperf.VOL.JOB.rROUND.proc_j (rdmablkd n1's own), replperf.order.rROUND, replperf.insync.{before,after}, replperf.hz, replperf.fiotime,
-# replperf.{mtu,rxemtu} (eth0's MTU and rxe0's active MTU: lab.mtu), replperf.{datafs,pollwait,repltransport}.
+# replperf.{mtu,rxemtu} (eth0's MTU and rxe0's active MTU: lab.mtu), replperf.{datafs,pollwait,repltransport,legpath}.
 . /mnt/share/scripts/lib.sh
 D=/mnt/share/bin/rdmablkd; B=/mnt/share/bin/rdmablk; NQN=nqn.2026-11.io.rdmablk:replperf
 ROUNDS=${LAB_ROUNDS:-3}; FT=${LAB_FIOTIME:-10}; VOLSIZE=${LAB_VOLSIZE:-256M}; W=${LAB_WAIT:-1500}
@@ -27,8 +27,8 @@ result replperf.mtu "$(cat /sys/class/net/eth0/mtu)"; result replperf.rxemtu "${
 result replperf.fiotime "$FT"; result replperf.hz "$(getconf CLK_TCK)"; result replperf.volsize "$VOLSIZE"; result replperf.rounds "$ROUNDS"
 C=/tmp/rc; FS=$(datafs_up $C/n1 1024) || { fail "data file system"; exit 1; }
 result replperf.datafs "$FS"; result replperf.pollwait "${LAB_POLLWAIT:-channel}" # lab.pollwait=epoll: both nodes' transport.poll_wait
-# lab.repltransport=tcp: n1 reaches r2's copy on n2 over NVMe/TCP (cluster.replication.transport: tcp;
-# n2 then also listens on NVMe/TCP, lab.ip:4432) instead of RDMA
+# lab.repltransport=auto|rdma|tcp: n1's cluster.replication.transport (n2 listens on RDMA and NVMe/TCP;
+# auto takes NVMe/TCP when every RDMA device is software, as rxe0 here is); the leg's path is recorded
 RT=${LAB_REPLTRANSPORT:-auto}; result replperf.repltransport "$RT"
 cat > $C/n1.yaml <<EOC
 data_dir: $C/n1
@@ -68,6 +68,8 @@ insync() { "$B" volume status r2 2>/dev/null | head -1 | grep -q "online, owner 
 for _ in $(seq 600); do insync && break; sleep 0.5; done
 run "$B" volume status r2
 if insync; then result replperf.insync.before yes; else result replperf.insync.before no; fail "r2 not in sync before the runs"; fi
+# which listener of n2 the leg took (its "path live" log line)
+result replperf.legpath "$(sed -n 's/.*msg="path live" replica=r2 .*addr=\([^ ]*\).*/\1/p' "$LAB_OUT/rdmablkd-n1.log" | tail -1)"
 declare -A DEV
 for v in r1 r2; do
   before=$(ls /dev/ | grep -E '^nvme[0-9]+n[0-9]+$')
