@@ -74,7 +74,7 @@
 #      during submission; default 1, softirq), lab.tcpspins=512 its transport.tcp_poll_spins (perf-tcp; both builds
 #      get it, so a BASELINE must know the key); replperf: lab.pollwait=epoll both nodes' transport.poll_wait,
 #      lab.datafs=tmpfs their data directories on tmpfs instead of ext4 over brd, lab.vols=r2 one volume only,
-#      lab.repltransport=tcp the replication leg over NVMe/TCP (n2 gets a TCP listener),
+#      lab.repltransport=auto|rdma|tcp n1's cluster.replication.transport (n2 listens on both; auto: NVMe/TCP on rxe),
 #      lab.mtu=9000 both guests' eth0 MTU: RoCE MTU 4096 instead of 1024),
 #      INSNS=1 (perf, perf-tcp: the target guest, frontends: the initiator guest, replperf: guest A, under the insncount
 #      QEMU plugin; guest instructions per command per job in the run's insns.md: test/lab/probes/insncount),
@@ -613,7 +613,7 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
     echo "replica on another host would; the host and the owner share guest A in both runs alike."
     echo "Both volumes were written whole once before the rounds (blocks and pages are allocated on first write)."
     echo "Both nodes' poll groups sleep with transport.poll_wait: $(val replperf.pollwait) (lab.pollwait)."
-    echo "n1 reaches r2's copy on n2 with cluster.replication.transport: $(val replperf.repltransport) (lab.repltransport; auto: RDMA)."
+    echo "n1 reaches r2's copy on n2 (RDMA and NVMe/TCP listeners) with cluster.replication.transport: $(val replperf.repltransport) (lab.repltransport); the leg's path: $(val replperf.legpath)."
     echo "Ethernet MTU $(val replperf.mtu), RoCE (rxe0 active) MTU $(val replperf.rxemtu) (lab.mtu; both guests)."
     echo "r2 in sync (2 of 2) before the runs: $(val replperf.insync.before), after: $(val replperf.insync.after)."
     read -r _ pl1 pl5 pl15 < "$PO/lab-lock.txt" 2>/dev/null
