@@ -48,7 +48,9 @@ SERIAL=$OUTD/$SCEN.serial
 # 2026-12-05-2253 and -2341; earlier 2026-11-25-0728, 2026-12-04-1947): an emulation fault is the
 # suspect, and single-threaded TCG takes another path for the guest's atomic operations. It did not
 # cure it: run 2026-12-06-0826 (thread=single) lost its 6.12 initiator guest the same way (RFLAGS
-# 837e6202 beside RAX ...837e6840, in kmem_cache_alloc_node under rxe's send_common_ack).
+# 837e6202 beside RAX ...837e6840, in kmem_cache_alloc_node under rxe's send_common_ack). Run
+# 2026-12-07-0149's 6.12 initiator guest logged a kernel-mode #DB (exc_debug_kernel) in a kworker,
+# a single-step trap in code nobody steps: a stray TF in RFLAGS, possibly the same fault.
 TCGTHREAD=${TCG_THREAD:-$([ "$SMP" = 1 ] && echo single || echo multi)}
 KARGS="root=/dev/vda rw console=ttyS0,115200 init=/sbin/lab-init panic=1 loglevel=4 net.ifnames=0 lab.scenario=$SCEN lab.name=$SCEN lab.runid=$RUNID $* ${APPEND:-}"
 t0=$(date +%s)
