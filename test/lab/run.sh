@@ -613,7 +613,7 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
     echo "replica on another host would; the host and the owner share guest A in both runs alike."
     echo "Both volumes were written whole once before the rounds (blocks and pages are allocated on first write)."
     echo "Both nodes' poll groups sleep with transport.poll_wait: $(val replperf.pollwait) (lab.pollwait)."
-    echo "n1 reaches r2's copy on n2 (RDMA and NVMe/TCP listeners) with cluster.replication.transport: $(val replperf.repltransport) (lab.repltransport); the leg's path: $(val replperf.legpath)."
+    echo "n1 reaches r2's copy on n2 (RDMA and NVMe/TCP listeners) with cluster.replication.transport: $(val replperf.repltransport) (lab.repltransport); the leg's live paths, the one I/O takes first: $(val replperf.legpath)."
     echo "Ethernet MTU $(val replperf.mtu), RoCE (rxe0 active) MTU $(val replperf.rxemtu) (lab.mtu; both guests)."
     echo "r2 in sync (2 of 2) before the runs: $(val replperf.insync.before), after: $(val replperf.insync.after)."
     read -r _ pl1 pl5 pl15 < "$PO/lab-lock.txt" 2>/dev/null

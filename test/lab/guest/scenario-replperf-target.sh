@@ -68,8 +68,9 @@ insync() { "$B" volume status r2 2>/dev/null | head -1 | grep -q "online, owner 
 for _ in $(seq 600); do insync && break; sleep 0.5; done
 run "$B" volume status r2
 if insync; then result replperf.insync.before yes; else result replperf.insync.before no; fail "r2 not in sync before the runs"; fi
-# which listener of n2 the leg took (its "path live" log line)
-result replperf.legpath "$(sed -n 's/.*msg="path live" replica=r2 .*addr=\([^ ]*\).*/\1/p' "$LAB_OUT/rdmablkd-n1.log" | tail -1)"
+# the leg's paths to n2 ("path live" log lines, in the order the leg lists them): I/O takes the
+# first live optimized one, the rest are alternates
+result replperf.legpath "$(sed -n 's/.*msg="path live" replica=r2 .*addr=\([^ ]*\).*/\1/p' "$LAB_OUT/rdmablkd-n1.log" | paste -sd, -)"
 declare -A DEV
 for v in r1 r2; do
   before=$(ls /dev/ | grep -E '^nvme[0-9]+n[0-9]+$')
