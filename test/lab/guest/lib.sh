@@ -277,7 +277,8 @@ insn_mark() {
 # of SECONDS on DEV (nvme0n1, ublkb0, ...) and "LABEL end" 2 s before it ends, each with DEV's I/O
 # count, so that the window holds neither fio's start nor its exit; INSN_PID is the subshell's pid.
 insn_window() {
-  ( nap 2; insn_mark "$1" "$2 start" "$(dev_ios "$3")"; nap $(($4 - 4)); insn_mark "$1" "$2 end" "$(dev_ios "$3")" ) &
+  local w=$(($4 > 5 ? $4 - 4 : 1)) # jobs of 5 s or less: a 1 s window
+  ( nap 2; insn_mark "$1" "$2 start" "$(dev_ios "$3")"; nap "$w"; insn_mark "$1" "$2 end" "$(dev_ios "$3")" ) &
   INSN_PID=$!
 }
 # dev_ios DEV: reads + writes completed on DEV (nvme0n1, ublkb0, nbd0). With native NVMe multipath
