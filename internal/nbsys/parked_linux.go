@@ -10,7 +10,8 @@ import (
 
 // The parked set is one process-wide epoll set (level-triggered) of the
 // data path's descriptors that goroutines wait on in the runtime's poller:
-// NVMe/TCP sockets, io_uring eventfds, verbs completion channels. It
+// the sockets of NVMe/TCP listeners that spin, io_uring eventfds, verbs
+// completion channels. It
 // exists for loops that spin instead of parking (target/tcp's idle
 // reader). Such a loop yields each pass (runtime.Gosched), which lets
 // every runnable goroutine run, but the runtime polls the network only
