@@ -17,6 +17,7 @@ import (
 	"github.com/rdmablk/rdmablk/cluster/agent"
 	"github.com/rdmablk/rdmablk/cluster/catalog"
 	"github.com/rdmablk/rdmablk/cluster/reconcile"
+	"github.com/rdmablk/rdmablk/internal/nbsys"
 	"github.com/rdmablk/rdmablk/target"
 	"github.com/rdmablk/rdmablk/target/rdma"
 	"github.com/rdmablk/rdmablk/target/tcp"
@@ -52,6 +53,11 @@ type Daemon struct {
 // closed) and the error names the setting that caused it.
 func Start(cfg *Config, log *slog.Logger) (*Daemon, error) {
 	d := &Daemon{log: log}
+	if cfg.Transport.TCPPollSpins > 0 {
+		// NVMe/TCP readers will spin: the descriptors opened before the
+		// listeners (the volumes' rings) must join the parked set too.
+		nbsys.UseParked()
+	}
 	if err := d.start(cfg); err != nil {
 		if cerr := d.Close(); cerr != nil {
 			log.Warn("start-up failed; closing what was opened", "err", cerr)

@@ -2,6 +2,7 @@ package nbsys
 
 import (
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -10,8 +11,7 @@ import (
 
 // The parked set is one process-wide epoll set (level-triggered) of the
 // data path's descriptors that goroutines wait on in the runtime's poller:
-// the sockets of NVMe/TCP listeners that spin, io_uring eventfds, verbs
-// completion channels. It
+// NVMe/TCP sockets, io_uring eventfds, verbs completion channels. It
 // exists for loops that spin instead of parking (target/tcp's idle
 // reader). Such a loop yields each pass (runtime.Gosched), which lets
 // every runnable goroutine run, but the runtime polls the network only
@@ -20,6 +20,12 @@ import (
 // wait for the monitor thread's poll, up to 10 ms. A spinner therefore
 // looks at this set each pass (ParkedReady) and parks as soon as any
 // descriptor but its own is ready; the runtime's poll then finds it.
+//
+// The set is kept only in a process that spins: until UseParked is
+// called (a spinning NVMe/TCP listener calls it; rdmablkd at start when
+// transport.tcp_poll_spins is set), WatchParked adds nothing, since every
+// member costs the kernel a second wake-up callback per event it signals.
+// A descriptor watched before UseParked stays out (best effort, below).
 //
 // Membership is best effort: a descriptor that could not be added is
 // simply not watched (ParkedReady cannot report it; a spinner holds it
@@ -30,7 +36,12 @@ import (
 var parked struct {
 	once sync.Once
 	epfd int // -1: no set (epoll_create1 failed)
+	used atomic.Bool
 }
+
+// UseParked makes WatchParked add descriptors from now on: the process
+// has a spinner. Any goroutine; idempotent.
+func UseParked() { parked.used.Store(true) }
 
 func parkedFD() int {
 	parked.once.Do(func() {
@@ -44,9 +55,13 @@ func parkedFD() int {
 }
 
 // WatchParked adds fd to the parked set for events (ParkedIn, and
-// ParkedOut for a writer that waits for room). A descriptor already
-// in the set gets the new events.
+// ParkedOut for a writer that waits for room), once UseParked was called;
+// before that it does nothing. A descriptor already in the set gets the
+// new events.
 func WatchParked(fd int, events uint32) error {
+	if !parked.used.Load() {
+		return nil
+	}
 	ep := parkedFD()
 	if ep < 0 {
 		return syscall.ENOSYS

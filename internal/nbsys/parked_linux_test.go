@@ -31,6 +31,7 @@ func ready(t *testing.T, fd int) {
 // any other that is ready — for input, or for room while a writer waits —
 // and forgets a descriptor once it is closed or unwatched.
 func TestParkedReady(t *testing.T) {
+	UseParked()
 	buf := make([]unix.EpollEvent, 4)
 	look := func(self int, wantSelf, wantOthers bool) {
 		t.Helper()
@@ -76,4 +77,28 @@ func TestParkedReady(t *testing.T) {
 	if s, o := ParkedReady(a, nil); s || !o {
 		t.Fatalf("ParkedReady with no buffer = %v, %v; want false, true (never spin blind)", s, o)
 	}
+}
+
+// TestParkedUnusedAddsNothing: until UseParked, WatchParked keeps a
+// descriptor out of the set (no kernel callback per event for a set
+// nobody reads); from then on it adds.
+func TestParkedUnusedAddsNothing(t *testing.T) {
+	was := parked.used.Load()
+	parked.used.Store(false)
+	defer parked.used.Store(was)
+	buf := make([]unix.EpollEvent, 4)
+	fd := parkedEventFD(t) // watched while unused
+	defer unix.Close(fd)
+	ready(t, fd)
+	if s, o := ParkedReady(-1, buf); s || o {
+		t.Fatalf("a descriptor watched before UseParked is in the set (self %v, others %v)", s, o)
+	}
+	UseParked()
+	if err := WatchParked(fd, unix.EPOLLIN); err != nil {
+		t.Fatal(err)
+	}
+	if _, o := ParkedReady(-1, buf); !o {
+		t.Fatal("a ready descriptor watched after UseParked is not in the set")
+	}
+	UnwatchParked(fd)
 }

@@ -9,3 +9,6 @@ func WatchParked(fd int, events uint32) error { return syscall.ENOSYS }
 
 // UnwatchParked: no parked set here.
 func UnwatchParked(fd int) {}
+
+// UseParked: no parked set here.
+func UseParked() {}

@@ -134,7 +134,7 @@ func newConn(l *Listener, nc net.Conn) *conn {
 	w.batch = make([]job, 0, spare)
 	w.out = make([]byte, 0, maxBatch*jobBytes)
 	w.bufs = make([][]byte, 0, 2*maxBatch+1)
-	w.sock.init(nc, 2*maxBatch+1, l.cfg.PollSpins > 0)
+	w.sock.init(nc, 2*maxBatch+1)
 	return c
 }
 

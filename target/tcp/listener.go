@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rdmablk/rdmablk/internal/nbsys"
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/target"
 )
@@ -47,6 +48,9 @@ type Listener struct {
 func Listen(cfg Config) (*Listener, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
+	}
+	if cfg.PollSpins > 0 {
+		nbsys.UseParked() // its readers spin: the process keeps the parked set
 	}
 	// Plain TCP, not Go's default Multipath TCP listener: NVMe/TCP hosts
 	// do not speak MPTCP, and a connection accepted by an MPTCP listener

@@ -26,12 +26,11 @@ type sockWriter struct {
 	iov  []iovec
 	i    int
 	wait bool
-	// parked: the listener spins (Config.PollSpins > 0), so a write that
-	// waits for room puts the socket in the parked set for room too
-	// (parkedOut); waitOut: it is there now.
-	parked, waitOut bool
-	err             error
-	fn              func(fd uintptr) bool // s.writev, bound once (no allocation per write)
+	// waitOut: the socket is in the parked set for room too (parkedOut),
+	// while a waiting write parks.
+	waitOut bool
+	err     error
+	fn      func(fd uintptr) bool // s.writev, bound once (no allocation per write)
 
 	// Portable path.
 	nb  net.Buffers
@@ -52,8 +51,8 @@ type sockWriter struct {
 // platform without raw socket access. Set it before Listen.
 var noRaw bool
 
-func (s *sockWriter) init(nc net.Conn, iovs int, parked bool) {
-	s.nc, s.parked = nc, parked
+func (s *sockWriter) init(nc net.Conn, iovs int) {
+	s.nc = nc
 	if sc, ok := nc.(syscall.Conn); ok && rawOK && !noRaw {
 		if rc, err := sc.SyscallConn(); err == nil {
 			s.rc = rc
@@ -133,7 +132,7 @@ func (s *sockWriter) writev(fd uintptr) bool {
 		switch {
 		case errno == syscall.EINTR:
 		case errno == syscall.EAGAIN:
-			if s.wait && s.parked && !s.waitOut {
+			if s.wait && !s.waitOut {
 				// Parks for room: a spinning reader must not hold that up.
 				s.waitOut = parkedOut(fd, true)
 			}

@@ -28,15 +28,9 @@ const exploreWakes = 64
 
 func (s *spinState) init(limit int, fd uintptr) {
 	s.limit, s.budget = limit, max(limit, 0)
-	if limit <= 0 {
-		// Only spinners look at the parked set, and a member costs the
-		// kernel an extra wake-up callback per packet: a listener that
-		// does not spin leaves its sockets out.
-		return
-	}
-	// Every socket of a spinning listener is in the parked set, so that
-	// a spinning reader stops for it; the kernel drops it when the socket
-	// closes.
+	// Every connection's socket is in the parked set (once the process
+	// spins: nbsys.UseParked), so that a spinning reader stops for it;
+	// the kernel drops it when the socket closes.
 	_ = nbsys.WatchParked(int(fd), nbsys.ParkedIn)
 }
 
