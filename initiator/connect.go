@@ -199,10 +199,11 @@ func (c *Controller) dial(ctx context.Context, qid uint16, depth, vector int, in
 	o := &c.opts
 	if c.tr == TransportTCP {
 		s := tcpSetup{addr: c.addr, qid: qid, depth: depth,
-			digests: tcppdu.Digests{Header: o.HeaderDigest, Data: o.DataDigest}, inCapsule: c.inCapsule, maxData: c.maxTransfer}
+			digests: tcppdu.Digests{Header: o.HeaderDigest, Data: o.DataDigest}, inCapsule: c.inCapsule, maxData: c.maxTransfer,
+			zcMin: o.ZeroCopySendMin}
 		if qid == 0 {
 			// Before Identify: admin data is at most adminBufSize.
-			s.inCapsule, s.maxData = tcpAdminInCapsule, adminBufSize
+			s.inCapsule, s.maxData, s.zcMin = tcpAdminInCapsule, adminBufSize, -1
 		}
 		return dialTCP(ctx, s)
 	}

@@ -31,6 +31,12 @@ type Options struct {
 	// is refused. Ignored over RDMA.
 	HeaderDigest bool
 	DataDigest   bool
+	// ZeroCopySendMin: over NVMe/TCP, an I/O queue's batch of command
+	// capsules carrying at least this many bytes of in-capsule (write)
+	// data goes out with io_uring's zero-copy sendmsg (Linux 6.1),
+	// never to a loopback address; default DefaultZeroCopySendMin,
+	// negative: never.
+	ZeroCopySendMin int
 	// HostNQN identifies the host; default nvme.HostNQNFromUUID(HostID).
 	HostNQN string
 	// HostID is the 128-bit host identifier sent in the Connect data;

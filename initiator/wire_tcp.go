@@ -79,6 +79,7 @@ type tcpWire struct {
 	queued []uint16 // slots in the pending batch
 
 	writeMu sync.Mutex // serialises socket writes: flush and the reader's H2CData
+	zc      tcpZC      // zero-copy capsule sends (wire_tcp_zc.go), under writeMu
 
 	slots []tcpSlot
 
@@ -129,6 +130,7 @@ type tcpSetup struct {
 	digests   tcppdu.Digests
 	inCapsule int // in-capsule data limit (admin: tcpAdminInCapsule)
 	maxData   int // largest data transfer of one command
+	zcMin     int // Options.ZeroCopySendMin (admin queue: negative)
 }
 
 // dialTCP connects one queue: TCP connect, ICReq / ICResp (TCP §3.6.2.2,
@@ -166,6 +168,7 @@ func dialTCP(ctx context.Context, s tcpSetup) (*qpair, error) {
 	w := newTCPWire(q, s.depth, conn, conn, tcppdu.Digests{Header: resp.DGST&tcppdu.DGSTHeader != 0, Data: resp.DGST&tcppdu.DGSTData != 0},
 		tcppdu.PDAAlign(resp.CPDA), resp.MAXH2CDATA, s.inCapsule, s.maxData)
 	w.conn = conn
+	w.zc.init(conn, s.zcMin, cap(w.iov))
 	watchParked(conn)
 	go w.readLoop()
 	return q, nil
@@ -292,6 +295,7 @@ func (w *tcpWire) queueSend(i uint16) {
 	}
 	n := tcppdu.PutCapsuleCmd(h, &w.sqes[i], icd, w.dg, w.cpda)
 	w.iov = append(w.iov, h[:n])
+	w.zc.data += icd
 	if icd > 0 {
 		w.iov = append(w.iov, s.data)
 		if w.dg.Data {
@@ -314,10 +318,16 @@ func (w *tcpWire) flush() error {
 	if len(w.queued) == 0 {
 		return nil
 	}
+	var err error
 	w.writeMu.Lock()
-	w.wbuf = w.iov
-	_, err := w.wbuf.WriteTo(w.wr)
+	if w.zc.use() {
+		err = w.zc.write(w.iov)
+	} else {
+		w.wbuf = w.iov
+		_, err = w.wbuf.WriteTo(w.wr)
+	}
 	w.writeMu.Unlock()
+	w.zc.data = 0
 	clear(w.iov)
 	w.iov = w.iov[:0]
 	if err != nil {
@@ -399,6 +409,7 @@ func (w *tcpWire) end(err error) {
 func (w *tcpWire) disconnect() {
 	w.closeOnce.Do(func() {
 		if w.conn != nil {
+			w.zc.abort(w.conn)
 			_ = w.conn.Close()
 		}
 	})
@@ -410,6 +421,9 @@ func (w *tcpWire) disconnect() {
 func (w *tcpWire) destroy() error {
 	w.disconnect()
 	w.end(ErrClosed)
+	w.writeMu.Lock()
+	w.zc.close()
+	w.writeMu.Unlock()
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/rdmablk/rdmablk/cluster/agent"
 	"github.com/rdmablk/rdmablk/cluster/catalog"
 	"github.com/rdmablk/rdmablk/cluster/reconcile"
+	"github.com/rdmablk/rdmablk/initiator"
 	"github.com/rdmablk/rdmablk/internal/nbsys"
 	"github.com/rdmablk/rdmablk/target"
 	"github.com/rdmablk/rdmablk/target/rdma"
@@ -313,6 +314,10 @@ func (d *Daemon) Close() error {
 			"spin_reads", st.SpinReads, "spin_yields", st.SpinYields, "spin_run_outs", st.SpinRunOuts)
 	}
 	d.tcpListeners, d.addrs = nil, nil
+	if sends, bytes, copied := initiator.TCPZeroCopyStats(); sends > 0 {
+		// Replica legs over NVMe/TCP (the process's initiator).
+		d.log.Info("NVMe/TCP host zero-copy sends", "sends", sends, "bytes", bytes, "copied", copied)
+	}
 	if d.tgt != nil {
 		errs = append(errs, d.tgt.Close())
 		d.tgt = nil

@@ -5,6 +5,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/rdmablk/rdmablk/internal/tcpzc"
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/nvme/tcppdu"
 )
@@ -189,8 +190,8 @@ func BenchmarkWrite4KQD32(b *testing.B) { benchQD(b, true, 32) }
 // (pinning, notices, held slots), not its gain; 0 allocs per read either
 // way.
 func BenchmarkRead128KQD8ZeroCopy(b *testing.B) {
-	zcOnLoopback.Store(true)
-	defer func() { zcOnLoopback.Store(false) }()
+	tcpzc.AllowLoopback.Store(true)
+	defer func() { tcpzc.AllowLoopback.Store(false) }()
 	benchQDSize(b, false, 8, 128<<10, 0)
 }
 func BenchmarkRead128KQD8Copy(b *testing.B) { benchQDSize(b, false, 8, 128<<10, -1) }

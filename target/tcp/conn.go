@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rdmablk/rdmablk/internal/tcpzc"
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/nvme/tcppdu"
 	"github.com/rdmablk/rdmablk/target"
@@ -67,7 +68,7 @@ type conn struct {
 	// their CQEs. zc is the connection's zero-copy sender once the send
 	// path made one (zcTried: it tried; token holder only).
 	zcHeld  atomic.Int32
-	zc      atomic.Pointer[zcSender]
+	zc      atomic.Pointer[tcpzc.Sender]
 	zcTried bool
 	zcLocal bool // the peer is on a loopback address: no zero copy
 	// zcIO: the connection is a connected I/O queue (zero copy is for
@@ -119,7 +120,7 @@ func newConn(l *Listener, nc net.Conn) *conn {
 	c := &conn{l: l, nc: nc, peer: nc.RemoteAddr().String(),
 		slots: make([]slot, n), depth: depth, spare: spare, free: freeList{s: make([]uint16, 0, n)},
 		kick: make(chan struct{}, 1), done: make(chan struct{}), wdone: make(chan struct{}), wstop: make(chan struct{}),
-		freed: make(chan struct{}, 1), quiet: make(chan struct{}), zcLocal: zcLocalPeer(nc)}
+		freed: make(chan struct{}, 1), quiet: make(chan struct{}), zcLocal: tcpzc.LocalPeer(nc)}
 	for i := range c.slots {
 		c.slots[i].idx = uint16(i)
 		c.slots[i].req.Tag = uint32(i)

@@ -6,6 +6,9 @@ import (
 	"net"
 	"syscall"
 	"unsafe"
+
+	"github.com/rdmablk/rdmablk/internal/nbsys"
+	"github.com/rdmablk/rdmablk/internal/tcpzc"
 )
 
 // sockWriter writes the send path's batches to the socket: one vectored
@@ -42,7 +45,7 @@ type sockWriter struct {
 	// Zero copy (zc_linux.go): zc, once the connection has its sender;
 	// zcOn, this write goes through it; zcRec, the record of this write's
 	// zero-copy sends (0: none yet), which endWrite seals.
-	zc    *zcSender
+	zc    *tcpzc.Sender
 	zcOn  bool
 	zcRec uint32
 }
@@ -122,7 +125,7 @@ func (s *sockWriter) writev(fd uintptr) bool {
 		var n int
 		var errno syscall.Errno
 		if s.zcOn {
-			if n, errno = s.zc.send(fd, s.iov[s.i:], &s.zcRec); errno == errZCOff {
+			if n, errno = s.zc.Send(fd, s.iov[s.i:], &s.zcRec); errno == tcpzc.ErrOff {
 				s.zcOn = false
 				continue
 			}
@@ -156,17 +159,8 @@ func (s *sockWriter) writev(fd uintptr) bool {
 
 // advance consumes n written bytes from the iovecs.
 func (s *sockWriter) advance(n int) {
-	for n > 0 && s.i < len(s.iov) {
-		v := &s.iov[s.i]
-		if l := int(v.Len); n >= l {
-			n -= l
-			s.i++
-			continue
-		}
-		v.Base = (*byte)(unsafe.Add(unsafe.Pointer(v.Base), n))
-		v.SetLen(int(v.Len) - n)
-		n = 0
-	}
+	rest := nbsys.Advance(s.iov[s.i:], n)
+	s.i = len(s.iov) - len(rest)
 }
 
 // sockReader is the source of the reader's bufio.Reader. While the reader

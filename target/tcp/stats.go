@@ -1,6 +1,10 @@
 package tcp
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/rdmablk/rdmablk/internal/tcpzc"
+)
 
 // Stats are a Listener's counters since Listen.
 type Stats struct {
@@ -57,7 +61,7 @@ type Stats struct {
 
 type counters struct {
 	accepted, connections, refused, terminated, hostTerminated, dataDigestErrors, drainTimeouts, writes, writerHandoffs atomic.Uint64
-	zcSends, zcBytes, zcCopied, zcAbandoned                                                                             atomic.Uint64
+	zc                                                                                                                  tcpzc.Counters
 	spinReads, spinYields, spinRunOuts                                                                                  atomic.Uint64
 }
 
@@ -71,8 +75,8 @@ func (l *Listener) Stats() Stats {
 		HostTerminated: c.hostTerminated.Load(), DataDigestErrors: c.dataDigestErrors.Load(),
 		DrainTimeouts: c.drainTimeouts.Load(), Writes: c.writes.Load(),
 		WriterHandoffs: c.writerHandoffs.Load(),
-		ZeroCopySends:  c.zcSends.Load(), ZeroCopyBytes: c.zcBytes.Load(), ZeroCopyCopied: c.zcCopied.Load(),
-		ZeroCopyAbandoned: c.zcAbandoned.Load(), ZeroCopyOff: l.zcBroken.Load(),
+		ZeroCopySends:  c.zc.Sends.Load(), ZeroCopyBytes: c.zc.Bytes.Load(), ZeroCopyCopied: c.zc.Copied.Load(),
+		ZeroCopyAbandoned: c.zc.Abandoned.Load(), ZeroCopyOff: l.zcBroken.Load(),
 		SpinReads: c.spinReads.Load(), SpinYields: c.spinYields.Load(), SpinRunOuts: c.spinRunOuts.Load(),
 	}
 	l.mu.Lock()

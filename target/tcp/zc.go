@@ -1,12 +1,12 @@
 package tcp
 
 import (
-	"net"
-	"sync/atomic"
 	"time"
+
+	"github.com/rdmablk/rdmablk/internal/tcpzc"
 )
 
-// Zero-copy sends, the connection's side (the sender is zc_linux.go).
+// Zero-copy sends, the connection's side (the sender is internal/tcpzc).
 
 // zcCloseWait bounds how long a connection's end waits for the notices
 // of its zero-copy sends (the peer acknowledging the last data) before it
@@ -18,18 +18,6 @@ const zcCloseWait = 2 * time.Second
 // their responses): the peer's acknowledgement comes within a round trip,
 // usually with the command that needs the slot.
 const zcSlotWait = 10 * time.Second
-
-// zcOnLoopback (tests) lets connections from a loopback address send
-// zero-copy, and keep doing so although the kernel reports that it
-// copies: it copies what it delivers locally anyway, so normally they do
-// not (zcLocal, zcSender.copying).
-var zcOnLoopback atomic.Bool
-
-// zcLocalPeer reports whether the peer of nc is on a loopback address.
-func zcLocalPeer(nc net.Conn) bool {
-	a, ok := nc.RemoteAddr().(*net.TCPAddr)
-	return ok && a.IP.IsLoopback() && !zcOnLoopback.Load()
-}
 
 // zeroCopy reports whether a write carrying n bytes of read data goes out
 // zero-copy, creating the connection's sender at the first such write.
@@ -50,7 +38,7 @@ func (c *conn) zeroCopy(n int) bool {
 		if c.zcDone {
 			return false
 		}
-		z, broken := newZCSender(c.zcRelease, &c.l.stats)
+		z, broken := tcpzc.New(c.zcRelease, &c.l.stats.zc)
 		if z == nil {
 			if broken {
 				c.l.zcUnavailable()
@@ -60,10 +48,10 @@ func (c *conn) zeroCopy(n int) bool {
 		c.snd.sock.zc = z
 		c.zc.Store(z)
 	}
-	if z := c.snd.sock.zc; z.unusable() {
+	if z := c.snd.sock.zc; z.Unusable() {
 		c.l.zcUnavailable()
 		return false
-	} else if z.copies() {
+	} else if z.Copies() {
 		return false
 	}
 	return true
@@ -84,7 +72,7 @@ func (c *conn) zcHold(id uint32) bool {
 	}
 	k := int32(len(w.zcSlots))
 	c.zcHeld.Add(k)
-	out, held := w.sock.zc.seal(id, w.zcSlots, w.out)
+	out, held := w.sock.zc.Seal(id, w.zcSlots, w.out)
 	w.out = out
 	if !held {
 		c.zcHeld.Add(-k)
@@ -123,24 +111,24 @@ func (c *conn) zcSlot() (uint16, bool) {
 		// zcHeld before the pop: a release between the two shows in
 		// the pop (slots are freed before zcHeld drops).
 		held := c.zcHeld.Load()
-		z.reap()
+		z.Reap()
 		if idx, ok := c.free.pop(); ok {
 			return idx, true
 		}
 		if held == 0 || !time.Now().Before(deadline) {
 			return 0, false
 		}
-		z.wait(time.Until(deadline))
+		z.Wait(time.Until(deadline))
 	}
 }
 
 // zcClose ends the connection's zero-copy sending (serve's end, the
-// socket closed): see zcSender.close.
+// socket closed): see tcpzc.Sender.Close.
 func (c *conn) zcClose() {
 	c.zcMu.Lock()
 	c.zcDone = true
 	c.zcMu.Unlock()
 	if z := c.zc.Load(); z != nil {
-		z.close(zcCloseWait)
+		z.Close(zcCloseWait)
 	}
 }

@@ -1,4 +1,4 @@
-package tcp
+package tcpzc
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 	"github.com/rdmablk/rdmablk/blockdev/uring"
 )
 
-// zcSender sends a connection's large writes with io_uring's zero-copy
+// Sender sends a connection's large writes with io_uring's zero-copy
 // sendmsg (IORING_OP_SENDMSG_ZC, Linux 6.1); docs/tcp-zero-copy.md has the
 // design. The socket stays with Go's poller: the notices come back as
 // completions on the connection's own small ring, never on the socket's
@@ -29,9 +29,9 @@ import (
 // every notice of the record is in (seal, then release): a retransmission
 // must never carry a later command's bytes.
 //
-// Ownership: mu guards everything; the send path's token holder sends and
-// seals, the reader reaps when it runs out of slots, serve's end closes.
-type zcSender struct {
+// Ownership: mu guards everything; the connection's writer of the moment
+// sends and seals, anyone may reap, the connection's end closes.
+type Sender struct {
 	mu     sync.Mutex
 	ring   *uring.Ring
 	flags  uint16 // SQE.IOPrio: SendZCReportUsage until a kernel refuses it
@@ -40,7 +40,7 @@ type zcSender struct {
 	// off: the kernel has no IORING_OP_SENDMSG_ZC (Linux < 6.1).
 	off atomic.Bool
 	// copying: the kernel reported that it copied the data of every one
-	// of the first zcCopiedProbe notices (a peer on this machine): the
+	// of the first CopiedProbe notices (a peer on this machine): the
 	// connection's writes copy from then on. seen, copied: notices so far.
 	copying      atomic.Bool
 	seen, copied int
@@ -49,7 +49,7 @@ type zcSender struct {
 	msg  unix.Msghdr
 	cqes [16]uring.CQE
 	// recs by id-1; free ids for reuse.
-	recs  []zcRec
+	recs  []record
 	free  []uint32
 	outs  [][]byte // spare small-PDU buffers
 	notes int      // notices still to come, all records
@@ -57,60 +57,59 @@ type zcSender struct {
 	// the CQ never overflows (the kernel would then keep completions in a
 	// list only a GETEVENTS call flushes).
 	cqCap int
-	// release returns a sealed record's slots (conn.zcRelease). It also
+	// release returns a sealed record's slots (the connection's callback). It also
 	// keeps the connection, and so the slot buffers the kernel may still
 	// read, reachable for as long as the sender is (see abandon).
 	release func(slots []uint16)
-	stats   *counters
+	stats   *Counters
 }
 
-// zcRec is one write's zero-copy state.
-type zcRec struct {
+// record is one write's zero-copy state.
+type record struct {
 	notices int  // notices still to come (the sends' completions add them)
 	sealed  bool // the write ended: slots and out are attached
 	slots   []uint16
 	out     []byte
 }
 
-// newZCSender makes the connection's ring. nil when io_uring is
+// New makes the connection's ring. nil when io_uring is
 // unavailable (broken: for good, the kernel refuses io_uring).
-func newZCSender(release func([]uint16), st *counters) (z *zcSender, broken bool) {
-	r, err := uring.New(zcRingEntries)
+func New(release func([]uint16), st *Counters) (z *Sender, broken bool) {
+	r, err := uring.New(ringEntries)
 	if err != nil {
 		return nil, errors.Is(err, uring.ErrUnsupported)
 	}
-	return &zcSender{ring: r, flags: uring.SendZCReportUsage, release: release, stats: st,
+	return &Sender{ring: r, flags: uring.SendZCReportUsage, release: release, stats: st,
 		cqCap: 2 * r.Entries()}, false
 }
 
-// zcRingEntries: one send is in flight at a time; the CQ (twice as many
+// recSlots is the slot capacity a new record starts with.
+const recSlots = 32
+
+// ringEntries: one send is in flight at a time; the CQ (twice as many
 // entries) bounds the notices outstanding, beyond which writes copy.
-const zcRingEntries = 32
+const ringEntries = 32
 
-// unusable: the kernel cannot send zero-copy.
-func (z *zcSender) unusable() bool { return z.off.Load() }
+// Unusable: the kernel cannot send zero-copy.
+func (z *Sender) Unusable() bool { return z.off.Load() }
 
-// copies: the kernel copies this connection's data anyway (see copying).
-func (z *zcSender) copies() bool { return z.copying.Load() }
+// Copies: the kernel copies this connection's data anyway (see copying).
+func (z *Sender) Copies() bool { return z.copying.Load() }
 
-// zcCopiedProbe is how many notices decide whether the kernel copies a
+// CopiedProbe is how many notices decide whether the kernel copies a
 // connection's zero-copy sends (Linux ≥ 6.2 says so in each notice).
-const zcCopiedProbe = 16
+const CopiedProbe = 16
 
-// errZCOff: this send cannot go zero-copy (kernel without the opcode, or
-// the sender is closed); the caller writes with writev instead.
-const errZCOff = syscall.Errno(0x7fffffff)
-
-// send sends iov on the socket fd (non-blocking) zero-copy, under record
+// Send sends iov on the socket fd (non-blocking) zero-copy, under record
 // *rec (0: allocate one). It returns the bytes sent or the errno;
-// errZCOff says use writev.
-func (z *zcSender) send(fd uintptr, iov []iovec, rec *uint32) (int, syscall.Errno) {
+// ErrOff says use writev.
+func (z *Sender) Send(fd uintptr, iov []syscall.Iovec, rec *uint32) (int, syscall.Errno) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	if z.closed || z.off.Load() || z.notes >= z.cqCap-1 {
 		// Off, or as many notices outstanding as the CQ holds (with
 		// this send's completion): this write goes on copying.
-		return 0, errZCOff
+		return 0, ErrOff
 	}
 	if *rec == 0 {
 		*rec = z.newRec()
@@ -121,7 +120,7 @@ func (z *zcSender) send(fd uintptr, iov []iovec, rec *uint32) (int, syscall.Errn
 		sqe := uring.SQE{Opcode: uring.OpSendMsgZC, FD: int32(fd), Addr: uint64(uintptr(unsafe.Pointer(&z.msg))),
 			Len: 1, RWFlags: uring.MsgDontWait, IOPrio: z.flags, UserData: uint64(*rec)}
 		if err := z.ring.Prepare(&sqe); err != nil {
-			return 0, errZCOff // cannot happen: one send at a time, nothing left in the SQ
+			return 0, ErrOff // cannot happen: one send at a time, nothing left in the SQ
 		}
 		// From here a failure leaves it unknown whether bytes went out
 		// (or whether the entry is still in the ring, to be issued with a
@@ -146,15 +145,15 @@ func (z *zcSender) send(fd uintptr, iov []iovec, rec *uint32) (int, syscall.Errn
 			// zero-copy support (SOCK_SUPPORT_ZC: one accepted by an
 			// MPTCP listener, for one).
 			z.off.Store(true)
-			return 0, errZCOff
+			return 0, ErrOff
 		}
 		z.probed = true
 		if res < 0 {
 			return 0, syscall.Errno(-res)
 		}
 		if res > 0 {
-			z.stats.zcSends.Add(1)
-			z.stats.zcBytes.Add(uint64(res))
+			z.stats.Sends.Add(1)
+			z.stats.Bytes.Add(uint64(res))
 		}
 		return int(res), 0
 	}
@@ -162,7 +161,7 @@ func (z *zcSender) send(fd uintptr, iov []iovec, rec *uint32) (int, syscall.Errn
 
 // settle waits for the notices of sends that sent nothing (a failed
 // probe): they follow at once. mu held.
-func (z *zcSender) settle() {
+func (z *Sender) settle() {
 	for z.notes > 0 {
 		if err := z.ring.Wait(); err != nil {
 			return
@@ -174,7 +173,7 @@ func (z *zcSender) settle() {
 // reapSend reaps until the completion of the send of record id is in
 // (it was posted inline; a wait covers a kernel that did not) and
 // returns its result; a notice it announces is counted.
-func (z *zcSender) reapSend(id uint32) (res int32, ok bool) {
+func (z *Sender) reapSend(id uint32) (res int32, ok bool) {
 	for {
 		n := z.ring.Reap(z.cqes[:])
 		for i := range n {
@@ -204,17 +203,17 @@ func (z *zcSender) reapSend(id uint32) (res int32, ok bool) {
 
 // note handles a notice (other completions, which cannot occur, are
 // ignored).
-func (z *zcSender) note(e *uring.CQE) {
+func (z *Sender) note(e *uring.CQE) {
 	id := uint32(e.UserData)
 	if e.Flags&uring.CQENotif == 0 || id == 0 || int(id) > len(z.recs) {
 		return
 	}
 	z.seen++
 	if uint32(e.Res)&uring.NotifUsageZCCopied != 0 {
-		z.stats.zcCopied.Add(1)
+		z.stats.Copied.Add(1)
 		z.copied++
 	}
-	if z.seen == zcCopiedProbe && z.copied == z.seen && !zcOnLoopback.Load() {
+	if z.seen == CopiedProbe && z.copied == z.seen && !AllowLoopback.Load() {
 		z.copying.Store(true)
 	}
 	r := &z.recs[id-1]
@@ -228,21 +227,21 @@ func (z *zcSender) note(e *uring.CQE) {
 	}
 }
 
-func (z *zcSender) newRec() uint32 {
+func (z *Sender) newRec() uint32 {
 	if n := len(z.free); n > 0 {
 		id := z.free[n-1]
 		z.free = z.free[:n-1]
 		return id
 	}
-	z.recs = append(z.recs, zcRec{slots: make([]uint16, 0, maxBatch)})
+	z.recs = append(z.recs, record{slots: make([]uint16, 0, recSlots)})
 	return uint32(len(z.recs))
 }
 
-// seal attaches the ended write's slots and small-PDU buffer to record
+// Seal attaches the ended write's slots and small-PDU buffer to record
 // id and returns the buffer the send path uses next. It reports whether
 // the slots are held (false: every notice is already in, or none comes;
 // the caller releases them and keeps its buffer).
-func (z *zcSender) seal(id uint32, slots []uint16, out []byte) ([]byte, bool) {
+func (z *Sender) Seal(id uint32, slots []uint16, out []byte) ([]byte, bool) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	r := &z.recs[id-1]
@@ -263,7 +262,7 @@ func (z *zcSender) seal(id uint32, slots []uint16, out []byte) ([]byte, bool) {
 }
 
 // finish releases a sealed record whose notices are all in. mu held.
-func (z *zcSender) finish(id uint32) {
+func (z *Sender) finish(id uint32) {
 	r := &z.recs[id-1]
 	z.release(r.slots)
 	r.slots = r.slots[:0]
@@ -272,15 +271,15 @@ func (z *zcSender) finish(id uint32) {
 	z.free = append(z.free, id)
 }
 
-// reap handles the notices already posted, without blocking. Any
+// Reap handles the notices already posted, without blocking. Any
 // goroutine.
-func (z *zcSender) reap() {
+func (z *Sender) Reap() {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	z.reapLocked()
 }
 
-func (z *zcSender) reapLocked() {
+func (z *Sender) reapLocked() {
 	if z.closed {
 		return
 	}
@@ -295,19 +294,19 @@ func (z *zcSender) reapLocked() {
 	}
 }
 
-// pending is the number of notices still to come.
-func (z *zcSender) pending() int {
+// Pending is the number of notices still to come.
+func (z *Sender) Pending() int {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	return z.notes
 }
 
-// wait blocks until a completion is posted or d passes, then reaps. It
+// Wait blocks until a completion is posted or d passes, then reaps. It
 // does not hold mu while it sleeps, so sends go on meanwhile (and may
 // reap the notice it waited for: it then sleeps until the next one or
-// d). Only the reader calls it, and close, which closes the ring, runs on
-// the reader's goroutine too.
-func (z *zcSender) wait(d time.Duration) {
+// d). One goroutine at a time waits, and never while Close runs (Close
+// closes the ring): the target's reader, whose goroutine also closes.
+func (z *Sender) Wait(d time.Duration) {
 	z.mu.Lock()
 	if z.closed || z.notes == 0 {
 		z.mu.Unlock()
@@ -315,19 +314,19 @@ func (z *zcSender) wait(d time.Duration) {
 	}
 	z.mu.Unlock()
 	_, _ = z.ring.WaitFor(d)
-	z.reap()
+	z.Reap()
 }
 
-// close ends zero-copy sending once the socket is closed: it waits up to
+// Close ends zero-copy sending once the socket is closed: it waits up to
 // d for the notices still to come (the socket's queued data is being
 // acknowledged or dropped), then closes the ring. If notices are still
 // outstanding the sender is abandoned: it keeps the memory the kernel may
 // still read referenced, and a janitor goroutine reaps it until the
 // kernel is done.
-func (z *zcSender) close(d time.Duration) {
+func (z *Sender) Close(d time.Duration) {
 	deadline := time.Now().Add(d)
-	for z.pending() > 0 && time.Now().Before(deadline) {
-		z.wait(time.Until(deadline))
+	for z.Pending() > 0 && time.Now().Before(deadline) {
+		z.Wait(time.Until(deadline))
 	}
 	z.mu.Lock()
 	if z.closed {
@@ -337,7 +336,7 @@ func (z *zcSender) close(d time.Duration) {
 	z.reapLocked()
 	if z.notes > 0 {
 		z.mu.Unlock()
-		z.stats.zcAbandoned.Add(1)
+		z.stats.Abandoned.Add(1)
 		abandon(z) // janitor.mu, then each sender's mu: never the other way
 		return
 	}
@@ -349,18 +348,18 @@ func (z *zcSender) close(d time.Duration) {
 // The janitor holds abandoned senders: their connections are gone but
 // the kernel may still send from their memory (a peer that stopped
 // acknowledging: TCP keeps retransmitting for minutes). It reaps them
-// every zcJanitorEvery and lets each go (ring closed, memory free for the
+// every janitorEvery and lets each go (ring closed, memory free for the
 // garbage collector) once its last notice is in.
 var janitor struct {
 	mu      sync.Mutex
-	senders []*zcSender
+	senders []*Sender
 	running bool
 }
 
-const zcJanitorEvery = time.Second
+const janitorEvery = time.Second
 
 // abandon hands z (not closed; its mu not held) to the janitor.
-func abandon(z *zcSender) {
+func abandon(z *Sender) {
 	janitor.mu.Lock()
 	defer janitor.mu.Unlock()
 	janitor.senders = append(janitor.senders, z)
@@ -371,7 +370,7 @@ func abandon(z *zcSender) {
 }
 
 func runJanitor() {
-	t := time.NewTicker(zcJanitorEvery)
+	t := time.NewTicker(janitorEvery)
 	defer t.Stop()
 	for range t.C {
 		janitor.mu.Lock()
@@ -398,8 +397,8 @@ func runJanitor() {
 	}
 }
 
-// abandonedSenders is how many senders the janitor holds (tests).
-func abandonedSenders() int {
+// AbandonedSenders is how many Senders the janitor holds.
+func AbandonedSenders() int {
 	janitor.mu.Lock()
 	defer janitor.mu.Unlock()
 	return len(janitor.senders)

@@ -1,0 +1,194 @@
+package initiator
+
+import (
+	"io"
+	"net"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/rdmablk/rdmablk/internal/nbsys"
+	"github.com/rdmablk/rdmablk/internal/tcpzc"
+)
+
+// Zero-copy capsule sends over NVMe/TCP (internal/tcpzc,
+// docs/tcp-zero-copy.md).
+//
+// A batch of capsules whose in-capsule data adds up to at least
+// Options.ZeroCopySendMin goes out with io_uring's zero-copy sendmsg
+// instead of writev: the kernel sends from the callers' buffers, so it
+// neither copies the data into the socket's pages nor allocates (and,
+// with init_on_alloc, zeroes) those pages. A replica leg's writes are
+// such batches.
+//
+// Buffer lifetime: the kernel may send from those pages until TCP has
+// acknowledged them. A command's buffers (the caller's data, the slot's
+// header and digest) are reused only after its response, and a target
+// answers a command only after it read the whole capsule: the segment
+// carrying the response acknowledges the capsule's bytes, and the kernel
+// takes in the acknowledgement before the response's bytes reach the
+// reader. So nothing is held past the response; the notices only bound
+// the sender's ring. Data that is still unacknowledged when the
+// connection goes down belongs to commands that failed: disconnect then
+// resets the connection (SO_LINGER 0), so that bytes of a buffer the
+// caller has reused never reach the target late. H2CData (after an R2T)
+// is written by the reader and copies.
+
+// DefaultZeroCopySendMin is Options.ZeroCopySendMin's default: the
+// in-capsule data one batch must carry to go out zero-copy. Below it,
+// copying costs less than pinning the pages and reaping a notice.
+const DefaultZeroCopySendMin = 32 << 10
+
+// tcpZeroCopy counts the process's zero-copy capsule sends.
+var tcpZeroCopy tcpzc.Counters
+
+// TCPZeroCopyStats returns the zero-copy sends of NVMe/TCP capsules this
+// process made and their bytes, and the sends in which the kernel said
+// it copied after all.
+func TCPZeroCopyStats() (sends, bytes, copied uint64) {
+	return tcpZeroCopy.Sends.Load(), tcpZeroCopy.Bytes.Load(), tcpZeroCopy.Copied.Load()
+}
+
+// tcpZC is a tcpWire's zero-copy state; the writer (under writeMu) uses
+// it.
+type tcpZC struct {
+	min   int             // in-capsule bytes a batch needs; ≤ 0: never
+	rc    syscall.RawConn // nil: no raw access, never
+	tried bool            // the sender was asked for (made or not)
+	// s is made by the writer at the first zero-copy batch and read by
+	// the connection's end (any goroutine).
+	s    atomic.Pointer[tcpzc.Sender]
+	data int // in-capsule bytes of the pending batch
+
+	// The write under way (send, run by rc.Write).
+	iov  []syscall.Iovec
+	rest []syscall.Iovec
+	rec  uint32
+	on   bool // zero-copy (false: the rest goes by writev)
+	err  error
+	fn   func(fd uintptr) bool
+}
+
+// init prepares zero-copy sends on conn for batches of at least min
+// bytes of in-capsule data (0: DefaultZeroCopySendMin; negative: never),
+// never to a loopback peer.
+func (z *tcpZC) init(conn net.Conn, min, iovs int) {
+	if min == 0 {
+		min = DefaultZeroCopySendMin
+	}
+	if min < 0 || tcpzc.LocalPeer(conn) {
+		return
+	}
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	z.min, z.rc = min, rc
+	z.iov = make([]syscall.Iovec, 0, iovs)
+	z.fn = z.send
+}
+
+// use reports whether the pending batch goes out zero-copy, making the
+// sender at the first such batch.
+func (z *tcpZC) use() bool {
+	if z.rc == nil || z.data < z.min {
+		return false
+	}
+	s := z.s.Load()
+	if s == nil {
+		if z.tried {
+			return false
+		}
+		z.tried = true
+		if s, _ = tcpzc.New(func([]uint16) {}, &tcpZeroCopy); s == nil {
+			return false
+		}
+		z.s.Store(s)
+	}
+	return !s.Unusable() && !s.Copies()
+}
+
+// write sends bufs, zero-copy as far as the kernel lets it (the rest by
+// writev), blocking until all of it is out.
+func (z *tcpZC) write(bufs [][]byte) error {
+	z.iov = z.iov[:0]
+	for _, b := range bufs {
+		if len(b) > 0 {
+			v := syscall.Iovec{Base: unsafe.SliceData(b)}
+			v.SetLen(len(b))
+			z.iov = append(z.iov, v)
+		}
+	}
+	z.rest, z.rec, z.on, z.err = z.iov, 0, true, nil
+	err := z.rc.Write(z.fn)
+	if z.rec != 0 {
+		z.s.Load().Seal(z.rec, nil, nil)
+	}
+	clear(z.iov) // no pointers into the callers' buffers stay behind
+	z.rest = nil
+	if err != nil {
+		return err
+	}
+	return z.err
+}
+
+// send is run by rc.Write with the socket's descriptor until it returns
+// true; false waits until the socket is writable.
+func (z *tcpZC) send(fd uintptr) bool {
+	for len(z.rest) > 0 {
+		var n int
+		var e syscall.Errno
+		if z.on {
+			if n, e = z.s.Load().Send(fd, z.rest, &z.rec); e == tcpzc.ErrOff {
+				z.on = false
+				continue
+			}
+		} else {
+			n, e = nbsys.Writev(fd, z.rest)
+		}
+		switch {
+		case e == syscall.EINTR:
+			continue
+		case e == syscall.EAGAIN:
+			return false
+		case e != 0:
+			z.err = e
+			return true
+		case n == 0:
+			z.err = io.ErrShortWrite
+			return true
+		}
+		z.rest = nbsys.Advance(z.rest, n)
+	}
+	return true
+}
+
+// zcCloseWait bounds how long a closed connection waits for the kernel
+// to let go of its sends (a reset connection drops them at once) before
+// the sender goes to the janitor.
+const zcCloseWait = 2 * time.Second
+
+// abort prepares the connection's end once it has sent zero-copy: the
+// socket will be reset instead of sending what it still holds (see
+// above). Before the socket closes; any goroutine.
+func (z *tcpZC) abort(conn net.Conn) {
+	if z.s.Load() == nil {
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+}
+
+// close lets the sender go once the socket is closed and the writer is
+// done.
+func (z *tcpZC) close() {
+	if s := z.s.Load(); s != nil {
+		s.Close(zcCloseWait)
+	}
+}

@@ -1,0 +1,67 @@
+package tcpzc
+
+import (
+	"context"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+)
+
+var works struct {
+	once sync.Once
+	ok   bool
+}
+
+// Works reports whether this kernel sends zero-copy on a plain TCP
+// connection (io_uring with IORING_OP_SENDMSG_ZC, Linux 6.1): it probes
+// once, on a loopback connection of its own. For tests and diagnostics.
+func Works() bool {
+	works.once.Do(func() { works.ok = probe() })
+	return works.ok
+}
+
+func probe() bool {
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(false)
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		return false
+	}
+	defer ln.Close()
+	acc := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		acc <- c
+	}()
+	d, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	a := <-acc
+	if a == nil {
+		return false
+	}
+	defer a.Close()
+	z, _ := New(func([]uint16) {}, &Counters{})
+	if z == nil {
+		return false
+	}
+	defer z.Close(time.Second)
+	rc, err := a.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		return false
+	}
+	p := []byte("probe")
+	iov := []syscall.Iovec{{Base: &p[0]}}
+	iov[0].SetLen(len(p))
+	var n int
+	var errno syscall.Errno
+	var rec uint32
+	if rc.Write(func(fd uintptr) bool { n, errno = z.Send(fd, iov, &rec); return true }) != nil {
+		return false
+	}
+	z.Seal(rec, nil, nil)
+	return errno == 0 && n == len(p)
+}
