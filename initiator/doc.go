@@ -39,9 +39,12 @@
 //     Transport SGL Data Block answered by R2T + H2CData of at most
 //     MAXH2CDATA, controller data in C2HData (SUCCESS honoured). Data is
 //     copied between the socket and the command's buffer (pool buffers
-//     are plain memory: there is no PD, nothing is registered); a
-//     MemRegion is accepted and registers nothing, its requests take the
-//     copy path.
+//     are plain memory: there is no PD, nothing is registered), except
+//     that a batch of capsules carrying at least Options.ZeroCopySendMin
+//     bytes of write data is sent zero-copy (wire_tcp_zc.go: the kernel
+//     reads the buffers until TCP acknowledges them, which a command's
+//     response implies); a MemRegion is accepted and registers nothing,
+//     its requests take the copy path.
 //
 // A path may use one transport and its alternate the other: replay and
 // ANA multipath do not look at the transport.

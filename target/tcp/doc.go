@@ -75,7 +75,7 @@
 // expiry, controller teardown) closes the socket; the reader then ends
 // the queue.
 //
-// Zero copy (zc.go, zc_linux.go, docs/tcp-zero-copy.md): a write that
+// Zero copy (zc.go, internal/tcpzc, docs/tcp-zero-copy.md): a write that
 // carries at least ZeroCopySendMin bytes of read data, on an I/O queue
 // whose peer is not on a loopback address, goes out through the
 // connection's own io_uring (IORING_OP_SENDMSG_ZC), made at its first

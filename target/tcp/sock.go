@@ -42,7 +42,7 @@ type sockWriter struct {
 	// calls counts the write system calls that wrote bytes (Stats.Writes).
 	calls uint64
 
-	// Zero copy (zc_linux.go): zc, once the connection has its sender;
+	// Zero copy (zc.go, internal/tcpzc): zc, once the connection has its sender;
 	// zcOn, this write goes through it; zcRec, the record of this write's
 	// zero-copy sends (0: none yet), which endWrite seals.
 	zc    *tcpzc.Sender
