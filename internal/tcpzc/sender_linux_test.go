@@ -1,7 +1,6 @@
 package tcpzc
 
 import (
-	"context"
 	"io"
 	"net"
 	"syscall"
@@ -13,28 +12,12 @@ import (
 // Listener's, a plain TCP listener unless mptcp), b the dialed one.
 func tcpPair(t *testing.T, mptcp bool) (a, b *net.TCPConn) {
 	t.Helper()
-	var lc net.ListenConfig
-	lc.SetMultipathTCP(mptcp)
-	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	a, b, err := loopbackPair(mptcp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	acc := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		acc <- c
-	}()
-	d, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := <-acc
-	if c == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { c.Close(); d.Close() })
-	return c.(*net.TCPConn), d.(*net.TCPConn)
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
 }
 
 // zcSendOn makes one zero-copy send of p on c, the way target/tcp's sockWriter does

@@ -2,6 +2,7 @@ package tcpzc
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync"
 	"syscall"
@@ -21,12 +22,15 @@ func Works() bool {
 	return works.ok
 }
 
-func probe() bool {
+// loopbackPair is a loopback TCP connection: a the accepted end (of a
+// Multipath TCP listener where mptcp and the kernel has it), d the
+// dialed one.
+func loopbackPair(mptcp bool) (a, d *net.TCPConn, err error) {
 	var lc net.ListenConfig
-	lc.SetMultipathTCP(false)
+	lc.SetMultipathTCP(mptcp)
 	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
-		return false
+		return nil, nil, err
 	}
 	defer ln.Close()
 	acc := make(chan net.Conn, 1)
@@ -34,22 +38,31 @@ func probe() bool {
 		c, _ := ln.Accept()
 		acc <- c
 	}()
-	d, err := net.Dial("tcp", ln.Addr().String())
+	dc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		return nil, nil, err
+	}
+	c := <-acc
+	if c == nil {
+		dc.Close()
+		return nil, nil, errors.New("tcpzc: accept failed")
+	}
+	return c.(*net.TCPConn), dc.(*net.TCPConn), nil
+}
+
+func probe() bool {
+	a, d, err := loopbackPair(false)
 	if err != nil {
 		return false
 	}
 	defer d.Close()
-	a := <-acc
-	if a == nil {
-		return false
-	}
 	defer a.Close()
 	z, _ := New(func([]uint16) {}, &Counters{})
 	if z == nil {
 		return false
 	}
 	defer z.Close(time.Second)
-	rc, err := a.(*net.TCPConn).SyscallConn()
+	rc, err := a.SyscallConn()
 	if err != nil {
 		return false
 	}

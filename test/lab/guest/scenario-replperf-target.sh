@@ -27,6 +27,7 @@ result replperf.mtu "$(cat /sys/class/net/eth0/mtu)"; result replperf.rxemtu "${
 result replperf.fiotime "$FT"; result replperf.hz "$(getconf CLK_TCK)"; result replperf.volsize "$VOLSIZE"; result replperf.rounds "$ROUNDS"
 C=/tmp/rc; FS=$(datafs_up $C/n1 1024) || { fail "data file system"; exit 1; }
 result replperf.datafs "$FS"; result replperf.pollwait "${LAB_POLLWAIT:-channel}" # lab.pollwait=epoll: both nodes' transport.poll_wait
+result replperf.gomaxprocs "${LAB_GOMAXPROCS:-default}" # lab.gomaxprocs=N: both nodes' GOMAXPROCS
 # lab.repltransport=auto|rdma|tcp: n1's cluster.replication.transport (n2 listens on RDMA and NVMe/TCP;
 # auto takes NVMe/TCP when every RDMA device is software, as rxe0 here is); the leg's path is recorded
 RT=${LAB_REPLTRANSPORT:-auto}; result replperf.repltransport "$RT"
@@ -47,7 +48,7 @@ cluster:
   replication: {transport: $RT}
 EOC
 export RDMABLK_API=$IP:7421
-"$D" --config $C/n1.yaml --cpuprofile "$LAB_OUT/rdmablkd-n1.pprof" > "$LAB_OUT/rdmablkd-n1.log" 2>&1 &
+env ${LAB_GOMAXPROCS:+GOMAXPROCS=$LAB_GOMAXPROCS} "$D" --config $C/n1.yaml --cpuprofile "$LAB_OUT/rdmablkd-n1.pprof" > "$LAB_OUT/rdmablkd-n1.log" 2>&1 &
 PID=$!
 for _ in $(seq 1800); do grep -q 'cluster ready' "$LAB_OUT/rdmablkd-n1.log" && break; kill -0 $PID 2>/dev/null || break; sleep 0.1; done
 grep -q 'cluster ready' "$LAB_OUT/rdmablkd-n1.log" || { tail -20 "$LAB_OUT/rdmablkd-n1.log"; fail "n1 not ready"; exit 1; }
