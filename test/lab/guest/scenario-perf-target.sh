@@ -75,7 +75,7 @@ start_ours() { # DEV [BINARY [NAME [ENV]]]: rdmablkd (or BINARY) serving DEV, wi
   cat > /tmp/rd/rdmablkd.yaml <<EOC
 data_dir: /tmp/rd
 log: {level: info}
-transport: {provider: $prov${LAB_POLLSPINS:+, poll_spins: $LAB_POLLSPINS}${LAB_POLLWAIT:+, poll_wait: $LAB_POLLWAIT}${LAB_MDTS:+, max_data_transfer: $LAB_MDTS}${LAB_TCPSPINS:+, tcp_poll_spins: $LAB_TCPSPINS}}
+transport: {provider: $prov${LAB_POLLSPINS:+, poll_spins: $LAB_POLLSPINS}${LAB_POLLWAIT:+, poll_wait: $LAB_POLLWAIT}${LAB_MDTS:+, max_data_transfer: $LAB_MDTS}${LAB_TCPSPINS:+, tcp_poll_spins: $LAB_TCPSPINS}${LAB_TCPZCMIN:+, tcp_zero_copy_send_min: $LAB_TCPZCMIN}}
 listeners: [{addr: "$IP:4420", transport: $TR}]
 volumes: [{name: vol, path: $1, block_size: 512}]
 subsystems:
