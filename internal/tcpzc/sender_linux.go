@@ -106,6 +106,12 @@ const CopiedProbe = 16
 func (z *Sender) Send(fd uintptr, iov []syscall.Iovec, rec *uint32) (int, syscall.Errno) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
+	if !z.closed && z.notes >= z.cqCap-1 {
+		// Notices posted since the last send: only a send reaps them
+		// while the connection is healthy, so one refused here must
+		// look first, or the connection would copy from now on.
+		z.reapLocked()
+	}
 	if z.closed || z.off.Load() || z.notes >= z.cqCap-1 {
 		// Off, or as many notices outstanding as the CQ holds (with
 		// this send's completion): this write goes on copying.

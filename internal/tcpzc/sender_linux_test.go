@@ -240,3 +240,61 @@ func TestZCSenderBoundsNotices(t *testing.T) {
 		t.Fatalf("released %d of %d held writes", released, held)
 	}
 }
+
+// TestZCSenderResumesAfterBound: a connection that hit the bound on
+// notices goes zero-copy again once the kernel posted them, with no
+// other reaper than its sends (the host side has none).
+func TestZCSenderResumesAfterBound(t *testing.T) {
+	if !Works() {
+		t.Skip("no zero-copy send on this kernel")
+	}
+	a, b := tcpPair(t, false)
+	_ = b.SetReadBuffer(64 << 10)
+	_ = a.SetWriteBuffer(8 << 20)
+	z, _ := New(func([]uint16) {}, &Counters{})
+	defer z.Close(time.Second)
+	p := make([]byte, 4096)
+	sent := 0
+	for i := 0; ; i++ {
+		if i == 4*z.cqCap {
+			t.Fatal("bound never reached")
+		}
+		var rec uint32
+		n, errno := zcSendOn(t, a, z, p, &rec)
+		if rec != 0 {
+			z.Seal(rec, nil, nil)
+		}
+		if errno == ErrOff {
+			break
+		}
+		if errno != 0 {
+			t.Fatalf("send %d: %v", i, errno)
+		}
+		sent += n
+	}
+	read := make(chan error, 1)
+	go func() { _, err := io.CopyN(io.Discard, b, int64(sent)); read <- err }()
+	if err := <-read; err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var rec uint32
+		_, errno := zcSendOn(t, a, z, p, &rec)
+		if rec != 0 {
+			z.Seal(rec, nil, nil)
+		}
+		if errno == 0 {
+			return
+		}
+		if errno != ErrOff {
+			t.Fatal(errno)
+		}
+		if !time.Now().Before(deadline) {
+			t.Fatal("still refused after the peer read everything: the notices were never reaped")
+		}
+		// Until the kernel posts a completion; one already posted
+		// returns at once (only a send reaps here).
+		_, _ = z.ring.WaitFor(time.Until(deadline))
+	}
+}
