@@ -44,8 +44,8 @@ const DefaultZeroCopySendMin = 32 << 10
 var tcpZeroCopy tcpzc.Counters
 
 // TCPZeroCopyStats returns the zero-copy sends of NVMe/TCP capsules this
-// process made and their bytes, and the sends in which the kernel said
-// it copied after all.
+// process made, their bytes, and the notices in which the kernel said it
+// copied after all (Linux ≥ 6.2 reports it).
 func TCPZeroCopyStats() (sends, bytes, copied uint64) {
 	return tcpZeroCopy.Sends.Load(), tcpZeroCopy.Bytes.Load(), tcpZeroCopy.Copied.Load()
 }
