@@ -24,10 +24,11 @@ import (
 // the record's id as user data. The kernel posts each send's completion
 // inline (MSG_DONTWAIT: a full socket fails it with EAGAIN) and a notice
 // per send later, once the network stack no longer references the pages
-// (the peer acknowledged them, or the socket dropped them). The write's
-// slots, and the buffer that held its small PDUs, stay out of use until
-// every notice of the record is in (seal, then release): a retransmission
-// must never carry a later command's bytes.
+// (the peer acknowledged them, or the socket dropped them). What a sealed
+// record holds — the target's slots and the buffer of its small PDUs —
+// stays out of use until every notice of the record is in (Seal, then the
+// release callback): a retransmission must never carry a later command's
+// bytes. The host side seals records that hold nothing (package doc).
 //
 // Ownership: mu guards everything; the connection's writer of the moment
 // sends and seals, anyone may reap, the connection's end closes.
@@ -57,9 +58,10 @@ type Sender struct {
 	// the CQ never overflows (the kernel would then keep completions in a
 	// list only a GETEVENTS call flushes).
 	cqCap int
-	// release returns a sealed record's slots (the connection's callback). It also
-	// keeps the connection, and so the slot buffers the kernel may still
-	// read, reachable for as long as the sender is (see abandon).
+	// release returns a sealed record's slots (the connection's
+	// callback). The target's also keeps the connection, and so the slot
+	// buffers the kernel may still read, reachable for as long as the
+	// sender is (see abandon).
 	release func(slots []uint16)
 	stats   *Counters
 }
