@@ -203,7 +203,7 @@ func (c *Controller) dial(ctx context.Context, qid uint16, depth, vector int, in
 			zcMin: o.ZeroCopySendMin}
 		if qid == 0 {
 			// Before Identify: admin data is at most adminBufSize.
-			s.inCapsule, s.maxData, s.zcMin = tcpAdminInCapsule, adminBufSize, -1
+			s.inCapsule, s.maxData, s.zcMin = tcpAdminInCapsule, adminBufSize, 0
 		}
 		return dialTCP(ctx, s)
 	}

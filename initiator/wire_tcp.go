@@ -130,7 +130,7 @@ type tcpSetup struct {
 	digests   tcppdu.Digests
 	inCapsule int // in-capsule data limit (admin: tcpAdminInCapsule)
 	maxData   int // largest data transfer of one command
-	zcMin     int // Options.ZeroCopySendMin (admin queue: negative)
+	zcMin     int // Options.ZeroCopySendMin (admin queue: 0, never)
 }
 
 // dialTCP connects one queue: TCP connect, ICReq / ICResp (TCP §3.6.2.2,

@@ -56,7 +56,7 @@ func startCluster(cfg *Config, tgt *target.Target, disc *reconcile.Discovery, pr
 		Target: tgt, Discovery: disc, Resync: cc.Resync, Logger: log,
 		Failover:              server.WatchOptions{Interval: cc.Failover.Interval, Grace: cc.Failover.Grace, RefusedGrace: cc.Failover.RefusedGrace},
 		RebuildBytesPerSecond: cc.Replication.RebuildBytesPerSecond,
-		OpenLeg:               replicaLegOpener(provider, cc.Replication.Transport, log),
+		OpenLeg:               replicaLegOpener(provider, cc.Replication.Transport, cc.Replication.TCPZeroCopySendMin, log),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)

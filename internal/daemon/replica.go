@@ -22,7 +22,7 @@ import (
 // cluster.replication.transport allows (legPaths), as the host identity
 // the copy admits (catalog.OwnerHostNQN of this node and the volume's
 // epoch).
-func replicaLegOpener(p verbs.Provider, transport string, log *slog.Logger) reconcile.LegOpener {
+func replicaLegOpener(p verbs.Provider, transport string, zcMin int, log *slog.Logger) reconcile.LegOpener {
 	software := softwareRDMAOnly(p, sysClassInfiniband)
 	if software && (transport == "" || strings.EqualFold(transport, "auto")) {
 		log.Info("replica legs prefer NVMe/TCP listeners: every RDMA device here is software (rxe, siw), where TCP costs the CPU less (cluster.replication.transport: auto)")
@@ -33,7 +33,7 @@ func replicaLegOpener(p verbs.Provider, transport string, log *slog.Logger) reco
 			return nil, err
 		}
 		l, err := replica.Open(ctx, replica.LegConfig{Paths: paths, SubNQN: t.SubNQN, HostNQN: t.HostNQN, NSID: t.NSID,
-			Options: initiator.Options{Provider: p, Logger: log.With("replica", t.Volume, "node", t.Node)}})
+			Options: initiator.Options{Provider: p, ZeroCopySendMin: zcMin, Logger: log.With("replica", t.Volume, "node", t.Node)}})
 		if err != nil {
 			return nil, err // never a typed nil *Leg
 		}
