@@ -5,7 +5,6 @@ import (
 	"net"
 	"sync/atomic"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"github.com/rdmablk/rdmablk/internal/nbsys"
@@ -165,11 +164,6 @@ func (z *tcpZC) send(fd uintptr) bool {
 	return true
 }
 
-// zcCloseWait bounds how long a closed connection waits for the kernel
-// to let go of its sends (a reset connection drops them at once) before
-// the sender goes to the janitor.
-const zcCloseWait = 2 * time.Second
-
 // abort prepares the connection's end once it has sent zero-copy: the
 // socket will be reset instead of sending what it still holds (see
 // above). Before the socket closes; any goroutine.
@@ -186,6 +180,6 @@ func (z *tcpZC) abort(conn net.Conn) {
 // done.
 func (z *tcpZC) close() {
 	if s := z.s.Load(); s != nil {
-		s.Close(zcCloseWait)
+		s.Close(tcpzc.CloseWait) // a reset connection drops its sends at once
 	}
 }

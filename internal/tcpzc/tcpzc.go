@@ -4,6 +4,7 @@ import (
 	"net"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // Counters are a user's zero-copy counters, shared by its Senders.
@@ -18,6 +19,11 @@ type Counters struct {
 	// memory (a peer that stopped acknowledging): the janitor holds them.
 	Abandoned atomic.Uint64
 }
+
+// CloseWait is how long a connection's end waits, in Sender.Close, for
+// the notices of its zero-copy sends (the peer acknowledging the last
+// data) before it leaves the Sender to the janitor.
+const CloseWait = 2 * time.Second
 
 // ErrOff: this send cannot go zero-copy (kernel without the opcode, a
 // socket without zero-copy support, a closed Sender, too many notices

@@ -8,11 +8,6 @@ import (
 
 // Zero-copy sends, the connection's side (the sender is internal/tcpzc).
 
-// zcCloseWait bounds how long a connection's end waits for the notices
-// of its zero-copy sends (the peer acknowledging the last data) before it
-// leaves the sender to the janitor.
-const zcCloseWait = 2 * time.Second
-
 // zcSlotWait bounds how long the reader waits for a notice when every
 // slot is free but for those zero-copy sends hold (the host already has
 // their responses): the peer's acknowledgement comes within a round trip,
@@ -129,6 +124,6 @@ func (c *conn) zcClose() {
 	c.zcDone = true
 	c.zcMu.Unlock()
 	if z := c.zc.Load(); z != nil {
-		z.Close(zcCloseWait)
+		z.Close(tcpzc.CloseWait)
 	}
 }

@@ -13,20 +13,13 @@ import (
 	"github.com/rdmablk/rdmablk/nvme/tcppdu"
 )
 
-// zcWorks reports whether this kernel sends zero-copy from a connection
-// a Listener accepts (io_uring with IORING_OP_SENDMSG_ZC, Linux 6.1).
-func zcWorks(t *testing.T) bool {
-	t.Helper()
-	return tcpzc.Works()
-}
-
 // TestZeroCopySendData: with the zero-copy threshold at 4 KiB, rounds of
 // 32 pipelined writes (random sizes up to 128 KiB, the same blocks
 // rewritten every round) and reads of them: every read returns what the
 // round wrote, with and without digests, on a backend that completes
 // inline and on io_uring; the reads went out zero-copy.
 func TestZeroCopySendData(t *testing.T) {
-	if !zcWorks(t) {
+	if !tcpzc.Works() {
 		t.Skip("no zero-copy send on this kernel")
 	}
 	loopbackZC(t)
@@ -64,7 +57,7 @@ func TestZeroCopySendData(t *testing.T) {
 // queue: the slots the sends hold are not counted as its commands, and
 // the reader waits for their notices when it runs out of slots.
 func TestZeroCopyFullDepth(t *testing.T) {
-	if !zcWorks(t) {
+	if !tcpzc.Works() {
 		t.Skip("no zero-copy send on this kernel")
 	}
 	loopbackZC(t)
