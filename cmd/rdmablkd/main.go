@@ -10,7 +10,9 @@
 // (rdmablkd: listeners[0].addr "…" (--listen): address already in use …),
 // exit status 1. Under systemd (Type=notify) it sends READY=1 once it
 // listens and STOPPING=1 when it starts draining; /metrics is served on
-// metrics.listen (127.0.0.1:9420 by default).
+// metrics.listen (127.0.0.1:9420 by default). SIGUSR1 writes every
+// goroutine's stack to a file in data_dir and logs its name (a daemon
+// that seems stuck, without stopping it).
 package main
 
 import (
@@ -125,6 +127,7 @@ func newLogger(c daemon.LogConfig) (*slog.Logger, error) {
 func run(cfg *daemon.Config, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	dumpStacksOn(ctx, cfg.DataDir, log)
 	daemon.RaiseFileLimit(log)
 	d, err := daemon.Start(cfg, log)
 	if err != nil {

@@ -371,3 +371,20 @@ func TestPrintConfigRedactsSecrets(t *testing.T) {
 		t.Fatalf("status %d, config:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestDumpStacks: the SIGUSR1 dump writes a file naming this test's own
+// goroutine.
+func TestDumpStacks(t *testing.T) {
+	dir := t.TempDir()
+	path, err := dumpStacks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(path) != dir || !strings.Contains(string(b), "TestDumpStacks") {
+		t.Fatalf("%s does not hold this goroutine's stack:\n%.500s", path, b)
+	}
+}

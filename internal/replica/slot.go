@@ -36,6 +36,7 @@ type slot struct {
 	wake chan wakeMsg        // a blocking caller's result (cap 1)
 	// born is 1 + the watchdog tick at submission (0 while not busy).
 	born  atomic.Uint32
+	op    atomic.Uint32 // the request's initiator.IOOp, for the watchdog's log
 	state atomic.Uint32
 	sub   atomic.Uint32 // subNone, subInside or subDoneEarly
 }
@@ -54,6 +55,7 @@ type wakeMsg struct {
 func (l *Leg) submit(s *slot, op initiator.IOOp, lba uint64, data []byte, n uint64, fua bool) {
 	r := &s.req
 	r.Op, r.Off, r.Data, r.Len, r.FUA = op, int64(lba)*int64(l.bs), data, int64(n)*int64(l.bs), fua
+	s.op.Store(uint32(op))
 	s.born.Store(l.tick.Load() + 1)
 	if op == initiator.IORead {
 		s.state.Store(slotBusyRead)

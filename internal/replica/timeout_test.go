@@ -3,6 +3,8 @@ package replica
 import (
 	"bytes"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,6 +33,8 @@ func TestIOTimeout(t *testing.T) {
 	n := newReplicaRelease(t, fabric, g, g.release)
 	cfg := legConfig(fabric, n)
 	cfg.IOTimeout = 200 * time.Millisecond
+	var logged lockedBuffer
+	cfg.Options.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 	l := openLeg(t, cfg)
 
 	blocking := make(chan error, 1)
@@ -56,6 +60,11 @@ func TestIOTimeout(t *testing.T) {
 	}
 	if !errors.Is(l.Err(), ErrDown) {
 		t.Fatalf("Err() = %v after a timeout, want ErrDown", l.Err())
+	}
+	// The log says what was stuck: both writes, the oldest a write.
+	if s := logged.String(); !strings.Contains(s, `msg="replica I/O timed out; leg down"`) ||
+		!strings.Contains(s, "in_flight=2") || !strings.Contains(s, "oldest_op=write") {
+		t.Fatalf("the timeout's log line does not name what was in flight:\n%s", s)
 	}
 	if err := l.WriteAt([][]byte{fill(4096, 3)}, 2, 0); !errors.Is(err, ErrDown) {
 		t.Fatalf("write on a down leg: %v, want ErrDown", err)
@@ -183,4 +192,22 @@ func TestIOTimeoutManyInFlight(t *testing.T) {
 			t.Fatalf("write %d: IODone called %d times", i, c)
 		}
 	}
+}
+
+// lockedBuffer is a log destination for several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }

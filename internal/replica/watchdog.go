@@ -3,6 +3,8 @@ package replica
 import (
 	"fmt"
 	"time"
+
+	"github.com/rdmablk/rdmablk/initiator"
 )
 
 // watchdog ticks every period (IOTimeout/timeoutTicks) and fails the leg
@@ -43,7 +45,24 @@ func (l *Leg) expire() {
 	if !l.down.CompareAndSwap(nil, e) {
 		return
 	}
-	l.log.Warn("replica I/O timed out; leg down", "subnqn", l.cfg.SubNQN, "timeout", l.timeout)
+	// What the leg had in flight, for whoever reads the log: the oldest
+	// I/O (the one that timed out) and how many others.
+	now, oldest, busy := l.tick.Load(), -1, 0
+	for i := range l.slots {
+		if b := l.slots[i].born.Load(); b != 0 {
+			busy++
+			if oldest < 0 || b < l.slots[oldest].born.Load() {
+				oldest = i
+			}
+		}
+	}
+	attrs := []any{"subnqn", l.cfg.SubNQN, "timeout", l.timeout, "in_flight", busy}
+	if oldest >= 0 {
+		s := &l.slots[oldest]
+		age := time.Duration(now+1-s.born.Load()) * l.timeout / timeoutTicks
+		attrs = append(attrs, "oldest_op", initiator.IOOp(s.op.Load()).String(), "oldest_age_at_least", age)
+	}
+	l.log.Warn("replica I/O timed out; leg down", attrs...)
 	for i := range l.slots {
 		l.abandon(&l.slots[i], e)
 	}

@@ -75,6 +75,7 @@
 #      get it, so a BASELINE must know the key), lab.tcpzcmin=4096 its transport.tcp_zero_copy_send_min (perf-tcp);
 #      replperf: lab.pollwait=epoll both nodes' transport.poll_wait, lab.gomaxprocs=2 both nodes' GOMAXPROCS,
 #      lab.replzcmin=32768 n1's cluster.replication.tcp_zero_copy_send_min (zero-copy legs, off by default),
+#      lab.legwatch=1 both guests watch the leg's sockets each second and dump both daemons' goroutine stacks at a leg timeout (lib.sh leg_watch),
 #      lab.datafs=tmpfs their data directories on tmpfs instead of ext4 over brd, lab.vols=r2 one volume only,
 #      lab.repltransport=auto|rdma|tcp n1's cluster.replication.transport (n2 listens on both; auto: NVMe/TCP on rxe),
 #      lab.mtu=9000 both guests' eth0 MTU: RoCE MTU 4096 instead of 1024),

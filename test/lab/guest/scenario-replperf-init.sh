@@ -39,6 +39,7 @@ for _ in $(seq 1800); do grep -q 'cluster ready' "$LAB_OUT/rdmablkd-n2.log" && b
 grep -q 'cluster ready' "$LAB_OUT/rdmablkd-n2.log" || { tail -20 "$LAB_OUT/rdmablkd-n2.log"; fail "n2 not ready"; exit 1; }
 grep -q 'provider=ibverbs' "$LAB_OUT/rdmablkd-n2.log" || fail "n2 did not choose ibverbs"
 touch "$LAB_OUT/n2.ready"; step "n2 joined"
+[ "${LAB_LEGWATCH:-0}" = 1 ] && { leg_watch n2 $PID $C/n2 4432 & } # lab.legwatch=1 (lib.sh leg_watch)
 # Guest B's own CPU over each of guest A's jobs (its mark files, polled every 0.2 s: the windows are
 # the job's within that): LABEL.n2_busy_j, LABEL.n2_proc_j, LABEL.n2_threads.
 declare -A MB MP MT

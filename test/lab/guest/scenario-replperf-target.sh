@@ -54,6 +54,7 @@ PID=$!
 for _ in $(seq 1800); do grep -q 'cluster ready' "$LAB_OUT/rdmablkd-n1.log" && break; kill -0 $PID 2>/dev/null || break; sleep 0.1; done
 grep -q 'cluster ready' "$LAB_OUT/rdmablkd-n1.log" || { tail -20 "$LAB_OUT/rdmablkd-n1.log"; fail "n1 not ready"; exit 1; }
 grep -q 'provider=ibverbs' "$LAB_OUT/rdmablkd-n1.log" || fail "n1 did not choose ibverbs"
+[ "${LAB_LEGWATCH:-0}" = 1 ] && { leg_watch n1 $PID $C/n1 4432 & } # lab.legwatch=1 (lib.sh leg_watch)
 cp $C/node.token "$LAB_OUT/node.token" && touch "$LAB_OUT/n1.ready"
 step "n1 up; waiting for n2"
 wait_file "$LAB_OUT/n2.ready" "$W" || { fail "n2 never joined"; exit 1; }
