@@ -333,20 +333,26 @@ target_kill9_files() {
   run umount /mnt/v
 }
 # leg_watch NAME PID DATADIR PORT (background; lab.legwatch=1 in replperf): until $LAB_OUT/bench.done,
-# once a second, this guest's NVMe/TCP sockets on PORT (either end) with their queues, timers and
-# TCP_INFO (ss -tmino) and eth0's packet counters, to $LAB_OUT/legwatch-NAME.txt; when n1's log shows
-# a new replica I/O timeout, SIGUSR1 to rdmablkd PID (it writes its goroutine stacks into DATADIR)
-# and the stack files copied to $LAB_OUT. What a "lost" leg command left behind: which socket still
-# holds bytes (Send-Q at the host, Recv-Q at the target) and where each daemon's goroutines wait.
+# once a second, this guest's TCP sockets on PORT (either end) as /proc/net/tcp lists them (tx_queue and
+# rx_queue: bytes the host has not had acknowledged, bytes the target has not read; read without a
+# fork, which costs a TCG guest tens of ms) and eth0's packet counters, to $LAB_OUT/legwatch-NAME.txt;
+# every 5 s, when n1's log shows a new replica I/O timeout, SIGUSR1 to rdmablkd PID (it writes its
+# goroutine stacks into DATADIR) and the stack files copied to $LAB_OUT. What a "lost" leg command
+# left behind: which socket still holds bytes and where each daemon's goroutines wait.
 leg_watch() {
-  local name=$1 pid=$2 dir=$3 port=$4 out=$LAB_OUT/legwatch-$1.txt seen=0 n
+  local name=$1 pid=$2 dir=$3 out=$LAB_OUT/legwatch-$1.txt seen=0 n k=0 l tx rx hex
+  hex=$(printf ':%04X ' "$4")
   while [ ! -e "$LAB_OUT/bench.done" ] && kill -0 "$pid" 2>/dev/null; do
-    { echo "== $(date +%T.%N) tx=$(cat /sys/class/net/eth0/statistics/tx_packets) rx=$(cat /sys/class/net/eth0/statistics/rx_packets)"
-      ss -tmino "( sport = :$port or dport = :$port )"; } >> "$out" 2>&1
-    n=$(grep -c 'replica I/O timed out' "$LAB_OUT/rdmablkd-n1.log" 2>/dev/null)
-    if [ "${n:-0}" -gt "$seen" ]; then
-      seen=$n; echo "== $(date +%T.%N) timeout $n seen: SIGUSR1" >> "$out"
-      kill -USR1 "$pid"; sleep 1; cp "$dir"/rdmablkd-*-stacks-*.txt "$LAB_OUT/" 2>/dev/null
+    read -r tx < /sys/class/net/eth0/statistics/tx_packets; read -r rx < /sys/class/net/eth0/statistics/rx_packets
+    { echo "== ${EPOCHREALTIME} tx=$tx rx=$rx"
+      while read -r l; do [[ $l == *"$hex"* ]] && echo "$l"; done < /proc/net/tcp; } >> "$out"
+    k=$((k + 1))
+    if [ $((k % 5)) = 0 ]; then
+      n=$(grep -c 'replica I/O timed out' "$LAB_OUT/rdmablkd-n1.log" 2>/dev/null)
+      if [ "${n:-0}" -gt "$seen" ]; then
+        seen=$n; echo "== ${EPOCHREALTIME} timeout $n seen: SIGUSR1" >> "$out"
+        kill -USR1 "$pid"; sleep 1; cp "$dir"/rdmablkd-*-stacks-*.txt "$LAB_OUT/" 2>/dev/null
+      fi
     fi
     sleep 1
   done
