@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -27,7 +29,11 @@ type testHost struct {
 	// icd is the most data the host puts in a capsule (else R2T).
 	icd    int
 	align  int // the HPDA asked for, in bytes (C2HData PDO alignment)
-	cid    uint16
+	// split, when set, cuts every write into pieces of 1 to 97 bytes,
+	// each its own send with a yield between, so that the target's reads
+	// end anywhere inside a PDU.
+	split *rand.Rand
+	cid   uint16
 	sqid   uint16
 	cntlid uint16
 }
@@ -76,6 +82,19 @@ func dialHPDA(t testing.TB, addr string, dg tcppdu.Digests, hpda uint8) *testHos
 
 func (h *testHost) write(b ...[]byte) {
 	h.t.Helper()
+	if h.split != nil {
+		for _, p := range b {
+			for len(p) > 0 {
+				n := min(1+h.split.IntN(97), len(p))
+				if _, err := h.nc.Write(p[:n]); err != nil {
+					h.t.Fatalf("write: %v", err)
+				}
+				p = p[n:]
+				runtime.Gosched()
+			}
+		}
+		return
+	}
 	nb := net.Buffers(b)
 	if _, err := nb.WriteTo(h.nc); err != nil {
 		h.t.Fatalf("write: %v", err)
