@@ -27,13 +27,13 @@ type testHost struct {
 	dg  tcppdu.Digests
 	icr tcppdu.ICResp
 	// icd is the most data the host puts in a capsule (else R2T).
-	icd    int
-	align  int // the HPDA asked for, in bytes (C2HData PDO alignment)
+	icd   int
+	align int // the HPDA asked for, in bytes (C2HData PDO alignment)
 	// split, when set, cuts every write into pieces of 1 to 97 bytes,
 	// each its own send with a yield between, so that the target's reads
 	// end anywhere inside a PDU.
-	split *rand.Rand
-	cid   uint16
+	split  *rand.Rand
+	cid    uint16
 	sqid   uint16
 	cntlid uint16
 }
