@@ -43,11 +43,21 @@ import (
 // tcpZeroCopy counts the process's zero-copy capsule sends.
 var tcpZeroCopy tcpzc.Counters
 
-// TCPZeroCopyStats returns the zero-copy sends of NVMe/TCP capsules this
-// process made, their bytes, and the notices in which the kernel said it
-// copied after all (Linux ≥ 6.2 reports it).
-func TCPZeroCopyStats() (sends, bytes, copied uint64) {
-	return tcpZeroCopy.Sends.Load(), tcpZeroCopy.Bytes.Load(), tcpZeroCopy.Copied.Load()
+// TCPZeroCopy are the process's zero-copy sends of NVMe/TCP capsules.
+type TCPZeroCopy struct {
+	Sends, Bytes uint64 // sends that went out zero-copy, their bytes
+	// Copied: notices in which the kernel said it copied after all
+	// (Linux ≥ 6.2 reports it).
+	Copied uint64
+	// Full: sends of a zero-copy batch that copied instead, because the
+	// connection had as many notices outstanding as its ring holds.
+	Full uint64
+}
+
+// TCPZeroCopyStats returns the process's zero-copy capsule sends so far.
+func TCPZeroCopyStats() TCPZeroCopy {
+	return TCPZeroCopy{Sends: tcpZeroCopy.Sends.Load(), Bytes: tcpZeroCopy.Bytes.Load(),
+		Copied: tcpZeroCopy.Copied.Load(), Full: tcpZeroCopy.Full.Load()}
 }
 
 // tcpZC is a tcpWire's zero-copy state; the writer (under writeMu) uses

@@ -314,9 +314,9 @@ func (d *Daemon) Close() error {
 			"spin_reads", st.SpinReads, "spin_yields", st.SpinYields, "spin_run_outs", st.SpinRunOuts)
 	}
 	d.tcpListeners, d.addrs = nil, nil
-	if sends, bytes, copied := initiator.TCPZeroCopyStats(); sends > 0 {
+	if z := initiator.TCPZeroCopyStats(); z.Sends > 0 || z.Full > 0 {
 		// Replica legs over NVMe/TCP (the process's initiator).
-		d.log.Info("NVMe/TCP host zero-copy sends", "sends", sends, "bytes", bytes, "copied", copied)
+		d.log.Info("NVMe/TCP host zero-copy sends", "sends", z.Sends, "bytes", z.Bytes, "copied", z.Copied, "full", z.Full)
 	}
 	if d.tgt != nil {
 		errs = append(errs, d.tgt.Close())

@@ -208,7 +208,8 @@ func slowReaderPair(t *testing.T) (a, b *net.TCPConn) {
 func TestZCSenderBoundsNotices(t *testing.T) {
 	a, b := slowReaderPair(t)
 	released := 0
-	z, _ := New(func(s []uint16) { released += len(s) }, &Counters{})
+	st := &Counters{}
+	z, _ := New(func(s []uint16) { released += len(s) }, st)
 	defer z.Close(time.Second)
 	p := make([]byte, 4096)
 	held, off, sent := 0, 0, 0
@@ -237,6 +238,9 @@ func TestZCSenderBoundsNotices(t *testing.T) {
 	}
 	if off == 0 || held == 0 {
 		t.Fatalf("bound never reached: %d held, %d sends refused", held, off)
+	}
+	if st.Full.Load() != uint64(off) {
+		t.Fatalf("Counters.Full %d, want the %d sends refused at the bound", st.Full.Load(), off)
 	}
 	go func() { _, _ = io.CopyN(io.Discard, b, int64(sent)) }()
 	deadline := time.Now().Add(10 * time.Second)

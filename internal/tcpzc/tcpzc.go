@@ -15,6 +15,10 @@ type Counters struct {
 	// data after all (Linux ≥ 6.2: a loopback peer, a device without
 	// scatter-gather).
 	Copied atomic.Uint64
+	// Full counts the sends that copied instead because as many notices
+	// were outstanding as the Sender's ring holds (the peer acknowledges
+	// slower than the connection sends).
+	Full atomic.Uint64
 	// Abandoned counts Senders closed before the kernel let go of their
 	// memory (a peer that stopped acknowledging): the janitor holds them.
 	Abandoned atomic.Uint64

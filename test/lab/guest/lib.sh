@@ -351,9 +351,9 @@ leg_watch() {
       n=$(grep -c 'replica I/O timed out' "$LAB_OUT/rdmablkd-n1.log" 2>/dev/null)
       if [ "${n:-0}" -gt "$seen" ]; then
         seen=$n; echo "== ${EPOCHREALTIME} timeout $n seen: SIGUSR1" >> "$out"
-        kill -USR1 "$pid"; sleep 1; cp "$dir"/rdmablkd-*-stacks-*.txt "$LAB_OUT/" 2>/dev/null
+        kill -USR1 "$pid"; nap 1; cp "$dir"/rdmablkd-*-stacks-*.txt "$LAB_OUT/" 2>/dev/null
       fi
     fi
-    sleep 1
+    nap 1
   done
 }
