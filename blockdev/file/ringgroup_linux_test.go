@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rdmablk/rdmablk/blockdev"
 )
@@ -457,5 +460,97 @@ func TestConfigureDefaultRingGroup(t *testing.T) {
 	}
 	if err := ConfigureDefaultRingGroup(GroupOptions{Rings: 1}); !errors.Is(err, ErrGroupConfigured) {
 		t.Fatalf("ConfigureDefaultRingGroup after creation = %v", err)
+	}
+}
+
+// TestSharedRingNoLostCompletion: volumes on one shared ring, each driven
+// by its own goroutine as the target's queues drive theirs, plug, submit
+// a burst of 1-8 reads and writes, unplug, and wait for the burst before
+// the next, so the ring goes idle after each: a completion that is
+// neither reaped inline (paused eventfd) nor signalled to the reaper
+// would never be found. Half of them wait by polling (Poll, as a poll
+// group does), half by blocking. Every completion comes; a lost one fails
+// the test after lostAfter instead of hanging it.
+func TestSharedRingNoLostCompletion(t *testing.T) {
+	g := privateGroup(t, GroupOptions{Rings: 1})
+	dir := t.TempDir()
+	const workers, bursts, lostAfter = 4, 300, 20 * time.Second
+	vols := make([]*Backend, workers)
+	for w := range vols {
+		vols[w] = mustOpen(t, filepath.Join(dir, strconv.Itoa(w)), Options{Size: 1 << 20, BlockSize: 4096, Rings: g})
+		if vols[w].ring == nil || vols[w].ring != vols[0].ring {
+			t.Skip("no shared fast path here")
+		}
+	}
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w, b := range vols {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			done := make(chanDone, 8)
+			var bufs [8][]byte
+			for i := range bufs {
+				bufs[i] = AlignedBuffer(4096, 4096)
+			}
+			for i := range bursts {
+				k := 1 + rng.IntN(len(bufs))
+				b.Plug()
+				for j := range k {
+					lba := uint64(rng.IntN(256))
+					var ok bool
+					if rng.IntN(2) == 0 {
+						ok = b.SubmitWrite(bufs[j], lba, 0, done)
+					} else {
+						ok = b.SubmitRead(bufs[j], lba, done)
+					}
+					if !ok {
+						b.Unplug()
+						errs <- fmt.Errorf("volume %d, burst %d: I/O %d refused", w, i, j)
+						return
+					}
+				}
+				b.Unplug()
+				deadline := time.Now().Add(lostAfter)
+				timeout := time.After(lostAfter)
+				for got := 0; got < k; {
+					if w%2 == 1 { // a poll group: Poll between looks
+						select {
+						case err := <-done:
+							if err != nil {
+								errs <- err
+								return
+							}
+							got++
+						default:
+							b.Poll()
+							runtime.Gosched()
+							if time.Now().After(deadline) {
+								errs <- fmt.Errorf("volume %d, burst %d: %d of %d completions lost (polling)", w, i, k-got, k)
+								return
+							}
+						}
+						continue
+					}
+					select {
+					case err := <-done:
+						if err != nil {
+							errs <- err
+							return
+						}
+						got++
+					case <-timeout:
+						errs <- fmt.Errorf("volume %d, burst %d: %d of %d completions lost", w, i, k-got, k)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
