@@ -22,8 +22,17 @@ import (
 // 8 KiB (in-capsule) or 64 KiB (R2T) under one Plug, then a wait for the
 // whole burst, so the leg and the replica go idle after every burst. No
 // write may go unanswered: a lost command fails the test after lostAfter
-// (the leg's own I/O timeout is longer) instead of hanging it.
+// (the leg's own I/O timeout is longer) instead of hanging it. With
+// ZeroCopySendMin 4096 every batch with data goes zero-copy; with 32 KiB
+// a connection mixes zero-copy and copying sends (the lab's runs that
+// lost a leg command had that).
 func TestLegOverTCPBursts(t *testing.T) {
+	for _, min := range []int{4096, 32 << 10} {
+		t.Run(fmt.Sprintf("zcmin=%d", min), func(t *testing.T) { legOverTCPBursts(t, min) })
+	}
+}
+
+func legOverTCPBursts(t *testing.T, zcMin int) {
 	if !tcpzc.AllowLoopback.CompareAndSwap(false, true) {
 		t.Fatal("AllowLoopback already set")
 	}
@@ -43,7 +52,7 @@ func TestLegOverTCPBursts(t *testing.T) {
 	t.Cleanup(func() { _ = tl.Close() })
 	cfg := legConfig(fabric, n)
 	cfg.Paths = []string{"tcp://" + tl.Addr()}
-	cfg.Options.ZeroCopySendMin = 4096
+	cfg.Options.ZeroCopySendMin = zcMin
 	leg := openLeg(t, cfg)
 	zc0 := initiator.TCPZeroCopyStats().Sends
 
