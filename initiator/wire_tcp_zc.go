@@ -34,11 +34,10 @@ import (
 // caller has reused never reach the target late. H2CData (after an R2T)
 // is written by the reader and copies.
 //
-// Off by default. In the lab (replperf, 2026-12-07) a replica leg
-// sending with it lost a command twice in four runs: no response within
-// the leg's 30 s I/O timeout, no error on either node, while runs of the
-// same legs copying never did. Until that is understood the leg only
-// uses it when configured (cluster.replication.tcp_zero_copy_send_min).
+// Off by default for a session (Options.ZeroCopySendMin 0); rdmablkd's
+// replica legs use it from 4 KiB (cluster.replication.tcp_zero_copy_send_min).
+// docs/tcp-zero-copy.md ("The host side", 7) has the lab's runs, including
+// two early ones in which a leg lost a command for reasons not found.
 
 // tcpZeroCopy counts the process's zero-copy capsule sends.
 var tcpZeroCopy tcpzc.Counters

@@ -187,11 +187,11 @@ type ClusterReplication struct {
 	// through the NIC's offloads does not), "rdma" or "tcp" (only those
 	// listeners).
 	Transport string `mapstructure:"transport"`
-	// TCPZeroCopySendMin: a leg's batch of NVMe/TCP writes carrying at
-	// least this many bytes goes out zero-copy (initiator
-	// Options.ZeroCopySendMin; 32768 is the target's threshold). 0 (the
-	// default) or negative: never — an experiment: in the lab it lost a
-	// command twice in four runs (docs/tcp-zero-copy.md).
+	// TCPZeroCopySendMin: a leg's batch of NVMe/TCP capsules carrying at
+	// least this many bytes of write data goes out zero-copy (initiator
+	// Options.ZeroCopySendMin). 0: the default, DefaultLegZeroCopySendMin
+	// (4096: every batch with a write); negative: never, the legs copy
+	// (docs/tcp-zero-copy.md, "The host side").
 	TCPZeroCopySendMin int `mapstructure:"tcp_zero_copy_send_min"`
 }
 

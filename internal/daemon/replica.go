@@ -33,12 +33,29 @@ func replicaLegOpener(p verbs.Provider, transport string, zcMin int, log *slog.L
 			return nil, err
 		}
 		l, err := replica.Open(ctx, replica.LegConfig{Paths: paths, SubNQN: t.SubNQN, HostNQN: t.HostNQN, NSID: t.NSID,
-			Options: initiator.Options{Provider: p, ZeroCopySendMin: zcMin, Logger: log.With("replica", t.Volume, "node", t.Node)}})
+			Options: initiator.Options{Provider: p, ZeroCopySendMin: legZeroCopySendMin(zcMin), Logger: log.With("replica", t.Volume, "node", t.Node)}})
 		if err != nil {
 			return nil, err // never a typed nil *Leg
 		}
 		return l, nil
 	}
+}
+
+// DefaultLegZeroCopySendMin is cluster.replication.tcp_zero_copy_send_min's
+// default: a leg's batch of NVMe/TCP capsules goes out zero-copy once it
+// carries one 4 KiB write (docs/tcp-zero-copy.md, "The host side").
+const DefaultLegZeroCopySendMin = 4096
+
+// legZeroCopySendMin is the initiator's ZeroCopySendMin for a leg from
+// the setting: 0 the default, negative never (the initiator's 0).
+func legZeroCopySendMin(v int) int {
+	switch {
+	case v == 0:
+		return DefaultLegZeroCopySendMin
+	case v < 0:
+		return 0
+	}
+	return v
 }
 
 // sysClassInfiniband is where the kernel lists RDMA devices.

@@ -140,3 +140,14 @@ func TestSoftwareRDMAOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestLegZeroCopySendMin: cluster.replication.tcp_zero_copy_send_min
+// unset sends legs' batches zero-copy from one 4 KiB write, negative never
+// (the initiator's 0), anything else as set.
+func TestLegZeroCopySendMin(t *testing.T) {
+	for _, c := range []struct{ set, want int }{{0, 4096}, {-1, 0}, {-4096, 0}, {32768, 32768}, {1, 1}} {
+		if got := legZeroCopySendMin(c.set); got != c.want {
+			t.Errorf("tcp_zero_copy_send_min %d: leg ZeroCopySendMin %d, want %d", c.set, got, c.want)
+		}
+	}
+}

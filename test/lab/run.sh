@@ -74,7 +74,7 @@
 #      during submission; default 1, softirq), lab.tcpspins=512 its transport.tcp_poll_spins (perf-tcp; both builds
 #      get it, so a BASELINE must know the key), lab.tcpzcmin=4096 its transport.tcp_zero_copy_send_min (perf-tcp);
 #      replperf: lab.pollwait=epoll both nodes' transport.poll_wait, lab.gomaxprocs=2 both nodes' GOMAXPROCS,
-#      lab.replzcmin=32768 n1's cluster.replication.tcp_zero_copy_send_min (zero-copy legs, off by default),
+#      lab.replzcmin=N n1's cluster.replication.tcp_zero_copy_send_min (unset: the daemon's default, 4096; -1: copying legs),
 #      lab.legwatch=1 both guests watch the leg's sockets each second and dump both daemons' goroutine stacks at a leg timeout (lib.sh leg_watch),
 #      lab.datafs=tmpfs their data directories on tmpfs instead of ext4 over brd, lab.vols=r2 one volume only,
 #      lab.repltransport=auto|rdma|tcp n1's cluster.replication.transport (n2 listens on both; auto: NVMe/TCP on rxe),
@@ -258,9 +258,13 @@ for s in $SCENARIOS; do
     replperf)
       TEX=; IARG=
       if [ "${INSNS:-0}" = 1 ]; then TEX=$(insn_setup "$SHARE/out/$RUN-replperf/insn" rdmablkd) || exit 1; IARG=" lab.insns=1"; fi
+      # the host's own CPU over each job (hostsample.sh), while the guests run
+      mkdir -p "$SHARE/out/$RUN-replperf"
+      "$HERE/hostsample.sh" "$SHARE/out/$RUN-replperf" "$SHARE/out/$RUN-replperf/host-cpu.txt" & HPID=$!
       TARGET_EXTRA=$TEX RUNID=$RUN-replperf FIOTIME=${FIOTIME:-10} TIMEOUT=${TIMEOUT:-$(( 900 + ROUNDS * 4 * (30 + ${FIOTIME:-10}) ))} \
         GUESTARGS="lab.rounds=$ROUNDS lab.wait=1500$IARG ${LABARGS:-}" PAIR=replperf bg "$HERE/twovm.sh"
       rc=$?
+      kill "$HPID" 2>/dev/null; wait "$HPID" 2>/dev/null
       [ -n "$IARG" ] && insn_report "$SHARE/out/$RUN-replperf" rdmablkd r1
       (exit $rc) ;;
     verbstest)
@@ -617,6 +621,7 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
     echo "Both volumes were written whole once before the rounds (blocks and pages are allocated on first write)."
     echo "Both nodes' poll groups sleep with transport.poll_wait: $(val replperf.pollwait) (lab.pollwait)."
     echo "n1 reaches r2's copy on n2 (RDMA and NVMe/TCP listeners) with cluster.replication.transport: $(val replperf.repltransport) (lab.repltransport); the leg's live paths, the one I/O takes first: $(val replperf.legpath)."
+    echo "n1's NVMe/TCP legs send a batch zero-copy from this many bytes of write data: $(val replperf.replzcmin) (lab.replzcmin; default: the daemon's, 4096; -1: they copy)."
     echo "Ethernet MTU $(val replperf.mtu), RoCE (rxe0 active) MTU $(val replperf.rxemtu) (lab.mtu; both guests)."
     echo "r2 in sync (2 of 2) before the runs: $(val replperf.insync.before), after: $(val replperf.insync.after)."
     read -r _ pl1 pl5 pl15 < "$PO/lab-lock.txt" 2>/dev/null
@@ -666,6 +671,29 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
     echo "Guest B busy: its busy jiffies over each 2-copy job (between guest A's job marks, polled every 0.2 s) as a share of"
     echo "the fio runtime; near 100% means guest B's one vCPU (the replica) limits the 2-copy runs, not guest A."
     echo "Guest B over the runs (from n2's start to their end): busy $(val replperf.n2.busy_j) jiffies, of which rdmablkd n2 $(val replperf.n2.proc_j)."
+    if [ -s "$PO/host-cpu.txt" ]; then
+      echo
+      echo "Host CPU over each job (test/lab/hostsample.sh: the busy and steal time of all $(nproc) of the host's CPUs as a share of them,"
+      echo "medians (min–max) over the rounds). Both guests' vCPUs, QEMU's own threads and the bridge between the guests count: near 100 % busy"
+      echo "means the host, not either guest, set the pace of that job."
+      echo
+      echo "| job | host busy %, 1 copy | host busy %, 2 copies | host steal %, 1 copy | host steal %, 2 copies |"
+      echo "| --- | --- | --- | --- | --- |"
+      awk '
+        function med(a, n,   i, j, t) { for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j+1] = a[j]; a[j+1] = t }
+          return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2 }
+        function cell(key,   n, i, a, lo, hi) { n = cnt[key]; if (n == 0) return "-"
+          for (i = 1; i <= n; i++) a[i] = val[key, i]; lo = hi = a[1]
+          for (i = 2; i <= n; i++) { if (a[i] < lo) lo = a[i]; if (a[i] > hi) hi = a[i] }
+          return sprintf("%d (%d–%d)", med(a, n), lo, hi) }
+        $1 ~ /^replperf\.r[12]\.(rw32|rr32)\.r[0-9]+\.host_(busy|steal)_pct$/ { split($1, k, "."); key = k[2] "." k[3] "." k[5]; val[key, ++cnt[key]] = $2 }
+        END {
+          name["rw32"] = "4 KiB randwrite QD32 ×2 jobs"; name["rr32"] = "4 KiB randread QD32 ×2 jobs"
+          split("rw32 rr32", jobs, " ")
+          for (ji = 1; ji <= 2; ji++) { j = jobs[ji]
+            printf "| %s | %s | %s | %s | %s |\n", name[j], cell("r1." j ".host_busy_pct"), cell("r2." j ".host_busy_pct"), cell("r1." j ".host_steal_pct"), cell("r2." j ".host_steal_pct") }
+        }' "$PO/host-cpu.txt"
+    fi
     echo "CPU profiles: \`$PO/rdmablkd-n1.pprof\`, \`rdmablkd-n2.pprof\`."
     fails=$(grep -h '^FAIL:' "$PO"/replperf-*.log 2>/dev/null)
     if [ -n "$fails" ]; then echo; echo "Guest failures:"; echo; echo '```'; echo "$fails"; echo '```'; fi

@@ -28,7 +28,7 @@ result replperf.fiotime "$FT"; result replperf.hz "$(getconf CLK_TCK)"; result r
 C=/tmp/rc; FS=$(datafs_up $C/n1 1024) || { fail "data file system"; exit 1; }
 result replperf.datafs "$FS"; result replperf.pollwait "${LAB_POLLWAIT:-channel}" # lab.pollwait=epoll: both nodes' transport.poll_wait
 result replperf.gomaxprocs "${LAB_GOMAXPROCS:-default}" # lab.gomaxprocs=N: both nodes' GOMAXPROCS
-result replperf.replzcmin "${LAB_REPLZCMIN:-0}" # lab.replzcmin=N: n1's cluster.replication.tcp_zero_copy_send_min
+result replperf.replzcmin "${LAB_REPLZCMIN:-default}" # lab.replzcmin=N: n1's cluster.replication.tcp_zero_copy_send_min (-1: copying legs)
 # lab.repltransport=auto|rdma|tcp: n1's cluster.replication.transport (n2 listens on RDMA and NVMe/TCP;
 # auto takes NVMe/TCP when every RDMA device is software, as rxe0 here is); the leg's path is recorded
 RT=${LAB_REPLTRANSPORT:-auto}; result replperf.repltransport "$RT"
