@@ -211,3 +211,27 @@ func (w *lockedBuffer) String() string {
 	defer w.mu.Unlock()
 	return w.b.String()
 }
+
+// TestOverdue: the watchdog's test of a slot's stamp. A slot stamped
+// after the tick moved (born = now+1, a submission racing the scan) is
+// not overdue; one stamped timeoutTicks ticks ago is; an empty one never.
+func TestOverdue(t *testing.T) {
+	for _, c := range []struct {
+		now, born uint32
+		want      bool
+	}{
+		{100, 0, false},
+		{100, 101, false}, // submitted during this tick's scan
+		{100, 100, false},
+		{100, 97, false},
+		{100, 96, true},
+		{100, 1, true},
+		{3, 4, false},
+		{0, 1, false}, // the tick wrapped (after 2^32 ticks)
+		{2, 0xfffffffe, true},
+	} {
+		if got := overdue(c.now, c.born); got != c.want {
+			t.Errorf("overdue(now %d, born %d) = %v, want %v", c.now, c.born, got, c.want)
+		}
+	}
+}

@@ -22,15 +22,23 @@ func (l *Leg) watchdog(period time.Duration) {
 		}
 		now := l.tick.Add(1)
 		for i := range l.slots {
-			b := l.slots[i].born.Load()
-			// Submitted at tick b-1, so at least (now-b) whole
-			// periods ago.
-			if b != 0 && now-b >= timeoutTicks {
+			if overdue(now, l.slots[i].born.Load()) {
 				l.expire()
 				return
 			}
 		}
 	}
+}
+
+// overdue reports whether an I/O stamped born (1 + the tick at its
+// submission; 0: none) has been in flight for timeoutTicks whole periods
+// at tick now: submitted at tick born-1, so at least now-born periods
+// ago. An I/O submitted after the watchdog's tick moved to now, while it
+// scans the slots, is stamped now+1: that difference is -1, not 2^32-1
+// (which read as "overdue" took a healthy leg down — lab replperf,
+// 2026-12-07-0642: "in_flight=6 oldest_op=write oldest_age_at_least=0s").
+func overdue(now, born uint32) bool {
+	return born != 0 && int32(now-born) >= timeoutTicks
 }
 
 // expire takes the leg down after an I/O timed out: every later I/O fails
