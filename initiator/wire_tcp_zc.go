@@ -36,8 +36,7 @@ import (
 //
 // Off by default for a session (Options.ZeroCopySendMin 0); rdmablkd's
 // replica legs use it from 4 KiB (cluster.replication.tcp_zero_copy_send_min).
-// docs/tcp-zero-copy.md ("The host side", 7) has the lab's runs, including
-// two early ones in which a leg lost a command for reasons not found.
+// docs/tcp-zero-copy.md ("The host side") has the lab's runs.
 
 // tcpZeroCopy counts the process's zero-copy capsule sends.
 var tcpZeroCopy tcpzc.Counters
