@@ -88,12 +88,18 @@ type batcher struct{ bm *Mirror }
 
 // Plug plugs every leg that batches (the local one, and remote ones
 // whose adapters batch). Any goroutine; never blocks.
+//
+// The leg counts the Plug before l.plugs shows it: an Unplug of a burst
+// that began before the leg was added may take any Plug l.plugs shows
+// and release it on the leg, and a leg releases only what it holds (one
+// that holds none ignores the Unplug, and would then stay plugged for
+// good, holding its writes: TestPlugAcrossAddLeg).
 func (b batcher) Plug() {
 	set := b.bm.set.Load()
 	for i := range set.entries {
 		if l := set.entries[i].l; l.batcher != nil {
-			l.plugs.Add(1)
 			l.batcher.Plug()
+			l.plugs.Add(1)
 		}
 	}
 }

@@ -265,3 +265,54 @@ func TestRemoteLegsFirst(t *testing.T) {
 		t.Fatalf("order of submissions and unplugs:\n got %s\nwant %v", got, want)
 	}
 }
+
+// countLeg counts like a batching leg (internal/replica's): Unplug
+// releases a Plug only if one is held — one that finds none is lost, and
+// the leg would hold its next burst forever. onPlug runs inside the first
+// Plug, before it counts.
+type countLeg struct {
+	*fixedLeg
+	held, lost int
+	onPlug     func()
+}
+
+func (c *countLeg) Plug() {
+	if f := c.onPlug; f != nil {
+		c.onPlug = nil
+		f()
+	}
+	c.held++
+}
+
+func (c *countLeg) Unplug() {
+	if c.held == 0 {
+		c.lost++
+		return
+	}
+	c.held--
+}
+
+// TestPlugAcrossAddLeg: a burst plugged before a leg was added unplugs
+// while another burst is plugging that leg. The mirror must not release
+// on the leg a Plug the leg has not counted yet: that release would be
+// lost, and the leg left plugged for good (its writes held, never sent).
+func TestPlugAcrossAddLeg(t *testing.T) {
+	local := newFixedLeg(64, 512)
+	m := newMirror(t, &okMembership{}, mirrorConfigSmall(), local)
+	defer m.Close()
+	bt := m.Backend().(blockdev.AsyncBatcher)
+	bt.Plug() // burst A: before x exists
+	x := &countLeg{fixedLeg: newFixedLeg(64, 512)}
+	x.onPlug = bt.Unplug // burst A ends while burst B is plugging x
+	if err := m.AddLeg("x", x, mirror.InSync); err != nil {
+		t.Fatal(err)
+	}
+	bt.Plug() // burst B
+	bt.Unplug()
+	if x.lost != 0 || x.held != 0 {
+		t.Fatalf("leg added between two bursts: %d releases lost, %d plugs held after both ended", x.lost, x.held)
+	}
+	if _, _, p, u := local.state(); p != u {
+		t.Fatalf("local leg: %d plugs, %d unplugs", p, u)
+	}
+}
