@@ -13,6 +13,7 @@ import (
 
 	"github.com/rdmablk/rdmablk/blockdev"
 	"github.com/rdmablk/rdmablk/blockdev/mem"
+	"github.com/rdmablk/rdmablk/internal/syncbuf"
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/nvme/auth"
 )
@@ -67,15 +68,10 @@ type authRig struct {
 	sub *Subsystem
 	clk *fakeClock
 	be  *backendCalls
-	log *syncBuffer
+	log *syncbuf.Buffer
 }
 
 // String returns everything logged so far.
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func newAuthRig(t *testing.T, ha HostAuth, require bool) *authRig {
 	t.Helper()
@@ -86,7 +82,7 @@ func newAuthRig(t *testing.T, ha HostAuth, require bool) *authRig {
 // and MaxIOQueues are the rig's).
 func newAuthRigOpts(t *testing.T, ha HostAuth, require bool, o Options) *authRig {
 	t.Helper()
-	r := &authRig{t: t, clk: newFakeClock(), be: &backendCalls{Backend: mem.New(64, 512)}, log: &syncBuffer{}}
+	r := &authRig{t: t, clk: newFakeClock(), be: &backendCalls{Backend: mem.New(64, 512)}, log: &syncbuf.Buffer{}}
 	logger := slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	o.clock, o.Logger, o.MaxIOQueues = r.clk, logger, 4
 	r.tg = newTestTarget(t, o)

@@ -1,38 +1,18 @@
 package target
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rdmablk/rdmablk/blockdev"
 	"github.com/rdmablk/rdmablk/blockdev/mem"
+	"github.com/rdmablk/rdmablk/internal/syncbuf"
 	"github.com/rdmablk/rdmablk/nvme"
 )
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) count(substr string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Count(s.b.String(), substr)
-}
 
 const noSpaceLine = "backing store full"
 
@@ -83,7 +63,7 @@ func TestNoSpaceIsCapacityExceeded(t *testing.T) {
 // backing store logs one line per minute, not one per command; another
 // namespace logs its own.
 func TestNoSpaceLoggedOncePerMinute(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	clk := newFakeClock()
 	be := errBackend{mem.New(8, 512), blockdev.ErrNoSpace}
 	be2 := errBackend{mem.New(8, 512), blockdev.ErrNoSpace}
@@ -96,21 +76,21 @@ func TestNoSpaceLoggedOncePerMinute(t *testing.T) {
 	for range 5 {
 		write(1)
 	}
-	if n := logs.count(noSpaceLine); n != 1 {
+	if n := logs.Count(noSpaceLine); n != 1 {
 		t.Fatalf("%d log lines after 5 errors, want 1", n)
 	}
 	write(2)
-	if n := logs.count(noSpaceLine); n != 2 {
+	if n := logs.Count(noSpaceLine); n != 2 {
 		t.Fatalf("%d log lines after the second namespace failed, want 2", n)
 	}
 	clk.Advance(59 * time.Second)
 	write(1)
-	if n := logs.count(noSpaceLine); n != 2 {
+	if n := logs.Count(noSpaceLine); n != 2 {
 		t.Fatalf("%d log lines within the minute, want 2", n)
 	}
 	clk.Advance(time.Second)
 	write(1)
-	if n := logs.count(noSpaceLine); n != 3 {
+	if n := logs.Count(noSpaceLine); n != 3 {
 		t.Fatalf("%d log lines a minute later, want 3", n)
 	}
 }

@@ -512,17 +512,15 @@ func TestSharedRingNoLostCompletion(t *testing.T) {
 					}
 				}
 				b.Unplug()
+				// Polling volumes look between Polls, the others block.
+				poll := w%2 == 1
 				deadline := time.Now().Add(lostAfter)
 				timeout := time.After(lostAfter)
 				for got := 0; got < k; {
-					if w%2 == 1 { // a poll group: Poll between looks
+					var err error
+					if poll {
 						select {
-						case err := <-done:
-							if err != nil {
-								errs <- err
-								return
-							}
-							got++
+						case err = <-done:
 						default:
 							b.Poll()
 							runtime.Gosched()
@@ -530,20 +528,21 @@ func TestSharedRingNoLostCompletion(t *testing.T) {
 								errs <- fmt.Errorf("volume %d, burst %d: %d of %d completions lost (polling)", w, i, k-got, k)
 								return
 							}
+							continue
 						}
-						continue
-					}
-					select {
-					case err := <-done:
-						if err != nil {
-							errs <- err
+					} else {
+						select {
+						case err = <-done:
+						case <-timeout:
+							errs <- fmt.Errorf("volume %d, burst %d: %d of %d completions lost", w, i, k-got, k)
 							return
 						}
-						got++
-					case <-timeout:
-						errs <- fmt.Errorf("volume %d, burst %d: %d of %d completions lost", w, i, k-got, k)
+					}
+					if err != nil {
+						errs <- err
 						return
 					}
+					got++
 				}
 			}
 		}()

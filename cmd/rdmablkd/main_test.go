@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rdmablk/rdmablk/internal/syncbuf"
 )
 
 // bin is the rdmablkd executable TestMain builds once for every test.
@@ -271,7 +273,7 @@ func TestReadyNotifyMetricsAndStop(t *testing.T) {
 	cmd := exec.Command(bin, "-l", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--log-level", "debug")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock)
-	var se syncBuffer
+	var se syncbuf.Buffer
 	cmd.Stderr = &se
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -334,7 +336,7 @@ func TestFileLimitRaisedAndLogged(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(prlimit, "--nofile=256:4096", bin, "-l", "127.0.0.1:0", "--metrics-listen", "", "--log-level", "info")
 	cmd.Dir = dir
-	var se syncBuffer
+	var se syncbuf.Buffer
 	cmd.Stderr = &se
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

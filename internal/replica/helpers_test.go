@@ -14,6 +14,7 @@ import (
 	"github.com/rdmablk/rdmablk/initiator"
 	"github.com/rdmablk/rdmablk/target"
 	"github.com/rdmablk/rdmablk/target/rdma"
+	"github.com/rdmablk/rdmablk/target/tcp"
 	"github.com/rdmablk/rdmablk/verbs/soft"
 )
 
@@ -78,6 +79,18 @@ func (n *replicaNode) stop() {
 		_ = n.l.Close()
 		_ = n.tgt.Close()
 	})
+}
+
+// listenTCP adds an NVMe/TCP listener on loopback to n (closed when the
+// test ends) and returns its leg path ("tcp://ADDR").
+func (n *replicaNode) listenTCP(t testing.TB) string {
+	t.Helper()
+	tl, err := tcp.Listen(tcp.Config{Target: n.tgt, Addr: "127.0.0.1:0", PortID: 2, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tl.Close() })
+	return "tcp://" + tl.Addr()
 }
 
 // legConfig is a small leg to n over fabric.

@@ -11,7 +11,6 @@ import (
 	"github.com/rdmablk/rdmablk/blockdev/mem"
 	"github.com/rdmablk/rdmablk/blockdev/mirror"
 	"github.com/rdmablk/rdmablk/cluster/catalog"
-	"github.com/rdmablk/rdmablk/target/tcp"
 	"github.com/rdmablk/rdmablk/verbs/soft"
 )
 
@@ -44,13 +43,8 @@ func TestMirrorOverTCP(t *testing.T) {
 	fabric := soft.NewFabric()
 	remote := mem.New(mBlocks, mBS)
 	n := newReplica(t, fabric, remote)
-	tl, err := tcp.Listen(tcp.Config{Target: n.tgt, Addr: "127.0.0.1:0", PortID: 2, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tl.Close() })
 	cfg := legConfig(fabric, n)
-	cfg.Paths = []string{"tcp://" + tl.Addr()}
+	cfg.Paths = []string{n.listenTCP(t)}
 	leg := openLeg(t, cfg)
 	local := &fixedMem{Backend: mem.New(mBlocks, mBS)}
 	m, err := mirror.New(mirror.Config{LocalName: "node1", Local: local, Membership: newMembership()})

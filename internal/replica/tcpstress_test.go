@@ -11,7 +11,6 @@ import (
 	"github.com/rdmablk/rdmablk/blockdev/file"
 	"github.com/rdmablk/rdmablk/initiator"
 	"github.com/rdmablk/rdmablk/internal/tcpzc"
-	"github.com/rdmablk/rdmablk/target/tcp"
 	"github.com/rdmablk/rdmablk/verbs/soft"
 )
 
@@ -45,13 +44,8 @@ func legOverTCPBursts(t *testing.T, zcMin int) {
 	t.Cleanup(func() { _ = vol.Close() })
 	fabric := soft.NewFabric()
 	n := newReplica(t, fabric, vol)
-	tl, err := tcp.Listen(tcp.Config{Target: n.tgt, Addr: "127.0.0.1:0", PortID: 2, Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tl.Close() })
 	cfg := legConfig(fabric, n)
-	cfg.Paths = []string{"tcp://" + tl.Addr()}
+	cfg.Paths = []string{n.listenTCP(t)}
 	cfg.Options.ZeroCopySendMin = zcMin
 	leg := openLeg(t, cfg)
 	zc0 := initiator.TCPZeroCopyStats().Sends

@@ -13,6 +13,7 @@ import (
 	"github.com/rdmablk/rdmablk/blockdev"
 	"github.com/rdmablk/rdmablk/blockdev/mem"
 	"github.com/rdmablk/rdmablk/blockdev/mirror"
+	"github.com/rdmablk/rdmablk/internal/syncbuf"
 	"github.com/rdmablk/rdmablk/verbs/soft"
 )
 
@@ -33,7 +34,7 @@ func TestIOTimeout(t *testing.T) {
 	n := newReplicaRelease(t, fabric, g, g.release)
 	cfg := legConfig(fabric, n)
 	cfg.IOTimeout = 200 * time.Millisecond
-	var logged lockedBuffer
+	var logged syncbuf.Buffer
 	cfg.Options.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 	l := openLeg(t, cfg)
 
@@ -190,48 +191,6 @@ func TestIOTimeoutManyInFlight(t *testing.T) {
 	for i, d := range ds {
 		if c := d.calls.Load(); c != 1 {
 			t.Fatalf("write %d: IODone called %d times", i, c)
-		}
-	}
-}
-
-// lockedBuffer is a log destination for several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
-// TestOverdue: the watchdog's test of a slot's stamp. A slot stamped
-// after the tick moved (born = now+1, a submission racing the scan) is
-// not overdue; one stamped timeoutTicks ticks ago is; an empty one never.
-func TestOverdue(t *testing.T) {
-	for _, c := range []struct {
-		now, born uint32
-		want      bool
-	}{
-		{100, 0, false},
-		{100, 101, false}, // submitted during this tick's scan
-		{100, 100, false},
-		{100, 97, false},
-		{100, 96, true},
-		{100, 1, true},
-		{3, 4, false},
-		{0, 1, false}, // the tick wrapped (after 2^32 ticks)
-		{2, 0xfffffffe, true},
-	} {
-		if got := overdue(c.now, c.born); got != c.want {
-			t.Errorf("overdue(now %d, born %d) = %v, want %v", c.now, c.born, got, c.want)
 		}
 	}
 }

@@ -1,38 +1,19 @@
 package cluster
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/rdmablk/rdmablk/cluster/api"
+	"github.com/rdmablk/rdmablk/internal/syncbuf"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the members' goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestNormalStartLog: a normal 3-node start (bootstrap, two joins, a
 // write) with the default raft timeouts logs no WARN or ERROR, and no
 // record repeats a key.
 func TestNormalStartLog(t *testing.T) {
-	var buf lockedBuffer
+	var buf syncbuf.Buffer
 	logSink, fastRaft = &buf, false
 	t.Cleanup(func() { logSink, fastRaft = nil, true })
 	ms := startCluster(t, 3)
