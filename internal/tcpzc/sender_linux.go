@@ -91,10 +91,11 @@ const recSlots = 32
 // ringEntries: one send is in flight at a time; the CQ (twice as many
 // entries) bounds the notices outstanding, beyond which writes copy. A
 // notice comes once the peer has acknowledged the send's bytes, so the
-// bound must cover the sends of a round trip: a replica leg sends a few
-// capsules per batch at a queue depth of hundreds (lab replperf: with
-// 63 notices, most 4 KiB batches found the bound reached and copied).
-// 128 entries: 12 KiB of ring per connection, 255 notices.
+// bound should cover the sends of a round trip; a replica leg sends a
+// batch per target poll pass at a queue depth of hundreds. 128 entries:
+// 12 KiB of ring per connection, 255 notices. Counters.Full counts the
+// sends refused at the bound: none in the lab's replperf runs of
+// 2026-12-07 (how often the old bound of 63 was reached was not counted).
 const ringEntries = 128
 
 // Unusable: the kernel cannot send zero-copy.
