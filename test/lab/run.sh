@@ -607,6 +607,10 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
   fi
   if [[ " $SCENARIOS " == *" replperf "* ]]; then
     PO=$SHARE/out/$RUN-replperf
+    # the median of a[1..n] (sorts a), for the awk programs below
+    AWK_MED='function med(a, n,   i, j, t) { for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j+1] = a[j]; a[j+1] = t }
+      return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2 }
+'
     echo
     echo "## Replicated volume: 2 copies vs 1 on separate guests (issue 16's benchmark)"
     echo
@@ -629,9 +633,7 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
     echo
     echo "| job | 1 copy IOPS | 2 copies IOPS | 2 / 1 (paired range) | goal | guest A CPU µs per I/O, 1 → 2 copies | of which rdmablkd n1 | guest B busy, 2 copies | guest B CPU µs per I/O (rdmablkd n2) |"
     echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-    awk '
-      function med(a, n,   i, j, t) { for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j+1] = a[j]; a[j+1] = t }
-        return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2 }
+    awk "$AWK_MED"'
       function mm(a, n,   i, lo, hi) { lo = hi = a[1]; for (i = 2; i <= n; i++) { if (a[i] < lo) lo = a[i]; if (a[i] > hi) hi = a[i] }; return lo "|" hi }
       $1 == "replperf.hz" { hz = $2 }
       $1 == "replperf.fiotime" { ft = $2 }
@@ -679,9 +681,7 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
       echo
       echo "| job | host busy %, 1 copy | host busy %, 2 copies | host steal %, 1 copy | host steal %, 2 copies |"
       echo "| --- | --- | --- | --- | --- |"
-      awk '
-        function med(a, n,   i, j, t) { for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j+1] = a[j]; a[j+1] = t }
-          return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2 }
+      awk "$AWK_MED"'
         function cell(key,   n, i, a, lo, hi) { n = cnt[key]; if (n == 0) return "-"
           for (i = 1; i <= n; i++) a[i] = val[key, i]; lo = hi = a[1]
           for (i = 2; i <= n; i++) { if (a[i] < lo) lo = a[i]; if (a[i] > hi) hi = a[i] }
