@@ -127,7 +127,7 @@ func newLogger(c daemon.LogConfig) (*slog.Logger, error) {
 func run(cfg *daemon.Config, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	dumpStacksOn(ctx, cfg.DataDir, log)
+	dumpStacksOn(cfg.DataDir, log)
 	daemon.RaiseFileLimit(log)
 	d, err := daemon.Start(cfg, log)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -388,5 +389,48 @@ func TestDumpStacks(t *testing.T) {
 	}
 	if filepath.Dir(path) != dir || !strings.Contains(string(b), "TestDumpStacks") {
 		t.Fatalf("%s does not hold this goroutine's stack:\n%.500s", path, b)
+	}
+}
+
+// TestSIGUSR1DumpsStacks: the running daemon answers SIGUSR1 with a file
+// of every goroutine's stack in its data_dir, named in the log, and goes
+// on serving (then stops cleanly on SIGINT).
+func TestSIGUSR1DumpsStacks(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "-l", "127.0.0.1:0", "--metrics-listen", "", "--log-level", "info", "--data-dir", dir)
+	cmd.Dir = dir
+	var se syncbuf.Buffer
+	cmd.Stderr = &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitLog := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(se.String(), what) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in the log:\n%s", what, se.String())
+			}
+			time.Sleep(20 * time.Millisecond) // polling the log, not synchronising on time
+		}
+	}
+	waitLog("rdmablkd ready")
+	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(`msg="goroutine stacks written (SIGUSR1)"`)
+	files, _ := filepath.Glob(filepath.Join(dir, "rdmablkd-*-stacks-*.txt"))
+	if len(files) != 1 || !strings.Contains(se.String(), "file="+files[0]) {
+		t.Fatalf("stack files %v; log:\n%s", files, se.String())
+	}
+	if b, err := os.ReadFile(files[0]); err != nil || !strings.Contains(string(b), "main.run") {
+		t.Fatalf("%s: %v; does not hold the daemon's main goroutine:\n%.400s", files[0], err, b)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGUSR1 then SIGINT: %v\n%s", err, se.String())
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -15,23 +14,18 @@ import (
 // dumpStacksOn writes every goroutine's stack to a file in dir each time
 // the process gets SIGUSR1 (kill -USR1 PID), and logs the file's name: the
 // way to see where a daemon that seems stuck is waiting, without stopping
-// it (SIGQUIT also prints the stacks, but ends the process). Until ctx
-// ends.
-func dumpStacksOn(ctx context.Context, dir string, log *slog.Logger) {
+// it (SIGQUIT also prints the stacks, but ends the process). For the life
+// of the process — a shutdown that does not finish draining is one of the
+// things to look at this way. One goroutine, blocked on the signal.
+func dumpStacksOn(dir string, log *slog.Logger) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGUSR1)
 	go func() {
-		defer signal.Stop(ch)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-ch:
-				if path, err := dumpStacks(dir); err != nil {
-					log.Error("goroutine stacks (SIGUSR1)", "err", err)
-				} else {
-					log.Info("goroutine stacks written (SIGUSR1)", "file", path)
-				}
+		for range ch {
+			if path, err := dumpStacks(dir); err != nil {
+				log.Error("goroutine stacks (SIGUSR1)", "err", err)
+			} else {
+				log.Info("goroutine stacks written (SIGUSR1)", "file", path)
 			}
 		}
 	}()
