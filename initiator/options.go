@@ -34,9 +34,8 @@ type Options struct {
 	// ZeroCopySendMin: over NVMe/TCP, an I/O queue's batch of command
 	// capsules carrying at least this many bytes of in-capsule (write)
 	// data goes out with io_uring's zero-copy sendmsg (Linux 6.1),
-	// never to a loopback address. 0 or negative: never (the default:
-	// see wire_tcp_zc.go for why it is not on yet; 32 KiB is the
-	// target's threshold).
+	// never to a loopback address. 0 or negative: never, a session's
+	// default (rdmablkd's replica legs use 4 KiB; wire_tcp_zc.go).
 	ZeroCopySendMin int
 	// HostNQN identifies the host; default nvme.HostNQNFromUUID(HostID).
 	HostNQN string

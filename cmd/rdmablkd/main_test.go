@@ -334,31 +334,11 @@ func TestFileLimitRaisedAndLogged(t *testing.T) {
 	if err != nil {
 		t.Skip("no prlimit")
 	}
-	dir := t.TempDir()
-	cmd := exec.Command(prlimit, "--nofile=256:4096", bin, "-l", "127.0.0.1:0", "--metrics-listen", "", "--log-level", "info")
-	cmd.Dir = dir
-	var se syncbuf.Buffer
-	cmd.Stderr = &se
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(se.String(), "rdmablkd ready") {
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready:\n%s", se.String())
-		}
-		time.Sleep(20 * time.Millisecond) // polling the log, not synchronising on time
-	}
+	cmd, se := startReady(t, t.TempDir(), prlimit, "--nofile=256:4096", bin, "-l", "127.0.0.1:0", "--metrics-listen", "", "--log-level", "info")
 	if l := se.String(); !strings.Contains(l, `msg="file descriptor limit`) || !strings.Contains(l, "soft=4096 ") || !strings.Contains(l, "hard=4096") {
 		t.Errorf("log does not show the soft limit raised to the hard limit 4096:\n%s", se.String())
 	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("exit: %v\n%s", err, se.String())
-	}
+	stopClean(t, cmd, se)
 }
 
 // TestPrintConfigRedactsSecrets: --print-config shows DH-HMAC-CHAP
@@ -397,29 +377,11 @@ func TestDumpStacks(t *testing.T) {
 // on serving (then stops cleanly on SIGINT).
 func TestSIGUSR1DumpsStacks(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "-l", "127.0.0.1:0", "--metrics-listen", "", "--log-level", "info", "--data-dir", dir)
-	cmd.Dir = dir
-	var se syncbuf.Buffer
-	cmd.Stderr = &se
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	waitLog := func(what string) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(se.String(), what) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q in the log:\n%s", what, se.String())
-			}
-			time.Sleep(20 * time.Millisecond) // polling the log, not synchronising on time
-		}
-	}
-	waitLog("rdmablkd ready")
+	cmd, se := startReady(t, dir, bin, "-l", "127.0.0.1:0", "--metrics-listen", "", "--log-level", "info", "--data-dir", dir)
 	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
-	waitLog(`msg="goroutine stacks written (SIGUSR1)"`)
+	waitLog(t, se, `msg="goroutine stacks written (SIGUSR1)"`)
 	files, _ := filepath.Glob(filepath.Join(dir, "rdmablkd-*-stacks-*.txt"))
 	if len(files) != 1 || !strings.Contains(se.String(), "file="+files[0]) {
 		t.Fatalf("stack files %v; log:\n%s", files, se.String())
@@ -427,10 +389,45 @@ func TestSIGUSR1DumpsStacks(t *testing.T) {
 	if b, err := os.ReadFile(files[0]); err != nil || !strings.Contains(string(b), "main.run") {
 		t.Fatalf("%s: %v; does not hold the daemon's main goroutine:\n%.400s", files[0], err, b)
 	}
+	stopClean(t, cmd, se)
+}
+
+// startReady runs name args in dir (the daemon, or a wrapper that execs
+// it), its stderr collected, and waits for "rdmablkd ready"; the process
+// is killed when the test ends, if it still runs.
+func startReady(t *testing.T, dir, name string, args ...string) (*exec.Cmd, *syncbuf.Buffer) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	se := &syncbuf.Buffer{}
+	cmd.Stderr = se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	waitLog(t, se, "rdmablkd ready")
+	return cmd, se
+}
+
+// stopClean interrupts the daemon and fails unless it exits with status 0.
+func stopClean(t *testing.T, cmd *exec.Cmd, se *syncbuf.Buffer) {
+	t.Helper()
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("exit after SIGUSR1 then SIGINT: %v\n%s", err, se.String())
+		t.Fatalf("exit: %v\n%s", err, se.String())
+	}
+}
+
+// waitLog polls the daemon's log until it holds what (30 s at most).
+func waitLog(t *testing.T, log *syncbuf.Buffer, what string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(log.String(), what) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in the log:\n%s", what, log.String())
+		}
+		time.Sleep(20 * time.Millisecond) // polling the log, not synchronising on time
 	}
 }

@@ -22,9 +22,8 @@ import (
 // whole burst, so the leg and the replica go idle after every burst. No
 // write may go unanswered: a lost command fails the test after lostAfter
 // (the leg's own I/O timeout is longer) instead of hanging it. With
-// ZeroCopySendMin 4096 every batch with data goes zero-copy; with 32 KiB
-// a connection mixes zero-copy and copying sends (the lab's runs that
-// lost a leg command had that).
+// ZeroCopySendMin 4096 (the legs' default) every batch with data goes
+// zero-copy; with 32 KiB a connection mixes zero-copy and copying sends.
 func TestLegOverTCPBursts(t *testing.T) {
 	for _, min := range []int{4096, 32 << 10} {
 		t.Run(fmt.Sprintf("zcmin=%d", min), func(t *testing.T) { legOverTCPBursts(t, min) })
