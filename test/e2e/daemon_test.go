@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rdmablk/rdmablk/initiator"
+	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/test/testproc"
 	"github.com/rdmablk/rdmablk/verbs/soft"
 )
@@ -161,7 +162,7 @@ func TestSIGTERMDrainsAcknowledgedWrites(t *testing.T) {
 		for _, io := range done[:n] {
 			outstanding--
 			if err := io.Result(); err != nil {
-				if !signaled || !errors.Is(err, initiator.ErrControllerLost) {
+				if !signaled || !refusedAtShutdown(err) {
 					t.Fatalf("write lba %d: %v", io.LBA, err)
 				}
 				failed++ // in flight when the daemon stopped: not acknowledged
@@ -186,11 +187,25 @@ func TestSIGTERMDrainsAcknowledgedWrites(t *testing.T) {
 	if err := d.Wait(60 * time.Second); err != nil || !d.LogContains("stopped cleanly") {
 		t.Fatalf("rdmablkd exit %v\n%s", err, d.Log())
 	}
-	t.Logf("%d writes acknowledged (%d after SIGTERM), %d lost with the connection (never acknowledged)",
+	t.Logf("%d writes acknowledged (%d after SIGTERM), %d lost with the connection or refused (never acknowledged)",
 		len(acked), len(acked)-300, failed)
 	// The volume wraps at most once in this test; later writes of the same
 	// LBA carry the same pattern, so every acknowledged range must match.
 	for _, lba := range acked {
 		verifyFile(t, d.volume, 7, lba, ioBlocks, bs)
 	}
+}
+
+// refusedAtShutdown reports whether a write failed the way a draining
+// daemon may fail it: the connection went (ErrControllerLost), or the
+// command reached a controller already torn down and was answered with a
+// path-related status without DNR (target/queue.go statusRefused), which
+// a host retries on another path or after reconnecting. Either way it
+// was never acknowledged.
+func refusedAtShutdown(err error) bool {
+	if errors.Is(err, initiator.ErrControllerLost) {
+		return true
+	}
+	var se *initiator.StatusError
+	return errors.As(err, &se) && se.Status.SCT() == nvme.SCTPath && !se.Status.DNR()
 }
