@@ -64,6 +64,12 @@ type Sender struct {
 	// sender is (see abandon).
 	release func(slots []uint16)
 	stats   *Counters
+	// lost is the record whose send's completion did not come within
+	// sendWait (0: none): the sender is off, and one notice is counted
+	// for the record until that completion says whether one comes.
+	lost uint32
+	// rwFlags are the sends' msg flags: MSG_DONTWAIT (tests drop it).
+	rwFlags uint32
 }
 
 // record is one write's zero-copy state.
@@ -82,7 +88,7 @@ func New(release func([]uint16), st *Counters) (z *Sender, broken bool) {
 		return nil, errors.Is(err, uring.ErrUnsupported)
 	}
 	return &Sender{ring: r, flags: uring.SendZCReportUsage, release: release, stats: st,
-		cqCap: 2 * r.Entries()}, false
+		cqCap: 2 * r.Entries(), rwFlags: uring.MsgDontWait}, false
 }
 
 // recSlots is the slot capacity a new record starts with.
@@ -136,7 +142,7 @@ func (z *Sender) Send(fd uintptr, iov []syscall.Iovec, rec *uint32) (int, syscal
 		z.msg.Iov = (*unix.Iovec)(unsafe.Pointer(&iov[0]))
 		z.msg.SetIovlen(len(iov))
 		sqe := uring.SQE{Opcode: uring.OpSendMsgZC, FD: int32(fd), Addr: uint64(uintptr(unsafe.Pointer(&z.msg))),
-			Len: 1, RWFlags: uring.MsgDontWait, IOPrio: z.flags, UserData: uint64(*rec)}
+			Len: 1, RWFlags: z.rwFlags, IOPrio: z.flags, UserData: uint64(*rec)}
 		if err := z.ring.Prepare(&sqe); err != nil {
 			return 0, ErrOff // cannot happen: one send at a time, nothing left in the SQ
 		}
@@ -188,10 +194,20 @@ func (z *Sender) settle() {
 	}
 }
 
+// sendWait bounds the wait for a send's completion, which the kernel
+// posts inline (MSG_DONTWAIT fails a full socket with EAGAIN instead of
+// parking the send): a kernel that parked it anyway must not hang the
+// connection's writer. A variable for tests.
+var sendWait = 5 * time.Second
+
 // reapSend reaps until the completion of the send of record id is in
-// (it was posted inline; a wait covers a kernel that did not) and
-// returns its result; a notice it announces is counted.
+// and returns its result; a notice it announces is counted. ok=false: no
+// completion within sendWait, or the ring failed. The send may then
+// still be issued and read the write's memory: the record keeps one
+// notice counted (lost) until its completion turns up, so its slots, and
+// a closing sender, are held until the kernel is done (Seal, Close).
 func (z *Sender) reapSend(id uint32) (res int32, ok bool) {
+	var deadline time.Time // set at the first empty reap: never on the inline path
 	for {
 		n := z.ring.Reap(z.cqes[:])
 		for i := range n {
@@ -211,10 +227,22 @@ func (z *Sender) reapSend(id uint32) (res int32, ok bool) {
 		if ok {
 			return
 		}
-		if n == 0 {
-			if err := z.ring.Wait(); err != nil {
-				return 0, false
-			}
+		if n > 0 {
+			continue
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(sendWait)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			z.stats.Overdue.Add(1)
+			z.lost = id
+			z.recs[id-1].notices++
+			z.notes++
+			return 0, false
+		}
+		if _, err := z.ring.WaitFor(left); err != nil {
+			return 0, false
 		}
 	}
 }
@@ -223,7 +251,18 @@ func (z *Sender) reapSend(id uint32) (res int32, ok bool) {
 // ignored).
 func (z *Sender) note(e *uring.CQE) {
 	id := uint32(e.UserData)
-	if e.Flags&uring.CQENotif == 0 || id == 0 || int(id) > len(z.recs) {
+	if id == 0 || int(id) > len(z.recs) {
+		return
+	}
+	if e.Flags&uring.CQENotif == 0 {
+		if id == z.lost {
+			// The overdue send's completion: a notice follows if it
+			// sent anything (counted already), else none does.
+			z.lost = 0
+			if e.Flags&uring.CQEMore == 0 {
+				z.noticeIn(id)
+			}
+		}
 		return
 	}
 	z.seen++
@@ -234,6 +273,11 @@ func (z *Sender) note(e *uring.CQE) {
 	if z.seen == CopiedProbe && z.copied == z.seen && !AllowLoopback.Load() {
 		z.copying.Store(true)
 	}
+	z.noticeIn(id)
+}
+
+// noticeIn counts in one notice of record id. mu held.
+func (z *Sender) noticeIn(id uint32) {
 	r := &z.recs[id-1]
 	if r.notices <= 0 {
 		return // no notice expected for it: not ours

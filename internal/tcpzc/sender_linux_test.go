@@ -306,3 +306,88 @@ func TestZCSenderResumesAfterBound(t *testing.T) {
 		_, _ = z.ring.WaitFor(time.Until(deadline))
 	}
 }
+
+// TestZCSendOverdue: a send whose completion the kernel does not post
+// inline (here forced: without MSG_DONTWAIT io_uring parks a send on a
+// full socket until it drains) fails with EIO after sendWait instead of
+// blocking the writer for good; the sender turns off, and the write's
+// slots, which the parked send may still read, stay held until the send
+// completes and its notice is in. The sender then closes without being
+// abandoned.
+func TestZCSendOverdue(t *testing.T) {
+	a, b := slowReaderPair(t)
+	_ = a.SetWriteBuffer(64 << 10)
+	defer func(d time.Duration) { sendWait = d }(sendWait)
+	sendWait = 50 * time.Millisecond
+	released := make(chan []uint16, 1)
+	st := &Counters{}
+	z, _ := New(func(s []uint16) {
+		if len(s) > 0 { // the filling writes hold none
+			released <- append([]uint16(nil), s...)
+		}
+	}, st)
+	p := make([]byte, 64<<10)
+	sent := 0
+	var rec uint32
+	for {
+		rec = 0
+		n, errno := zcSendOn(t, a, z, p, &rec)
+		z.Seal(rec, nil, nil)
+		if errno == syscall.EAGAIN {
+			break
+		}
+		if errno != 0 {
+			t.Fatal(errno)
+		}
+		sent += n
+	}
+	z.mu.Lock()
+	z.rwFlags = 0
+	z.mu.Unlock()
+	// Sends go on while the peer's window takes data; the first that
+	// finds no room at all parks.
+	var errno syscall.Errno
+	for i := 0; i < 1000; i++ {
+		var n int
+		rec = 0
+		if n, errno = zcSendOn(t, a, z, p, &rec); errno != 0 {
+			break
+		}
+		z.Seal(rec, nil, nil)
+		sent += n
+	}
+	if errno != syscall.EIO || !z.Unusable() || st.Overdue.Load() != 1 {
+		t.Fatalf("overdue send: errno %v, unusable %v, overdue %d", errno, z.Unusable(), st.Overdue.Load())
+	}
+	if _, held := z.Seal(rec, []uint16{7}, nil); !held {
+		t.Fatal("slots of a write whose send may still be issued were not held")
+	}
+	if _, errno := zcSendOn(t, a, z, p, new(uint32)); errno != ErrOff {
+		t.Fatalf("send after an overdue one: errno %v, want ErrOff (copy)", errno)
+	}
+	// The peer drains the socket: the parked send goes out (all of p or
+	// part of it) and completes, its notice follows.
+	go func() { _, _ = io.Copy(io.Discard, b) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(released) == 0 && time.Now().Before(deadline) {
+		z.Wait(time.Until(deadline))
+	}
+	select {
+	case s := <-released:
+		if len(s) != 1 || s[0] != 7 {
+			t.Fatalf("released %v", s)
+		}
+	default:
+		t.Fatal("slots never released after the overdue send completed")
+	}
+	z.Close(time.Second)
+	z.mu.Lock()
+	closed, notes, lost := z.closed, z.notes, z.lost
+	z.mu.Unlock()
+	if !closed || notes != 0 || lost != 0 || st.Abandoned.Load() != 0 {
+		t.Fatalf("after release: closed %v, %d notices outstanding, lost %d, abandoned %d", closed, notes, lost, st.Abandoned.Load())
+	}
+	if sent == 0 {
+		t.Fatal("nothing sent before the overdue send")
+	}
+}

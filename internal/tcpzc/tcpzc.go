@@ -22,6 +22,10 @@ type Counters struct {
 	// Abandoned counts Senders closed before the kernel let go of their
 	// memory (a peer that stopped acknowledging): the janitor holds them.
 	Abandoned atomic.Uint64
+	// Overdue counts sends whose completion the kernel did not post
+	// within the bound (it posts it inline): the connection failed them
+	// with EIO instead of waiting on.
+	Overdue atomic.Uint64
 }
 
 // CloseWait is how long a connection's end waits, in Sender.Close, for
