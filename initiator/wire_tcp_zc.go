@@ -50,12 +50,16 @@ type TCPZeroCopy struct {
 	// Full: sends of a zero-copy batch that copied instead, because the
 	// connection had as many notices outstanding as its ring holds.
 	Full uint64
+	// Overdue: sends whose completion the kernel did not post inline
+	// within tcpzc's bound; their connections failed the write (EIO)
+	// and reconnected.
+	Overdue uint64
 }
 
 // TCPZeroCopyStats returns the process's zero-copy capsule sends so far.
 func TCPZeroCopyStats() TCPZeroCopy {
 	return TCPZeroCopy{Sends: tcpZeroCopy.Sends.Load(), Bytes: tcpZeroCopy.Bytes.Load(),
-		Copied: tcpZeroCopy.Copied.Load(), Full: tcpZeroCopy.Full.Load()}
+		Copied: tcpZeroCopy.Copied.Load(), Full: tcpZeroCopy.Full.Load(), Overdue: tcpZeroCopy.Overdue.Load()}
 }
 
 // tcpZC is a tcpWire's zero-copy state; the writer (under writeMu) uses

@@ -310,13 +310,13 @@ func (d *Daemon) Close() error {
 		errs = append(errs, l.Close())
 		st := l.Stats()
 		d.log.Info("NVMe/TCP listener closed", "addr", l.Addr(), "accepted", st.Accepted, "writes", st.Writes,
-			"writer_handoffs", st.WriterHandoffs, "zero_copy_sends", st.ZeroCopySends,
+			"writer_handoffs", st.WriterHandoffs, "zero_copy_sends", st.ZeroCopySends, "zero_copy_overdue", st.ZeroCopyOverdue,
 			"spin_reads", st.SpinReads, "spin_yields", st.SpinYields, "spin_run_outs", st.SpinRunOuts)
 	}
 	d.tcpListeners, d.addrs = nil, nil
-	if z := initiator.TCPZeroCopyStats(); z.Sends > 0 || z.Full > 0 {
+	if z := initiator.TCPZeroCopyStats(); z.Sends > 0 || z.Full > 0 || z.Overdue > 0 {
 		// Replica legs over NVMe/TCP (the process's initiator).
-		d.log.Info("NVMe/TCP host zero-copy sends", "sends", z.Sends, "bytes", z.Bytes, "copied", z.Copied, "full", z.Full)
+		d.log.Info("NVMe/TCP host zero-copy sends", "sends", z.Sends, "bytes", z.Bytes, "copied", z.Copied, "full", z.Full, "overdue", z.Overdue)
 	}
 	if d.tgt != nil {
 		errs = append(errs, d.tgt.Close())

@@ -42,8 +42,11 @@ type Stats struct {
 	// (Linux ≥ 6.2 reports it: a loopback peer, a device without
 	// scatter-gather). ZeroCopyAbandoned counts connections that ended
 	// before the kernel let go of their memory: it stays allocated until
-	// it does (a peer that stopped acknowledging).
-	ZeroCopySends, ZeroCopyBytes, ZeroCopyCopied, ZeroCopyAbandoned uint64
+	// it does (a peer that stopped acknowledging). ZeroCopyOverdue
+	// counts sends whose completion the kernel did not post inline
+	// within tcpzc's bound: their connections ended (EIO) instead of
+	// waiting on.
+	ZeroCopySends, ZeroCopyBytes, ZeroCopyCopied, ZeroCopyAbandoned, ZeroCopyOverdue uint64
 	// SpinReads counts the PDU reads an I/O queue's reader made while it
 	// spun instead of parking (Config.PollSpins); SpinYields the
 	// spins it ended early because another descriptor of the process's
@@ -76,7 +79,7 @@ func (l *Listener) Stats() Stats {
 		DrainTimeouts: c.drainTimeouts.Load(), Writes: c.writes.Load(),
 		WriterHandoffs: c.writerHandoffs.Load(),
 		ZeroCopySends:  c.zc.Sends.Load(), ZeroCopyBytes: c.zc.Bytes.Load(), ZeroCopyCopied: c.zc.Copied.Load(),
-		ZeroCopyAbandoned: c.zc.Abandoned.Load(), ZeroCopyOff: l.zcBroken.Load(),
+		ZeroCopyAbandoned: c.zc.Abandoned.Load(), ZeroCopyOverdue: c.zc.Overdue.Load(), ZeroCopyOff: l.zcBroken.Load(),
 		SpinReads: c.spinReads.Load(), SpinYields: c.spinYields.Load(), SpinRunOuts: c.spinRunOuts.Load(),
 	}
 	l.mu.Lock()
