@@ -57,7 +57,7 @@ t0=$(date +%s)
 echo "boot.sh: scenario=$SCEN out=$OUTD"
 QEMU=(qemu-system-x86_64
   -machine q35 -accel "tcg,thread=$TCGTHREAD,tb-size=512" -cpu max -smp "$SMP" -m "$MEM"
-  -nographic -no-reboot
+  -nographic -no-reboot -name "$SCEN,debug-threads=on"
   -kernel "$KERNEL" -initrd "$INITRD" -append "$KARGS"
   -drive "file=$IMAGE,format=raw,if=virtio,cache=unsafe" -snapshot
   -virtfs "local,path=$SHARE,mount_tag=labshare,security_model=none,id=labshare"

@@ -79,6 +79,7 @@
 #      lab.datafs=tmpfs their data directories on tmpfs instead of ext4 over brd, lab.vols=r2 one volume only,
 #      lab.repltransport=auto|rdma|tcp n1's cluster.replication.transport (n2 listens on both; auto: NVMe/TCP on rxe),
 #      lab.mtu=9000 both guests' eth0 MTU: RoCE MTU 4096 instead of 1024),
+#      PIN=1 (replperf: guest A's vCPU thread alone on host CPU 0, every other thread of both QEMUs on the others: hostsample.sh),
 #      INSNS=1 (perf, perf-tcp: the target guest, frontends: the initiator guest, replperf: guest A, under the insncount
 #      QEMU plugin; guest instructions per command per job in the run's insns.md: test/lab/probes/insncount),
 #      BASELINE (perf, perf-tcp, frontends: a git revision; B is rdmablkd built from it, not nvmet: see perf above;
@@ -693,6 +694,55 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
           for (ji = 1; ji <= 2; ji++) { j = jobs[ji]
             printf "| %s | %s | %s | %s | %s |\n", name[j], cell("r1." j ".host_busy_pct"), cell("r2." j ".host_busy_pct"), cell("r1." j ".host_steal_pct"), cell("r2." j ".host_steal_pct") }
         }' "$PO/host-cpu.txt"
+      if grep -q 'vcpu_a_pct' "$PO/host-cpu.txt"; then
+        echo
+        echo "The guests' vCPU threads over each job (hostsample.sh): the share of the job's wall time each ran on a host CPU, and how"
+        echo "often per second the host took the CPU from it while it could run; medians (min–max). Guest A counts the time its vCPU"
+        echo "thread waits as time of whatever it was running, so guest A's CPU per I/O above includes that wait."
+        if grep -q '^pin 1' "$PO/host-cpu.txt"; then
+          echo "PIN=1: guest A's vCPU thread ran alone on host CPU 0, every other thread of both QEMUs on the other CPU(s) (the guests do not take each other's CPU, as separate machines would not; other host processes were not moved)."
+        else
+          echo "Not pinned (PIN=1 pins guest A's vCPU thread alone on host CPU 0): the guests' threads share both host CPUs."
+        fi
+        echo
+        echo "| job | guest A vCPU ran %, 1 copy | 2 copies | guest A preempted /s, 1 copy | 2 copies | guest B vCPU ran %, 2 copies |"
+        echo "| --- | --- | --- | --- | --- | --- |"
+        awk "$AWK_MED"'
+          function cell(key,   n, i, a, lo, hi) { n = cnt[key]; if (n == 0) return "-"
+            for (i = 1; i <= n; i++) a[i] = val[key, i]; lo = hi = a[1]
+            for (i = 2; i <= n; i++) { if (a[i] < lo) lo = a[i]; if (a[i] > hi) hi = a[i] }
+            return sprintf("%d (%d–%d)", med(a, n), lo, hi) }
+          $1 ~ /^replperf\.r[12]\.(rw32|rr32)\.r[0-9]+\.vcpu_[ab]_(pct|preempt)$/ { split($1, k, "."); key = k[2] "." k[3] "." k[5]; val[key, ++cnt[key]] = $2 }
+          END {
+            name["rw32"] = "4 KiB randwrite QD32 ×2 jobs"; name["rr32"] = "4 KiB randread QD32 ×2 jobs"
+            split("rw32 rr32", jobs, " ")
+            for (ji = 1; ji <= 2; ji++) { j = jobs[ji]
+              printf "| %s | %s | %s | %s | %s | %s |\n", name[j], cell("r1." j ".vcpu_a_pct"), cell("r2." j ".vcpu_a_pct"), cell("r1." j ".vcpu_a_preempt"), cell("r2." j ".vcpu_a_preempt"), cell("r2." j ".vcpu_b_pct") }
+          }' "$PO/host-cpu.txt"
+      fi
+    fi
+    if grep -q '^replperf\.r[12]\.rw32\.r[0-9]*\.net ' "$PO/results.txt" 2>/dev/null; then
+      echo
+      echo "Guest A's network per I/O over each job (eth0, which carries only the leg's NVMe/TCP and the cluster's raft: the load"
+      echo "reaches n1 over rxe on the guest's own address), and its interrupts per I/O (all sources); medians over the rounds."
+      echo
+      echo "| job | packets sent / I/O, 1 → 2 copies | received / I/O | interrupts / I/O |"
+      echo "| --- | --- | --- | --- |"
+      awk "$AWK_MED"'
+        $1 ~ /^replperf\.r[12]\.(rw32|rr32)\.r[0-9]+\.ios$/ { split($1, k, "."); ios[k[2] "." k[3] "." k[4]] = $2 }
+        $1 ~ /^replperf\.r[12]\.(rw32|rr32)\.r[0-9]+\.net$/ { split($1, k, "."); id = k[2] "." k[3] "." k[4]; tx[id] = $2; rx[id] = $3; irq[id] = $4 }
+        END {
+          name["rw32"] = "4 KiB randwrite QD32 ×2 jobs"; name["rr32"] = "4 KiB randread QD32 ×2 jobs"
+          split("rw32 rr32", jobs, " ")
+          for (ji = 1; ji <= 2; ji++) { j = jobs[ji]; line = "| " name[j]
+            for (f = 1; f <= 3; f++) { cellv = ""
+              for (v = 1; v <= 2; v++) { n = 0
+                for (id in ios) { split(id, k, "."); if (k[1] != "r" v || k[2] != j || !(id in tx) || ios[id] == 0) continue
+                  a[++n] = (f == 1 ? tx[id] : f == 2 ? rx[id] : irq[id]) / ios[id] }
+                cellv = cellv (v == 2 ? " → " : "") (n ? sprintf("%.2f", med(a, n)) : "-") }
+              line = line " | " cellv }
+            print line " |" }
+        }' "$PO/results.txt"
     fi
     echo "CPU profiles: \`$PO/rdmablkd-n1.pprof\`, \`rdmablkd-n2.pprof\`."
     fails=$(grep -h '^FAIL:' "$PO"/replperf-*.log 2>/dev/null)

@@ -93,7 +93,8 @@ done
 # lab.sysprof=R: in round R, a system-wide profile of this guest around each job (lib.sh sysprof_start).
 # RESULT LABEL.ctxt: this guest's context switches over the job; LABEL.threads: n1's busiest
 # threads (lib.sh thread_delta). LABEL.rxe: rxe0's counters that changed over the job ("name:delta,..."; retransmissions,
-# timeouts and NAKs are what to look for).
+# timeouts and NAKs are what to look for). LABEL.net: "TX RX IRQ", eth0's packets sent and received
+# and the guest's interrupts over the job.
 # lab.insns=1 (run.sh INSNS=1, which boots this guest with the insncount QEMU plugin): marks inside
 # every job in $LAB_OUT/insn (lib.sh insn_window), labelled "VOL.JOB.rR", for test/lab/probes/insncount.
 INSN=
@@ -101,14 +102,15 @@ if [ "${LAB_INSNS:-0}" = 1 ]; then
   INSN=$LAB_OUT/insn; mkdir -p "$INSN"; cat /proc/kallsyms > "$INSN/kallsyms"; cat "/proc/$PID/maps" > "$INSN/rdmablkd.maps"
 fi
 job() {
-  local label=$1 b0 p0 x0 th0 c0; shift
-  x0=$(rxe_counters); th0=$(thread_snap $PID); c0=$(ctxt_count)
+  local label=$1 b0 p0 x0 th0 c0 n0 i0 n1; shift
+  x0=$(rxe_counters); th0=$(thread_snap $PID); c0=$(ctxt_count); n0=$(net_packets); i0=$(irq_count)
   [ "${LAB_SYSPROF:-0}" = "$r" ] && sysprof_start "$label"
   touch "$LAB_OUT/mark.$label.start" # guest B measures n2 over the job (scenario-replperf-init.sh)
   local ip=; [ -n "$INSN" ] && { insn_window "$INSN" "${label#replperf.}" "${1#/dev/}" "$FT"; ip=$INSN_PID; }
   b0=$(cpu_busy); p0=$(proc_cpu $PID); perf_fio "$label" "$@"
   [ -n "$ip" ] && wait "$ip"
   result "$label.busy_j" $(( FIO_END_BUSY - b0 )); result "$label.proc_j" $(( $(proc_cpu $PID) - p0 ))
+  n1=$(net_packets); result "$label.net" "$(( ${n1% *} - ${n0% *} )) $(( ${n1#* } - ${n0#* } )) $(( $(irq_count) - i0 ))"
   touch "$LAB_OUT/mark.$label.end"
   sysprof_stop
   result "$label.ctxt" $((FIO_END_CTXT - c0))
