@@ -37,14 +37,15 @@
 //     vectored write, host-to-controller data in the capsule up to the
 //     controller's IOCCSZ (8 KiB on the admin queue) and otherwise as a
 //     Transport SGL Data Block answered by R2T + H2CData of at most
-//     MAXH2CDATA, controller data in C2HData (SUCCESS honoured). Data is
-//     copied between the socket and the command's buffer (pool buffers
-//     are plain memory: there is no PD, nothing is registered), except
-//     that a batch of capsules carrying at least Options.ZeroCopySendMin
-//     bytes of write data is sent zero-copy (wire_tcp_zc.go: the kernel
-//     reads the buffers until TCP acknowledges them, which a command's
-//     response implies); a MemRegion is accepted and registers nothing,
-//     its requests take the copy path.
+//     MAXH2CDATA, controller data in C2HData (SUCCESS honoured). Write
+//     data is sent from the Request's Data itself (no pool buffer: the
+//     socket copies it, or, for a batch of capsules carrying at least
+//     Options.ZeroCopySendMin bytes of write data, reads it zero-copy
+//     until TCP acknowledges it, which a command's response implies:
+//     wire_tcp_zc.go); read data is copied from the socket into a pool
+//     buffer and from there into Data once the command succeeded (pool
+//     buffers are plain memory: there is no PD, nothing is registered).
+//     A MemRegion is accepted and registers nothing.
 //
 // A path may use one transport and its alternate the other: replay and
 // ANA multipath do not look at the transport.
@@ -161,7 +162,8 @@
 //     is copied into a queue's registered buffer when a write command is
 //     issued (again for a replay) and out of it when a read command
 //     succeeded — or, inside a MemRegion, the target accesses Data itself
-//     by RDMA during the command; the layer keeps no reference after Done.
+//     by RDMA during the command, and over NVMe/TCP a write is sent from
+//     Data; the layer keeps no reference after Done.
 //   - A MemRegion's memory belongs to the caller, who keeps it valid (and
 //     outside the Go heap on hardware providers) until MemRegion.Close
 //     returns; Close must not run while a Request on it is in flight. The

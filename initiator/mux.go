@@ -429,6 +429,16 @@ func (m *queueMux) issue() {
 		if x.op == IORead || x.op == IOWrite {
 			if zb := &m.zbufs[k]; m.c.extBuffer(x.data, zb) {
 				buf = zb // zero copy: the SGL names the caller's memory
+			} else if x.op == IOWrite && m.c.tr == TransportTCP && len(x.data) > 0 {
+				// NVMe/TCP sends write data from the caller's Data (the
+				// capsule or H2CData iovecs name it): the kernel's
+				// sendmsg reads it, or, zero-copy, reads it until TCP has
+				// it acknowledged, which the response implies
+				// (wire_tcp_zc.go). Reads still land in a pool buffer: a
+				// failed connection's reader may be inside a copy into
+				// the buffer while a replay fills it elsewhere.
+				*zb = Buffer{b: x.data, ext: true}
+				buf = zb
 			} else {
 				b, ok := q.pool.alloc()
 				if !ok { // the raw API holds buffers: wait for completions

@@ -37,8 +37,10 @@ func TestStaleEpochRefused(t *testing.T) {
 }
 
 // TestMirrorOverTCP: a Leg whose path is NVMe/TCP ("tcp://") carries the
-// mirror's writes (the session copies: nothing is registered) and they
-// land on the replica.
+// mirror's writes and they land on the replica. Nothing is registered over
+// TCP, yet a write is sent from the mirror's buffer itself (no copy into
+// the session's pool); a read through the leg is copied from a pool
+// buffer.
 func TestMirrorOverTCP(t *testing.T) {
 	fabric := soft.NewFabric()
 	remote := mem.New(mBlocks, mBS)
@@ -72,7 +74,17 @@ func TestMirrorOverTCP(t *testing.T) {
 	if got := readBack(t, remote, 7, len(region)); !bytes.Equal(got, region) {
 		t.Fatal("write over TCP missing on the replica")
 	}
-	if st := leg.Stats(); st.ZeroCopyBytes != 0 || st.CopiedBytes == 0 {
-		t.Fatalf("over TCP: zero-copy %d, copied %d bytes; want copies only", st.ZeroCopyBytes, st.CopiedBytes)
+	if st := leg.Stats(); st.ZeroCopyBytes != uint64(len(region)) || st.CopiedBytes != 0 {
+		t.Fatalf("write over TCP: zero-copy %d, copied %d bytes; want %d sent from the caller's buffer", st.ZeroCopyBytes, st.CopiedBytes, len(region))
+	}
+	got := make([]byte, 4096)
+	if err := leg.ReadAt([][]byte{got}, 7); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, region[:4096]) {
+		t.Fatal("read over TCP returned other bytes")
+	}
+	if st := leg.Stats(); st.CopiedBytes != 4096 {
+		t.Fatalf("read over TCP: copied %d bytes, want 4096 (through a pool buffer)", st.CopiedBytes)
 	}
 }

@@ -102,7 +102,9 @@ func TestAsyncMultipathAcrossTransports(t *testing.T) {
 
 // TestMemRegionOverTCP: Session.RegisterBuffer works over NVMe/TCP as a
 // registration without registering anything: requests inside the region
-// are served correctly through the copy path (ZeroCopyBytes stays 0).
+// are served correctly, the write sent from the caller's buffer as every
+// NVMe/TCP write is (ZeroCopyBytes), the read copied through a pool
+// buffer (CopiedBytes).
 func TestMemRegionOverTCP(t *testing.T) {
 	fab := soft.NewFabric()
 	tgt, _ := fabricTarget(t, fab, mem.New(1024, 512))
@@ -126,7 +128,7 @@ func TestMemRegionOverTCP(t *testing.T) {
 	if !bytes.Equal(buf[:32<<10], buf[32<<10:]) {
 		t.Fatal("read back differs")
 	}
-	if st := s.Stats(); st.ZeroCopyBytes != 0 || st.CopiedBytes < 64<<10 {
+	if st := s.Stats(); st.ZeroCopyBytes != 32<<10 || st.CopiedBytes != 32<<10 {
 		t.Fatalf("copied %d, zero copy %d", st.CopiedBytes, st.ZeroCopyBytes)
 	}
 }

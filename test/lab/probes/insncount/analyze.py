@@ -158,7 +158,15 @@ def main():
         print("| --- | --- | --- | --- |")
         for s in sorted(set(r[1]) | set(n[1]), key=lambda s: -abs(r[1][s] - n[1][s]))[:30]:
             print("| `%s` | %.0f | %.0f | %+.0f |" % (s, r[1][s], n[1][s], r[1][s] - n[1][s]))
-        if r[2]:
+        if r[2] and n[2]:
+            # both configurations run the binary (replperf: one copy against two): where it differs
+            print("\n%s's own code, instructions per command (the 30 largest differences; %s %.0f, %s %.0f in all):\n"
+                  % (o.name, cfg, sum(r[2].values()), o.ref, sum(n[2].values())))
+            print("| function | %s | %s | difference |" % (cfg, o.ref))
+            print("| --- | --- | --- | --- |")
+            for s in sorted(set(r[2]) | set(n[2]), key=lambda s: -abs(r[2][s] - n[2][s]))[:30]:
+                print("| `%s` | %.0f | %.0f | %+.0f |" % (s, r[2][s], n[2][s], r[2][s] - n[2][s]))
+        elif r[2]:
             print("\n%s's own code with %s, instructions per command (the 25 largest):\n" % (o.name, cfg))
             print("| function | instructions |")
             print("| --- | --- |")
