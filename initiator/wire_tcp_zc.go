@@ -113,7 +113,7 @@ func (z *tcpZC) use() bool {
 			return false
 		}
 		z.tried = true
-		if s, _ = tcpzc.New(func([]uint16) {}, &tcpZeroCopy); s == nil {
+		if s, _ = tcpzc.NewHost(&tcpZeroCopy); s == nil {
 			return false
 		}
 		z.s.Store(s)

@@ -12,7 +12,7 @@ import "unsafe"
 // payload in the SQE's command area (SQE128.Cmd).
 const OpURingCmd uint8 = 46
 
-// Setup flags (io_uring_params.flags) for NewSQE128.
+// Setup flags (io_uring_params.flags) for NewSQE128 and NewFlags.
 const (
 	// SetupSQE128 is IORING_SETUP_SQE128: 128-byte SQEs, whose command area
 	// holds 80 bytes instead of 16. NewSQE128 always sets it.

@@ -68,9 +68,13 @@ type Ring struct {
 
 // New sets up a ring with at least entries submission entries (the kernel
 // rounds up to a power of two; the CQ gets twice as many).
-func New(entries int) (*Ring, error) {
+func New(entries int) (*Ring, error) { return NewFlags(entries, 0) }
+
+// NewFlags is New with IORING_SETUP_* flags (SetupCoopTaskrun). A kernel
+// that does not know a flag fails it with an error wrapping EINVAL.
+func NewFlags(entries int, flags uint32) (*Ring, error) {
 	r := &Ring{}
-	if err := r.setup(entries, 0); err != nil {
+	if err := r.setup(entries, flags); err != nil {
 		return nil, err
 	}
 	return r, nil

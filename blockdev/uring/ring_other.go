@@ -8,6 +8,7 @@ import "time"
 type Ring struct{}
 
 func New(int) (*Ring, error)                      { return nil, ErrUnsupported }
+func NewFlags(int, uint32) (*Ring, error)         { return nil, ErrUnsupported }
 func (*Ring) Entries() int                        { return 0 }
 func (*Ring) Prepare(*SQE) error                  { return ErrUnsupported }
 func (*Ring) Space() int                          { return 0 }

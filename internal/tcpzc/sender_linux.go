@@ -70,6 +70,8 @@ type Sender struct {
 	lost uint32
 	// rwFlags are the sends' msg flags: MSG_DONTWAIT (tests drop it).
 	rwFlags uint32
+	// host: a host-side sender (NewHost), whose records hold nothing.
+	host bool
 }
 
 // record is one write's zero-copy state.
@@ -89,6 +91,28 @@ func New(release func([]uint16), st *Counters) (z *Sender, broken bool) {
 	}
 	return &Sender{ring: r, flags: uring.SendZCReportUsage, release: release, stats: st,
 		cqCap: 2 * r.Entries(), rwFlags: uring.MsgDontWait}, false
+}
+
+// NewHost makes the ring of a host-side sender (the initiator's capsule
+// sends), whose records hold nothing: a command's buffers are free once
+// its response is in, and the response implies the acknowledgement that
+// lets the kernel go of them (docs/tcp-zero-copy.md, "The host side").
+// Its notices only bound the ring, so they may come late: the ring is
+// made with SetupCoopTaskrun (where the kernel has it, 5.19+), so a notice
+// — posted through the task work of the thread that sent — no longer
+// wakes that thread when it sleeps (the peer acknowledges a batch before
+// it answers it, which cost the sender's process a wake-up per batch on
+// top of the one the answer brings). And Close does not wait for them.
+func NewHost(st *Counters) (z *Sender, broken bool) {
+	r, err := uring.NewFlags(ringEntries, uring.SetupCoopTaskrun)
+	if errors.Is(err, syscall.EINVAL) {
+		r, err = uring.New(ringEntries)
+	}
+	if err != nil {
+		return nil, errors.Is(err, uring.ErrUnsupported)
+	}
+	return &Sender{ring: r, flags: uring.SendZCReportUsage, release: func([]uint16) {}, stats: st,
+		cqCap: 2 * r.Entries(), rwFlags: uring.MsgDontWait, host: true}, false
 }
 
 // recSlots is the slot capacity a new record starts with.
@@ -386,6 +410,17 @@ func (z *Sender) Wait(d time.Duration) {
 // still read referenced, and a janitor goroutine reaps it until the
 // kernel is done.
 func (z *Sender) Close(d time.Duration) {
+	if z.host {
+		// Nothing is held: the kernel keeps the ring's state until the
+		// last notice is in, and the pages pinned until it lets go.
+		z.mu.Lock()
+		if !z.closed {
+			z.closed = true
+			_ = z.ring.Close()
+		}
+		z.mu.Unlock()
+		return
+	}
 	deadline := time.Now().Add(d)
 	for z.Pending() > 0 && time.Now().Before(deadline) {
 		z.Wait(time.Until(deadline))

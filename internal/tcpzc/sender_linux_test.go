@@ -391,3 +391,44 @@ func TestZCSendOverdue(t *testing.T) {
 		t.Fatal("nothing sent before the overdue send")
 	}
 }
+
+// TestZCHostSenderCloses: a host-side sender (NewHost) holds nothing, so
+// its Close neither waits for the notices still to come nor leaves the
+// sender to the janitor, and sends after it copy (ErrOff).
+func TestZCHostSenderCloses(t *testing.T) {
+	a, b := slowReaderPair(t)
+	st := &Counters{}
+	z, _ := NewHost(st)
+	if z == nil {
+		t.Fatal("no host sender")
+	}
+	p := make([]byte, 64<<10)
+	sent := 0
+	for i := 0; i < 64; i++ {
+		var rec uint32
+		n, errno := zcSendOn(t, a, z, p, &rec)
+		if errno == syscall.EAGAIN {
+			break
+		}
+		if errno != 0 {
+			t.Fatal(errno)
+		}
+		z.Seal(rec, nil, nil) // as the host's writer: a record without slots
+		sent += n
+	}
+	if sent == 0 || st.Sends.Load() == 0 {
+		t.Fatalf("sent %d bytes in %d zero-copy sends", sent, st.Sends.Load())
+	}
+	before := AbandonedSenders()
+	z.Close(time.Hour) // the peer has not read: notices are outstanding
+	if st.Abandoned.Load() != 0 || AbandonedSenders() != before {
+		t.Fatalf("host sender abandoned (%d, janitor holds %d)", st.Abandoned.Load(), AbandonedSenders())
+	}
+	if _, errno := zcSendOn(t, a, z, p, new(uint32)); errno != ErrOff {
+		t.Fatalf("send after Close: %v, want ErrOff", errno)
+	}
+	// The data sent before Close still arrives whole.
+	if _, err := io.CopyN(io.Discard, b, int64(sent)); err != nil {
+		t.Fatal(err)
+	}
+}

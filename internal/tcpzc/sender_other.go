@@ -13,6 +13,9 @@ type Sender struct{}
 // New reports zero copy unavailable for good.
 func New(func([]uint16), *Counters) (*Sender, bool) { return nil, true }
 
+// NewHost reports zero copy unavailable for good.
+func NewHost(*Counters) (*Sender, bool) { return nil, true }
+
 func (*Sender) Send(uintptr, []syscall.Iovec, *uint32) (int, syscall.Errno) { return 0, ErrOff }
 func (*Sender) Seal(_ uint32, _ []uint16, out []byte) ([]byte, bool)        { return out, false }
 func (*Sender) Unusable() bool                                              { return true }
