@@ -70,7 +70,7 @@ type queueMux struct {
 	inFlight  atomic.Int32
 	completed atomic.Uint64
 	copied    atomic.Uint64 // bytes copied between Request data and pool buffers
-	zeroCopy  atomic.Uint64 // bytes of commands sent from/to a MemRegion
+	zeroCopy  atomic.Uint64 // bytes of commands sent from/to a MemRegion or, over NVMe/TCP, written from Request data
 }
 
 // muxClosed is the intake head of a mux that takes no more commands.

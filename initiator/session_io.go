@@ -342,10 +342,13 @@ type SessionStats struct {
 	// CopiedBytes counts bytes the CPU copied between Request data and
 	// the queues' registered pool buffers (write data before every
 	// attempt, read data after a successful one) since the session
-	// opened: the copy path of requests outside any MemRegion.
+	// opened: the copy path of requests outside any MemRegion, and of
+	// every NVMe/TCP read.
 	CopiedBytes uint64
 	// ZeroCopyBytes counts bytes of successful read and write commands
-	// that RDMA moved straight from or into a MemRegion (no copy).
+	// that RDMA moved straight from or into a MemRegion, and of NVMe/TCP
+	// writes, which are sent from the Request's data (no copy into a pool
+	// buffer).
 	ZeroCopyBytes uint64
 }
 

@@ -36,7 +36,9 @@
 // and with every Leg, so the buffer the host's data arrived in is the
 // source of the replication transfer. Submit*Fixed are Submit*: the
 // session recognises registered memory by address. Over NVMe/TCP
-// nothing is registered and the session copies.
+// nothing is registered; the session sends a write's data from the
+// caller's buffer itself (zero-copy from the leg's threshold,
+// docs/tcp-zero-copy.md) and copies what it reads.
 //
 // # Errors and time bounds
 //

@@ -11,7 +11,8 @@ import (
 // now and after reconnects, so that writes whose buffer lies inside it
 // are sent zero copy — the replica RDMA-READs them straight from region
 // (the same registered buffer the owner's target received the host's
-// data in). Over NVMe/TCP nothing is registered and data is copied. It
+// data in). Over NVMe/TCP nothing is registered: writes are sent from
+// the buffer and reads are copied (initiator). It
 // may block (memory registration) and fails with an error wrapping
 // blockdev.ErrFixedUnavailable when the leg is closed or the memory
 // cannot be registered (it overlaps another registration, the provider

@@ -682,15 +682,17 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
       echo
       echo "| job | host busy %, 1 copy | host busy %, 2 copies | host steal %, 1 copy | host steal %, 2 copies |"
       echo "| --- | --- | --- | --- | --- |"
-      awk "$AWK_MED"'
-        function cell(key,   n, i, a, lo, hi) { n = cnt[key]; if (n == 0) return "-"
+      # AWK_CELL: the lines of host-cpu.txt whose key matches pat, by "VOL.JOB.MEASURE"; cell(key)
+      # is their median (min–max); jobs[] and name[] the two jobs.
+      AWK_CELL='function cell(key,   n, i, a, lo, hi) { n = cnt[key]; if (n == 0) return "-"
           for (i = 1; i <= n; i++) a[i] = val[key, i]; lo = hi = a[1]
           for (i = 2; i <= n; i++) { if (a[i] < lo) lo = a[i]; if (a[i] > hi) hi = a[i] }
           return sprintf("%d (%d–%d)", med(a, n), lo, hi) }
-        $1 ~ /^replperf\.r[12]\.(rw32|rr32)\.r[0-9]+\.host_(busy|steal)_pct$/ { split($1, k, "."); key = k[2] "." k[3] "." k[5]; val[key, ++cnt[key]] = $2 }
+        BEGIN { name["rw32"] = "4 KiB randwrite QD32 ×2 jobs"; name["rr32"] = "4 KiB randread QD32 ×2 jobs"; split("rw32 rr32", jobs, " ") }
+        $1 ~ pat { split($1, k, "."); key = k[2] "." k[3] "." k[5]; val[key, ++cnt[key]] = $2 }
+'
+      awk -v pat='^replperf\.r[12]\.(rw32|rr32)\.r[0-9]+\.host_(busy|steal)_pct$' "$AWK_MED$AWK_CELL"'
         END {
-          name["rw32"] = "4 KiB randwrite QD32 ×2 jobs"; name["rr32"] = "4 KiB randread QD32 ×2 jobs"
-          split("rw32 rr32", jobs, " ")
           for (ji = 1; ji <= 2; ji++) { j = jobs[ji]
             printf "| %s | %s | %s | %s | %s |\n", name[j], cell("r1." j ".host_busy_pct"), cell("r2." j ".host_busy_pct"), cell("r1." j ".host_steal_pct"), cell("r2." j ".host_steal_pct") }
         }' "$PO/host-cpu.txt"
@@ -707,15 +709,8 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
         echo
         echo "| job | guest A vCPU ran %, 1 copy | 2 copies | guest A preempted /s, 1 copy | 2 copies | guest B vCPU ran %, 2 copies |"
         echo "| --- | --- | --- | --- | --- | --- |"
-        awk "$AWK_MED"'
-          function cell(key,   n, i, a, lo, hi) { n = cnt[key]; if (n == 0) return "-"
-            for (i = 1; i <= n; i++) a[i] = val[key, i]; lo = hi = a[1]
-            for (i = 2; i <= n; i++) { if (a[i] < lo) lo = a[i]; if (a[i] > hi) hi = a[i] }
-            return sprintf("%d (%d–%d)", med(a, n), lo, hi) }
-          $1 ~ /^replperf\.r[12]\.(rw32|rr32)\.r[0-9]+\.vcpu_[ab]_(pct|preempt)$/ { split($1, k, "."); key = k[2] "." k[3] "." k[5]; val[key, ++cnt[key]] = $2 }
+        awk -v pat='^replperf\.r[12]\.(rw32|rr32)\.r[0-9]+\.vcpu_[ab]_(pct|preempt)$' "$AWK_MED$AWK_CELL"'
           END {
-            name["rw32"] = "4 KiB randwrite QD32 ×2 jobs"; name["rr32"] = "4 KiB randread QD32 ×2 jobs"
-            split("rw32 rr32", jobs, " ")
             for (ji = 1; ji <= 2; ji++) { j = jobs[ji]
               printf "| %s | %s | %s | %s | %s | %s |\n", name[j], cell("r1." j ".vcpu_a_pct"), cell("r2." j ".vcpu_a_pct"), cell("r1." j ".vcpu_a_preempt"), cell("r2." j ".vcpu_a_preempt"), cell("r2." j ".vcpu_b_pct") }
           }' "$PO/host-cpu.txt"
