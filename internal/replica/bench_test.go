@@ -4,6 +4,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rdmablk/rdmablk/initiator"
+	"github.com/rdmablk/rdmablk/internal/tcpzc"
+
 	"github.com/rdmablk/rdmablk/blockdev"
 	"github.com/rdmablk/rdmablk/blockdev/file"
 	"github.com/rdmablk/rdmablk/blockdev/mem"
@@ -147,4 +150,64 @@ type fixedAsync struct {
 
 func (f fixedAsync) SubmitWrite(buf []byte, lba uint64, flags blockdev.WriteFlags, done blockdev.Completion) bool {
 	return f.SubmitWriteFixed(buf, lba, flags, f.reg, done)
+}
+
+// BenchmarkMirrorLegSubmitWriteTCP is BenchmarkMirrorLegSubmitWriteFixed
+// with the leg over NVMe/TCP, as rdmablkd's legs run by default (auto
+// takes NVMe/TCP where the RDMA device is Soft-RoCE): the local file leg
+// from the registered buffers, the Leg sending each write's data from the
+// same memory, copied into the socket (copy) or zero-copy from 4 KiB as
+// the legs' default (zerocopy; on loopback only because AllowLoopback is
+// set). allocs/op counts the whole process, replica target included.
+func BenchmarkMirrorLegSubmitWriteTCP(b *testing.B) {
+	for _, zc := range []bool{false, true} {
+		b.Run(map[bool]string{false: "copy", true: "zerocopy"}[zc], func(b *testing.B) {
+			const qd, bs = 32, 4096
+			if zc {
+				if !tcpzc.Works() {
+					b.Skip("no zero-copy send on this kernel")
+				}
+				tcpzc.AllowLoopback.Store(true)
+				defer tcpzc.AllowLoopback.Store(false)
+			}
+			local, err := file.Open(filepath.Join(b.TempDir(), "local.img"), file.Options{Size: 1024 * bs, BlockSize: bs})
+			if err != nil {
+				b.Fatal(err)
+			}
+			fabric := soft.NewFabric()
+			n := newReplica(b, fabric, mem.New(1024, bs))
+			cfg := legConfig(fabric, n)
+			cfg.Paths = []string{n.listenTCP(b)}
+			if zc {
+				cfg.Options.ZeroCopySendMin = 4096
+			}
+			l := openLeg(b, cfg)
+			m, err := mirror.New(mirror.Config{LocalName: "node1", Local: local, Membership: newMembership()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			if err := m.AddLeg(legName, l, mirror.InSync); err != nil {
+				b.Fatal(err)
+			}
+			fb, ok := m.Backend().(blockdev.FixedBuffers)
+			if !ok {
+				b.Skip("the file backend offers no fixed buffers here (no io_uring)")
+			}
+			region := file.AlignedBuffer(qd*bs, bs)
+			reg, err := fb.RegisterFixed(region)
+			if err != nil {
+				b.Skip(err)
+			}
+			defer fb.UnregisterFixed(reg)
+			zc0 := initiator.TCPZeroCopyStats().Sends
+			runAsyncWrites(b, fixedAsync{fb, reg}, region, qd, bs, 1024)
+			if st := l.Stats(); st.CopiedBytes != 0 || st.ZeroCopyBytes == 0 {
+				b.Fatalf("leg copied %d bytes into pool buffers, sent %d from the caller's", st.CopiedBytes, st.ZeroCopyBytes)
+			}
+			if zc && initiator.TCPZeroCopyStats().Sends == zc0 {
+				b.Fatal("no zero-copy send")
+			}
+		})
+	}
 }
