@@ -53,8 +53,9 @@
 #              connects to the owner (ANA optimized) and the copy nodes (inaccessible) and runs fio randwrite +
 #              crc32c verify over VERIFYSIZE (64M) while the owner gets SIGKILL (lab.killafter, 8 s
 #              into fio): fio err=0 across the failover, the paths' ANA changes, the time without
-#              I/O; then the killed node returns and its copy is rebuilt and compared. Not part of
-#              the default set.
+#              I/O; then the killed node returns and its copy is rebuilt and compared
+#              (LABARGS=lab.repltcp=1: the nodes also listen NVMe/TCP, so the owner's legs run over it,
+#              as rdmablkd's legs do by default on rxe). Not part of the default set.
 #   replperf   issue 16's benchmark on separate machines: guest A runs cluster node n1 and the kernel
 #              host's fio against n1's own address, guest B node n2 only; 4 KiB randwrite/randread
 #              QD32 x 2 jobs on a 1-copy and a 2-copy volume (copy on n2), alternating per round; the
@@ -575,6 +576,7 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
     echo "| kill → \`volume status\` shows the new owner (s, polled) | $(val replica.target.owner_moved_poll_s) |"
     echo "| host: owner's path leaves live → copy node's path ANA optimized (s, sysfs, 0.2 s samples) | $(val replica.host.owner_path_down_to_copy_optimized_s) |"
     echo "| host: the copy node's path without its namespace meanwhile (s; the new owner re-attaches it) | $(val replica.host.copy_path_without_namespace_s) |"
+    echo "| the owner's legs to its copies (live paths; lab.repltcp=1 adds NVMe/TCP listeners) | $(val replica.target.legs) |"
     echo "| new owner | $(val replica.target.new_owner) |"
     echo "| paths after (port:controller:ANA) | $(val replica.host.paths_after) |"
     echo "| kernel I/O error lines | $(val replica.host.kernel_io_errors) |"

@@ -24,9 +24,12 @@ read -r _ OP < "$LAB_OUT/target.ready"
 step "target ready: owner port $OP"
 run ping -c 2 -W 5 "$P" || fail "ping $P"
 run nvme discover -t rdma -a "$P" -s "$OP" | tee "$LAB_OUT/discover.txt"
-# (nvme-cli prints each entry's trsvcid before its subnqn)
-DP=$(awk -v n="$NQN" '$1 == "trsvcid:" {p = $2} $1 == "subnqn:" && $2 == n {print p}' "$LAB_OUT/discover.txt" | sort)
-result replica.host.discovery_ports "$(echo "$DP" | paste -sd,)"
+# (nvme-cli prints each entry's trtype and trsvcid before its subnqn); this host connects over RDMA
+# only (the nodes' NVMe/TCP listeners, lab.repltcp=1, are listed as PORT/tcp)
+disc() { awk -v n="$NQN" -v only="$1" '$1 == "trtype:" {t = $2} $1 == "trsvcid:" {p = $2}
+  $1 == "subnqn:" && $2 == n && (only == "" || t == only) {print (only == "" && t != "rdma") ? p "/" t : p}' "$LAB_OUT/discover.txt" | sort; }
+DP=$(disc rdma)
+result replica.host.discovery_ports "$(disc "" | paste -sd,)"
 CPS=$(echo "$DP" | grep -vx "$OP")
 [ -n "$CPS" ] || fail "discovery lists no copy node's port"
 for p in "$OP" $CPS; do

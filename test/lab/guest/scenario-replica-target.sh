@@ -12,7 +12,11 @@
 #   kill.now       SIGKILL the owner now (there)      killed        the owner is dead (here)
 #   fio.done       the host's fio finished (there)    rebuilt       n2 back, copies in sync, or
 #   init.done      the host VM is finished (there)    rebuild.failed (here)
-# RESULT lines: replica.target.* (timings from this guest's clock and the nodes' logs).
+# lab.repltcp=1: each node also listens NVMe/TCP on lab.ip:443N, so the owner's legs to its copies
+# take NVMe/TCP (cluster.replication.transport auto: the RDMA device is software) — the legs rdmablkd
+# runs over rxe by default, zero-copy from 4 KiB; the host still connects over RDMA.
+# RESULT lines: replica.target.* (timings from this guest's clock and the nodes' logs), among them
+# replica.target.legs (the owner's legs' live paths, "path live" lines) and replica.target.repltcp.
 . /mnt/share/scripts/lib.sh
 D=/mnt/share/bin/rdmablkd; B=/mnt/share/bin/rdmablk; NQN=nqn.2026-11.io.rdmablk:replica
 R=${LAB_REPLICAS:-2}; W=${LAB_WAIT:-1500}; VOLSIZE=${LAB_VOLSIZE:-128M}
@@ -20,6 +24,9 @@ trap 'touch "$LAB_OUT/target.exit"' EXIT
 export RDMABLK_API=127.0.0.1:7421,127.0.0.1:7423   # n1 and n3: n2 is the one killed
 net_up; rxe_up || exit 1
 C=/tmp/rc; mkdir -p $C
+# tcp_listener N: node N's NVMe/TCP listener entry with lab.repltcp=1, else nothing
+tcp_listener() { [ "${LAB_REPLTCP:-0}" = 1 ] && printf ', {addr: "%s:443%s", transport: tcp}' "$IP" "$1"; }
+result replica.target.repltcp "${LAB_REPLTCP:-0}"
 # node_cfg ID N BOOTSTRAP JOIN
 node_cfg() {
   mkdir -p $C/$1
@@ -27,7 +34,7 @@ node_cfg() {
 data_dir: $C/$1
 log: {level: info}
 transport: {provider: auto}
-listeners: [{addr: "$IP:442$2"}]
+listeners: [{addr: "$IP:442$2"}$(tcp_listener $2)]
 volumes: []
 subsystems: []
 cluster:
@@ -78,6 +85,9 @@ insync() { "$B" volume status rep 2>/dev/null | head -1 | grep -q "online, owner
 for _ in $(seq 600); do insync n2 && break; sleep 0.5; done
 run "$B" volume status rep | tee "$LAB_OUT/volume-status-before.txt"
 insync n2 || { fail "volume rep not online with $R copies in sync"; exit 1; }
+# the owner's legs to its copies ("path live" log lines in the order the leg lists its paths, the one
+# I/O takes first: RDMA addresses, or tcp:// ones)
+result replica.target.legs "$(sed -n 's/.*msg="path live" replica=rep .*addr=\([^ ]*\).*/\1/p' "${LOG[n2]}" | awk '!seen[$0]++' | paste -sd, -)"
 echo "$IP 4422" > "$LAB_OUT/target.ready"; step "target ready"
 
 wait_host "$LAB_OUT/kill.now" || { fail "the host VM never asked for the kill"; exit 1; }
