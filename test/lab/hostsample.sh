@@ -6,15 +6,17 @@
 # irq, softirq) and steal time as a share of all its CPUs over the job. Both guests' vCPUs, QEMU's
 # own threads (the emulated NICs, the bridge between the guests) and anything else on the machine
 # count: near 100 means the host had no CPU to spare, so a job's figures measure the host too.
-# Also per job, for each guest's vCPU thread (QEMU's "CPU 0/TCG", boot.sh names the threads; A is
+# Also per job, for each guest's vCPU thread (QEMU's TCG thread, "ALL CPUs/TCG" for a one-vCPU
+# guest: boot.sh names the threads; A is
 # the PAIR-target guest, B the PAIR-init one): "LABEL.vcpu_a_pct P" (the share of the job's wall time
 # the thread ran on a host CPU) and "LABEL.vcpu_a_preempt N" (how often the host took the CPU from
 # it while it could run, per second), the same for b. A guest counts every moment its vCPU thread
 # waits for a host CPU as time of whatever it was running then, so a vcpu_a_pct below the guest's
 # own busy share inflates its CPU per I/O by that much.
 # PIN=1: guest A's vCPU thread alone on host CPU 0, every other thread of both QEMUs on the others
-# (set at the start and at every job's start, for threads QEMU makes later): the guests then stop
-# taking each other's CPU, as separate machines would not; other host processes are not moved.
+# (set at the start and at every job's start, for threads QEMU makes later): the other guest and
+# QEMU's threads can no longer take guest A's CPU, as on separate machines; other host processes
+# are not moved.
 set -u
 DIR=${1:?usage: hostsample.sh DIR OUT}; OUT=${2:?usage: hostsample.sh DIR OUT}
 declare -A B0 T0 S0 DONE VA VB W0

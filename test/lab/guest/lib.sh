@@ -157,10 +157,12 @@ perf_fio() {
 # user+nice+system+irq+softirq from /proc/stat (idle, iowait and steal are not busy).
 # Both read /proc/stat with bash's own read (no process started).
 cpu_busy() { local c u n s i w irq sirq r; read -r c u n s i w irq sirq r < /proc/stat; echo $((u + n + s + irq + sirq)); }
+# stat_total KEY: the first number of /proc/stat's KEY line
+stat_total() { local k v r; while read -r k v r; do [ "$k" = "$1" ] && { echo "$v"; return; }; done < /proc/stat; }
 # irq_count: the guest's interrupts since boot, all sources (/proc/stat's intr total)
-irq_count() { local k v r; while read -r k v r; do [ "$k" = intr ] && { echo "$v"; return; }; done < /proc/stat; }
+irq_count() { stat_total intr; }
 # ctxt_count: the guest's context switches since boot, all CPUs
-ctxt_count() { local k v r; while read -r k v r; do [ "$k" = ctxt ] && { echo "$v"; return; }; done < /proc/stat; }
+ctxt_count() { stat_total ctxt; }
 # thread_snap PID: one line per thread of PID: "TID CTXT CPU" (voluntary + involuntary context
 # switches, utime+stime jiffies); thread_delta BEFORE AFTER: the threads' changes between two
 # snapshots, busiest first by switches, as "TID#N:SWITCHES:JIFFIES" joined by commas (top 4; N:
