@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rdmablk/rdmablk/blockdev"
+	"github.com/rdmablk/rdmablk/internal/freelist"
 )
 
 // Config configures a Mirror.
@@ -56,11 +57,10 @@ type Mirror struct {
 	ctlMu sync.Mutex // serialises leg-set swaps, fixed registrations, Resize, Plug bookkeeping
 	regs  [][]byte   // registered fixed regions by handle-1; nil: free slot
 
-	free    chan *op // idle per-I/O state; its capacity is MaxInFlight
-	jobs    chan job // work for the workers
-	settles chan *op // async operations that need faults recorded
+	free    *freelist.List[*op] // idle per-I/O state, MaxInFlight of them
+	jobs    chan job            // work for the workers
+	settles chan *op            // async operations that need faults recorded
 	closed  atomic.Bool
-	closing chan struct{} // closed by Close
 	wg      sync.WaitGroup
 }
 
@@ -88,22 +88,22 @@ func New(cfg Config) (*Mirror, error) {
 		cfg:     cfg,
 		bs:      bs,
 		bpr:     uint64(cfg.RegionBytes / bs),
-		free:    make(chan *op, cfg.MaxInFlight),
 		jobs:    make(chan job, cfg.MaxInFlight*(maxLegs+1)),
 		settles: make(chan *op, cfg.MaxInFlight),
-		closing: make(chan struct{}),
 	}
 	m.locks.init()
 	m.blocks.Store(cfg.Local.Blocks())
 	m.local = newLeg(cfg.LocalName, cfg.Local, newBitmap(0, false))
 	m.set.Store(&legSet{entries: []legEntry{{l: m.local, state: InSync}}})
-	for range cfg.MaxInFlight {
+	ops := make([]*op, cfg.MaxInFlight)
+	for k := range ops {
 		o := &op{m: m, wake: make(chan struct{}, 1)}
 		for i := range o.leg {
 			o.leg[i] = legDone{o: o, i: uint8(i)}
 		}
-		m.free <- o
+		ops[k] = o
 	}
+	m.free = freelist.New(ops)
 	m.wg.Add(cfg.Workers + 1)
 	for range cfg.Workers {
 		go m.worker()
@@ -233,9 +233,9 @@ func (m *Mirror) Close() error {
 	if !m.closed.CompareAndSwap(false, true) {
 		return blockdev.ErrClosed
 	}
-	close(m.closing)
+	m.free.Close()
 	for range m.cfg.MaxInFlight {
-		<-m.free
+		m.free.Take()
 	}
 	close(m.jobs)
 	close(m.settles)

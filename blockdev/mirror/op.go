@@ -73,12 +73,11 @@ type job struct {
 // getOp takes an idle op, waiting while MaxInFlight are in flight; nil
 // after Close.
 func (m *Mirror) getOp() *op {
-	select {
-	case o := <-m.free:
-		return m.keepOp(o)
-	case <-m.closing:
+	o, ok := m.free.Get()
+	if !ok {
 		return nil
 	}
+	return m.keepOp(o)
 }
 
 // keepOp returns o, just taken from the free list, or puts it back and
@@ -93,12 +92,11 @@ func (m *Mirror) keepOp(o *op) *op {
 
 // tryGetOp takes an idle op without waiting, or returns nil.
 func (m *Mirror) tryGetOp() *op {
-	select {
-	case o := <-m.free:
-		return m.keepOp(o)
-	default:
+	o, ok := m.free.TryGet()
+	if !ok {
 		return nil
 	}
+	return m.keepOp(o)
 }
 
 // putOp clears o and returns it to the free list.
@@ -106,7 +104,7 @@ func (m *Mirror) putOp(o *op) {
 	o.bufs, o.vec[0], o.set, o.done, o.reg = nil, nil, nil, nil, 0
 	o.errs = [maxLegs]error{}
 	o.sent, o.wait, o.flags = 0, 0, 0
-	m.free <- o
+	m.free.Put(o)
 }
 
 // ranged reports whether o holds region locks.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rdmablk/rdmablk/blockdev"
 	"github.com/rdmablk/rdmablk/initiator"
+	"github.com/rdmablk/rdmablk/internal/freelist"
 )
 
 // Defaults of LegConfig.
@@ -105,12 +106,11 @@ type Leg struct {
 	timeout time.Duration
 
 	slots []slot
-	free  chan *slot              // idle slots; cap len(slots)
+	free  *freelist.List[*slot]   // idle slots (Close closes it when it begins refusing I/O)
 	done  chan *initiator.Request // completions for the completion goroutine (RequestDone); cap len(slots)
 
-	closing  chan struct{} // closed when Close has begun refusing I/O
-	closeBeg atomic.Bool   // Close was called
-	closed   atomic.Bool   // I/O is refused with ErrClosed
+	closeBeg atomic.Bool // Close was called
+	closed   atomic.Bool // I/O is refused with ErrClosed
 	down     atomic.Pointer[IOError]
 	tick     atomic.Uint32 // watchdog ticks
 	stop     chan struct{} // stops the watchdog
@@ -167,18 +167,18 @@ func Open(ctx context.Context, cfg LegConfig) (*Leg, error) {
 		cfg: cfg, log: log, s: s, b: b, bs: s.BlockSize(), blocks: uint64(s.Size()) / uint64(s.BlockSize()),
 		timeout: cfg.IOTimeout,
 		slots:   make([]slot, cfg.Depth),
-		free:    make(chan *slot, cfg.Depth),
 		done:    make(chan *initiator.Request, cfg.Depth),
-		closing: make(chan struct{}),
 		stop:    make(chan struct{}),
 		regs:    map[blockdev.FixedRegion]*initiator.MemRegion{},
 	}
+	idle := make([]*slot, len(l.slots))
 	for i := range l.slots {
 		sl := &l.slots[i]
 		sl.req.Notify, sl.req.User = l, uint64(i)
 		sl.wake = make(chan wakeMsg, 1)
-		l.free <- sl
+		idle[i] = sl
 	}
+	l.free = freelist.New(idle)
 	l.wg.Add(2)
 	go l.completions()
 	go l.watchdog(max(cfg.IOTimeout/timeoutTicks, time.Millisecond))
@@ -312,7 +312,7 @@ func (l *Leg) Close() error {
 		ferr = l.Flush()
 	}
 	l.closed.Store(true)
-	close(l.closing)
+	l.free.Close()
 	l.s.Close()
 	l.drain(func() {})
 	close(l.stop)
@@ -334,11 +334,11 @@ func (l *Leg) drain(f func()) {
 	defer l.drainMu.Unlock()
 	held := make([]*slot, 0, len(l.slots))
 	for range l.slots {
-		held = append(held, <-l.free)
+		held = append(held, l.free.Take())
 	}
 	f()
 	for _, s := range held {
-		l.free <- s
+		l.free.Put(s)
 	}
 }
 

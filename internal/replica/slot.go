@@ -112,16 +112,15 @@ func (l *Leg) acquire() (*slot, error) {
 	if d := l.down.Load(); d != nil {
 		return nil, d
 	}
-	select {
-	case s := <-l.free:
-		if l.closed.Load() {
-			l.free <- s
-			return nil, l.errClosed()
-		}
-		return s, nil
-	case <-l.closing:
+	s, ok := l.free.Get()
+	if !ok {
 		return nil, l.errClosed()
 	}
+	if l.closed.Load() {
+		l.free.Put(s)
+		return nil, l.errClosed()
+	}
+	return s, nil
 }
 
 func (l *Leg) errClosed() error {
@@ -138,7 +137,7 @@ func (l *Leg) do(op initiator.IOOp, lba uint64, data []byte, n uint64, fua bool)
 	l.submit(s, op, lba, data, n, fua)
 	m := <-s.wake
 	if !m.abandoned {
-		l.free <- s
+		l.free.Put(s)
 	}
 	return m.err
 }
@@ -148,16 +147,15 @@ func (l *Leg) trySlot() *slot {
 	if l.down.Load() != nil {
 		return nil
 	}
-	select {
-	case s := <-l.free:
-		if l.closed.Load() {
-			l.free <- s
-			return nil
-		}
-		return s
-	default:
+	s, ok := l.free.TryGet()
+	if !ok {
 		return nil
 	}
+	if l.closed.Load() {
+		l.free.Put(s)
+		return nil
+	}
+	return s
 }
 
 // SubmitWrite starts an asynchronous write (NVMe Write, FUA with
@@ -218,13 +216,13 @@ func (l *Leg) finish(r *initiator.Request) {
 		s.req.Data = nil
 		s.cb = nil
 		s.state.Store(slotIdle)
-		l.free <- s
+		l.free.Put(s)
 		return
 	}
 	s.req.Data = nil
 	if cb := s.cb; cb != nil {
 		s.cb = nil
-		l.free <- s
+		l.free.Put(s)
 		cb.IODone(err)
 		return
 	}
