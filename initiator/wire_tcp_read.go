@@ -73,7 +73,14 @@ func protoErr(format string, a ...any) error {
 func (w *tcpWire) readPDU() error {
 	w.hdrLen = 0
 	hb := w.hdr[:]
-	if _, err := io.ReadFull(w.br, hb[:tcppdu.CommonHeaderSize]); err != nil {
+	// p: the bytes the read buffer holds. When they include the common
+	// header (in a batch of responses, the whole PDU) the header is
+	// copied out of them rather than read, and left there until
+	// readHeaderRest.
+	p := tcppdu.Buffered(w.br)
+	if len(p) >= tcppdu.CommonHeaderSize {
+		copy(hb[:tcppdu.CommonHeaderSize], p)
+	} else if _, err := io.ReadFull(w.br, hb[:tcppdu.CommonHeaderSize]); err != nil {
 		return err
 	}
 	w.hdrLen = tcppdu.CommonHeaderSize
@@ -90,7 +97,7 @@ func (w *tcpWire) readPDU() error {
 	if f.HeaderLen > len(hb) {
 		return &tcppdu.Error{FES: tcppdu.FESInvalidHeaderField, Reason: fmt.Sprintf("%s header of %d bytes", tcppdu.TypeName(f.Type), f.HeaderLen)}
 	}
-	if _, err := io.ReadFull(w.br, hb[tcppdu.CommonHeaderSize:f.HeaderLen]); err != nil {
+	if err := w.readHeaderRest(p, hb[:f.HeaderLen]); err != nil {
 		return err
 	}
 	w.hdrLen = f.HeaderLen
@@ -112,7 +119,7 @@ func (w *tcpWire) readPDU() error {
 		if end > len(hb) {
 			return protoErr("C2HTermReq of %d bytes", end)
 		}
-		if _, err := io.ReadFull(w.br, hb[f.HeaderLen:end]); err != nil {
+		if err := tcppdu.ReadFull(w.br, hb[f.HeaderLen:end]); err != nil {
 			return err
 		}
 		tr, err := tcppdu.ParseTermReq(hb[:end], f)
@@ -123,6 +130,25 @@ func (w *tcpWire) readPDU() error {
 		w.hdrLen = 0
 		return protoErr("controller terminated the connection (C2HTermReq: %s, FEI %d)", tcppdu.FESName(tr.FES), tr.FEI)
 	}
+}
+
+// readHeaderRest reads the header h after its common header, which is in
+// h already: p is what readPDU peeked (the common header was copied from
+// it, not consumed, when p holds it). When p holds all of h the rest is
+// copied from it and the whole header discarded (one Peek and Discard
+// per PDU instead of two reads); otherwise a peeked common header is
+// discarded and the rest read.
+func (w *tcpWire) readHeaderRest(p, h []byte) error {
+	if len(p) >= len(h) {
+		copy(h[tcppdu.CommonHeaderSize:], p[tcppdu.CommonHeaderSize:])
+		_, _ = w.br.Discard(len(h)) // cannot fail: buffered
+		return nil
+	}
+	if len(p) >= tcppdu.CommonHeaderSize {
+		_, _ = w.br.Discard(tcppdu.CommonHeaderSize)
+	}
+	_, err := io.ReadFull(w.br, h[tcppdu.CommonHeaderSize:])
+	return err
 }
 
 // armed returns the slot of an outstanding command with this CID, or an
@@ -186,16 +212,16 @@ func (w *tcpWire) readC2HData(f tcppdu.Frame) error {
 			Reason: fmt.Sprintf("C2HData for CID %#x at offset %d, expected %d", d.CCCID, d.DATAO, s.recvd)}
 	}
 	if pad := f.DataOff - f.HeaderLen; pad > 0 {
-		if _, err := io.ReadFull(w.br, w.pad[:pad]); err != nil {
+		if err := tcppdu.ReadFull(w.br, w.pad[:pad]); err != nil {
 			return err
 		}
 	}
 	dst := s.data[d.DATAO : d.DATAO+d.DATAL]
-	if _, err := io.ReadFull(w.br, dst); err != nil {
+	if err := tcppdu.ReadFull(w.br, dst); err != nil {
 		return err
 	}
 	if f.DataDigest {
-		if _, err := io.ReadFull(w.br, w.dgst[:]); err != nil {
+		if err := tcppdu.ReadFull(w.br, w.dgst[:]); err != nil {
 			return err
 		}
 		if got, want := binary.LittleEndian.Uint32(w.dgst[:]), tcppdu.Digest(dst); got != want {

@@ -6,10 +6,12 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/rdmablk/rdmablk/nvme"
@@ -382,5 +384,71 @@ func TestTCPReaderC2HSuccess(t *testing.T) {
 	}
 	if !errors.Is(err, errTCPProtocol) {
 		t.Fatalf("response after SUCCESS: %v, want a protocol error", err)
+	}
+}
+
+// TestTCPReaderSplitStream: the reader makes no assumption about where
+// the socket's reads end. The golden stream (C2HData, R2T, responses;
+// with and without digests) is delivered in two reads split at every
+// byte, and one byte per read: headers are then taken whole from the
+// read buffer or read across the split, and the outcome is the same.
+func TestTCPReaderSplitStream(t *testing.T) {
+	for _, dg := range []tcppdu.Digests{{}, {Header: true, Data: true}} {
+		cids := newTCPRig(t, dg, nil).cids
+		stream := goodStream(cids, dg)
+		check := func(how string, src io.Reader) {
+			t.Helper()
+			r := newTCPRig(t, dg, nil)
+			r.w.br.Reset(src)
+			if err := r.run(); !errors.Is(err, io.EOF) {
+				t.Fatalf("digests %+v, %s: reader ended with %v, want EOF after the stream", dg, how, err)
+			}
+			if len(r.failed) != 0 || len(r.completed) != 3 || !bytes.Equal(r.rd, pattern8K()) || !r.guardsIntact() {
+				t.Fatalf("digests %+v, %s: completed %v, failed %v, read data ok %v", dg, how, r.completed, r.failed, bytes.Equal(r.rd, pattern8K()))
+			}
+		}
+		for k := 1; k < len(stream); k++ {
+			check(fmt.Sprintf("split at %d", k), io.MultiReader(bytes.NewReader(stream[:k]), bytes.NewReader(stream[k:])))
+		}
+		check("one byte per read", iotest.OneByteReader(bytes.NewReader(stream)))
+	}
+}
+
+// batchReader returns the same batch of PDUs on every Read, as a socket
+// read that finds a batch of responses.
+type batchReader struct{ b []byte }
+
+func (r *batchReader) Read(p []byte) (int, error) { return copy(p, r.b), nil }
+
+// BenchmarkTCPReaderResponses: the reader's cost per CapsuleResp when the
+// responses of a batch of 13 commands arrive in one socket read (the
+// replicated write path). One op is one response.
+func BenchmarkTCPReaderResponses(b *testing.B) {
+	const batch = 13
+	q := &qpair{qid: 1}
+	w := newTCPWire(q, 16, nil, io.Discard, tcppdu.Digests{}, 4, 8192, 8192, 1<<20)
+	src := &batchReader{}
+	for i := range batch {
+		src.b = append(src.b, pduResp(uint16(i), tcppdu.Digests{})...)
+	}
+	w.br.Reset(src)
+	b.ReportAllocs()
+	for n := 0; b.Loop(); n++ {
+		k := n % batch
+		if k == 0 {
+			for i := range batch {
+				w.slots[i].state.Store(tcpArmed | uint32(i))
+			}
+		}
+		if err := w.readPDU(); err != nil {
+			b.Fatal(err)
+		}
+		if k == batch-1 {
+			w.rTail.Store(w.rHead.Load())
+			select {
+			case <-w.sig:
+			default:
+			}
+		}
 	}
 }

@@ -231,12 +231,11 @@ func (c *conn) drainWait() {
 // waits, bounded, until it is written.
 func (c *conn) terminate(e *tcppdu.Error) { c.stopWriter(e) }
 
-// readFull reads len(b) bytes. A read that would block ends the batch
-// first (sockReader).
-func (c *conn) readFull(b []byte) error {
-	_, err := io.ReadFull(c.br, b)
-	return err
-}
+// readFull reads len(b) bytes, from what the read buffer holds when it
+// holds them (tcppdu.ReadFull; no socket read, so sockReader and the batch
+// are not involved). A read that would block ends the batch first
+// (sockReader).
+func (c *conn) readFull(b []byte) error { return tcppdu.ReadFull(c.br, b) }
 
 // beginBatch opens a batch: the core may hold back backend I/O, and
 // responses wait for the batch's end, to leave in one write.
@@ -272,6 +271,37 @@ func (c *conn) readHeader(from, to int) error {
 	}
 	c.hdrN = to
 	return nil
+}
+
+// readCommonHeader reads a PDU's common header into hdr. p is what
+// tcppdu.Buffered returned: when it holds the common header (in a batch of
+// commands, usually the whole PDU) the header is copied from it and left
+// in the read buffer until readHeaderRest; otherwise it is read.
+func (c *conn) readCommonHeader(p []byte) error {
+	if len(p) < tcppdu.CommonHeaderSize {
+		return c.readHeader(0, tcppdu.CommonHeaderSize)
+	}
+	copy(c.hdr[:tcppdu.CommonHeaderSize], p)
+	c.hdrN = tcppdu.CommonHeaderSize
+	return nil
+}
+
+// readHeaderRest reads hdr[CommonHeaderSize:n], the rest of the header
+// readCommonHeader read from the same p. When p holds all n bytes they
+// are copied from it and the whole header discarded (one Peek and
+// Discard per PDU instead of two reads); otherwise a peeked common
+// header is discarded and the rest read.
+func (c *conn) readHeaderRest(p []byte, n int) error {
+	if len(p) >= n {
+		copy(c.hdr[tcppdu.CommonHeaderSize:n], p[tcppdu.CommonHeaderSize:])
+		_, _ = c.br.Discard(n) // cannot fail: buffered
+		c.hdrN = n
+		return nil
+	}
+	if len(p) >= tcppdu.CommonHeaderSize {
+		_, _ = c.br.Discard(tcppdu.CommonHeaderSize)
+	}
+	return c.readHeader(tcppdu.CommonHeaderSize, n)
 }
 
 // handshake reads the ICReq, answers ICResp and creates the core queue.
@@ -337,7 +367,8 @@ func (c *conn) loop() error {
 		if c.draining.Load() {
 			return errDraining
 		}
-		if err := c.readHeader(0, tcppdu.CommonHeaderSize); err != nil {
+		p := tcppdu.Buffered(c.br)
+		if err := c.readCommonHeader(p); err != nil {
 			return err
 		}
 		h, _ := tcppdu.ParseCommonHeader(c.hdr[:])
@@ -358,7 +389,7 @@ func (c *conn) loop() error {
 		if err != nil {
 			return err
 		}
-		if err := c.readHeader(tcppdu.CommonHeaderSize, f.HeaderLen); err != nil {
+		if err := c.readHeaderRest(p, f.HeaderLen); err != nil {
 			return err
 		}
 		if h.Type != tcppdu.TypeH2CTermReq {
