@@ -381,7 +381,7 @@ func (c *Controller) scanNamespaces(ctx context.Context) error {
 		}
 		start = list[len(list)-1]
 	}
-	old := *c.nsByID.Load()
+	old := c.nsByID.Load().byID
 	next := make(map[uint32]*Namespace, len(ids))
 	for _, id := range ids {
 		raw, err := c.admin.identify(ctx, nvme.CNSNamespace, id)
@@ -408,7 +408,7 @@ func (c *Controller) scanNamespaces(ctx context.Context) error {
 		ns.info.Store(&info)
 		next[id] = ns
 	}
-	c.nsByID.Store(&next)
+	c.nsByID.Store(newNSTable(next))
 	return nil
 }
 

@@ -449,7 +449,7 @@ func newFakeRigN(t testing.TB, nq, depth, bs, blocks, maxTransfer, inCapsule int
 	info.LBAF[0].LBADS = uint8(log2(bs))
 	ns.info.Store(&info)
 	m := map[uint32]*Namespace{fakeNSID: ns}
-	c.nsByID.Store(&m)
+	c.nsByID.Store(newNSTable(m))
 	r.ns = ns
 	c.startMuxes()
 	t.Cleanup(func() { _ = c.Close() })

@@ -82,9 +82,15 @@ func (c *cq) account(wcs []verbs.WorkCompletion) {
 	if m == nil {
 		return
 	}
+	// A poll's completions mostly come from one QP: look each number up
+	// once per run of it.
+	var q *queuePair
+	num, known := uint32(0), false
 	for i := range wcs {
 		w := &wcs[i]
-		q := (*m)[w.QPNum]
+		if !known || w.QPNum != num {
+			q, num, known = (*m)[w.QPNum], w.QPNum, true
+		}
 		if q == nil {
 			continue
 		}
