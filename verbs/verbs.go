@@ -367,6 +367,19 @@ type NotifyRouter interface {
 	RouteNotify(ch chan struct{})
 }
 
+// ArmReporter is implemented by CQs that report whether the arm of their
+// last ReqNotify still holds: no completion event has been delivered
+// since (the provider clears it before it sends the event's token, on
+// the CQ's own channel or a routed one). A consumer that armed a CQ and
+// then polled it empty, and finds it still armed, knows that no
+// completion has arrived since, without polling it: a poll group lets
+// its idle queues sit out its passes that way. While detached
+// (FDNotifier) the arm holds until TakeNotify. Every provider implements
+// it (checked by verbstest).
+type ArmReporter interface {
+	Armed() bool
+}
+
 // FDNotifier is implemented by CQs whose completion events a consumer can
 // wait for on its own epoll set, so that a poll group sleeps in one
 // epoll_wait for all its CQs and its other wake-ups and the kernel wakes

@@ -304,6 +304,9 @@ func (d *Daemon) Close() error {
 	}
 	for _, l := range d.listeners {
 		errs = append(errs, l.Close())
+		st := l.Stats()
+		d.log.Info("NVMe-oF/RDMA listener closed", "addr", l.Addr(), "accepted", st.Accepted, "commands", st.Commands,
+			"quiet_entries", st.QuietEntries, "quiet_wakes", st.QuietWakes)
 	}
 	d.listeners = nil
 	for _, l := range d.tcpListeners {

@@ -94,7 +94,11 @@
 // raw waits that keep its P (groupwait_linux.go; the lab's A/Bs against
 // the channel disagree: see Config.PollWait). On the channel (also for a provider without
 // FDNotifier) CQ events reach the group through the provider's event
-// goroutine (verbs.NotifyRouter). Each queue has one parked watcher goroutine that records its
+// goroutine (verbs.NotifyRouter); there, a queue whose steps keep finding
+// nothing goes quiet — its receive CQ armed, its send work all reaped —
+// and the group's passes skip it until its CQ's arm is spent, the core
+// completes one of its requests, or a control event or drain comes
+// (quiet.go: idle connections cost a busy group no CQ polls). Each queue has one parked watcher goroutine that records its
 // control events (core Close, connection end, drain) and timers (Fabrics
 // Connect, drain) as bits the group acts on. A queue that dies or has
 // drained leaves its group and is torn down (flushes awaited, core

@@ -127,6 +127,7 @@ func (g *pollGroup) add(q *queue) {
 		sr.RouteNotify(g.bell)
 		q.routed = true
 	}
+	q.initQuiet()
 	q.watchStop = make(chan struct{})
 	q.watchDone = make(chan struct{})
 	go q.watch()
@@ -205,7 +206,11 @@ func (q *queue) pass() bool {
 	if q.dying {
 		return true
 	}
-	return q.step()
+	if q.skip() {
+		return false
+	}
+	worked := q.step()
+	return q.settle(worked) || worked
 }
 
 // finished reports that q leaves its group: it died or finished its drain.

@@ -170,6 +170,8 @@ func (l *Listener) Stats() Stats {
 	s.ConnectTimeouts = l.stats.connectTimeouts.Load()
 	s.RegisteredBytes = l.stats.registeredBytes.Load()
 	s.GrowthDenied = l.stats.growthDenied.Load()
+	s.QuietEntries = l.stats.quietEntries.Load()
+	s.QuietWakes = l.stats.quietWakes.Load()
 	l.mu.Lock()
 	s.Unconnected = uint64(l.unconnected)
 	l.mu.Unlock()

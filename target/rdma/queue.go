@@ -144,6 +144,7 @@ type queue struct {
 	// are the Fabrics Connect and drain deadlines.
 	g      *pollGroup
 	routed bool // the CQs' notifications ring g.bell (set before the group owns q)
+	quiet  quietState
 	// fdCQs are the CQs whose events the group takes from its epoll set
 	// (epollWaiter.attach); group goroutine only.
 	fdCQs      []verbs.FDNotifier

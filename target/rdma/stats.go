@@ -49,6 +49,11 @@ type Stats struct {
 	// DrainDropped counts capsules received during a graceful drain
 	// (Listener.Close) and left unanswered for the host to retry.
 	DrainDropped uint64
+	// QuietEntries counts times an idle queue went quiet (its poll group
+	// stopped polling it until it had something to do: quiet.go);
+	// QuietWakes times a quiet queue was stepped again.
+	QuietEntries uint64
+	QuietWakes   uint64
 }
 
 // counters are the live atomics behind Stats. The listener holds the
@@ -65,6 +70,7 @@ type counters struct {
 	rdmaReads, rdmaWrites                      atomic.Uint64
 	bytesFromHost, bytesToHost, inCapsuleBytes atomic.Uint64
 	drainDropped                               atomic.Uint64
+	quietEntries, quietWakes                   atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {

@@ -243,7 +243,11 @@ func (c *cq) ReqNotify() error {
 var (
 	_ verbs.NotifyRouter = (*cq)(nil)
 	_ verbs.FDNotifier   = (*cq)(nil)
+	_ verbs.ArmReporter  = (*cq)(nil)
 )
+
+// Armed implements verbs.ArmReporter (see armed).
+func (c *cq) Armed() bool { return c.armed.Load() }
 
 // DetachNotify implements verbs.FDNotifier: eventLoop stops, and the
 // completion channel's descriptor (non-blocking since newCQ) is the

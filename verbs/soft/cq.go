@@ -35,6 +35,7 @@ type completionQueue struct {
 var (
 	_ verbs.CompletionQueue = (*completionQueue)(nil)
 	_ verbs.NotifyRouter    = (*completionQueue)(nil)
+	_ verbs.ArmReporter     = (*completionQueue)(nil)
 )
 
 // cqEntry is a completion plus the work-queue slots polling it frees.
@@ -102,6 +103,14 @@ func (cq *completionQueue) ReqNotify() error {
 }
 
 func (cq *completionQueue) Notify() <-chan struct{} { return *cq.notify.Load() }
+
+// Armed implements verbs.ArmReporter: signalLocked disarms before it
+// sends the token.
+func (cq *completionQueue) Armed() bool {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	return cq.armed
+}
 
 // RouteNotify implements verbs.NotifyRouter.
 func (cq *completionQueue) RouteNotify(ch chan struct{}) {

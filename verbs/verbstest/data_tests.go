@@ -451,3 +451,43 @@ func testNotifyRouted(t *testing.T, e Env) {
 	}
 	expectStatus(t, waitWC(t, p.ctx, p.c.scq, 1), ok(1))
 }
+
+// testArmReporter: Armed holds from ReqNotify on an empty CQ until the
+// completion event (the provider clears it before the token arrives),
+// and a drained CQ arms again.
+func testArmReporter(t *testing.T, e Env) {
+	p := connect(t, e, pairConfig{})
+	a, isReporter := p.c.scq.(verbs.ArmReporter)
+	if !isReporter {
+		t.Fatalf("%T does not implement verbs.ArmReporter", p.c.scq)
+	}
+	if err := p.c.scq.ReqNotify(); err != nil {
+		t.Fatalf("ReqNotify: %v", err)
+	}
+	if !a.Armed() {
+		t.Fatal("an empty CQ is not armed after ReqNotify")
+	}
+	buf := p.mem.alloc(4096)
+	mc, md := p.c.reg(buf[:2048], 0), p.s.reg(buf[2048:], allAccess)
+	write := func(id uint64) {
+		p.c.postSend(verbs.SendWR{ID: id, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
+			SGL: []verbs.SGE{sge(mc, 0, 8)}, RemoteAddr: md.Addr(), RKey: md.RKey()})
+	}
+	write(1)
+	select {
+	case <-p.c.scq.Notify():
+	case <-p.ctx.Done():
+		t.Fatal("no completion event")
+	}
+	if a.Armed() {
+		t.Fatal("still armed after the completion event's token")
+	}
+	expectStatus(t, waitWC(t, p.ctx, p.c.scq, 1), ok(1))
+	// Drained, it arms again.
+	if err := p.c.scq.ReqNotify(); err != nil {
+		t.Fatalf("ReqNotify: %v", err)
+	}
+	if !a.Armed() {
+		t.Fatal("a drained CQ is not armed after ReqNotify")
+	}
+}

@@ -103,6 +103,7 @@ var suite = []testCase{
 	{"CompletionOrdering", testCompletionOrdering},
 	{"NotifyPending", testNotifyPending},
 	{"NotifyRouted", testNotifyRouted},
+	{"ArmReporter", testArmReporter},
 	{"NotifyFD", testNotifyFD},
 	{"ReadDepthORD", testReadDepthORD},
 	{"RNRRetryExceeded", testRNRRetryExceeded},
