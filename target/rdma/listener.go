@@ -172,6 +172,7 @@ func (l *Listener) Stats() Stats {
 	s.GrowthDenied = l.stats.growthDenied.Load()
 	s.QuietEntries = l.stats.quietEntries.Load()
 	s.QuietWakes = l.stats.quietWakes.Load()
+	s.Spins = l.stats.spins.Load()
 	l.mu.Lock()
 	s.Unconnected = uint64(l.unconnected)
 	l.mu.Unlock()

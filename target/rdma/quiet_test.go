@@ -51,8 +51,7 @@ func TestQuietQueue(t *testing.T) {
 
 	// A command of the idle queue parks in the core; the queue goes quiet
 	// while the core holds it, and answers once the core completes it.
-	release := make(chan struct{})
-	g.core.hold.Store(&release)
+	release := heldRelease(t, g)
 	s := idle.ioSQE(nvme.IOWrite, 7, 0, 4096, 0, 0)
 	if err := idle.send(capsule(&s, nil)); err != nil {
 		t.Fatal(err)
@@ -65,7 +64,7 @@ func TestQuietQueue(t *testing.T) {
 	g.core.hold.Store(nil)
 	quietIdle()
 	entries := g.l.Stats().QuietEntries
-	close(release)
+	release()
 	expectCID(t, g, idle, 7)
 
 	// Quiet again with nothing in the core; a new command wakes it.

@@ -54,6 +54,9 @@ type Stats struct {
 	// QuietWakes times a quiet queue was stepped again.
 	QuietEntries uint64
 	QuietWakes   uint64
+	// Spins counts empty passes after which a poll group yielded and
+	// passed again instead of sleeping (Config.PollSpins).
+	Spins uint64
 }
 
 // counters are the live atomics behind Stats. The listener holds the
@@ -70,7 +73,7 @@ type counters struct {
 	rdmaReads, rdmaWrites                      atomic.Uint64
 	bytesFromHost, bytesToHost, inCapsuleBytes atomic.Uint64
 	drainDropped                               atomic.Uint64
-	quietEntries, quietWakes                   atomic.Uint64
+	quietEntries, quietWakes, spins            atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
