@@ -36,6 +36,7 @@ class Symbols:
         pairs.sort()
         self.addrs = [a for a, _ in pairs]
         self.names = [s for _, s in pairs]
+        self.entry = dict(pairs)  # a function's first address: its name
         self.memo = {}
 
     def of(self, addr):
@@ -100,6 +101,7 @@ def windows(d, name, ksyms, gsyms):
         a = load_dump(os.path.join(d, "dump.%d" % k0))
         b = load_dump(os.path.join(d, "dump.%d" % k))
         parts, kfun, gfun = collections.Counter(), collections.Counter(), collections.Counter()
+        gcall = collections.Counter()  # executions of the block at a function's entry: its calls
         for key, e in b.items():
             de = e - a.get(key, 0)
             if de <= 0:
@@ -112,9 +114,11 @@ def windows(d, name, ksyms, gsyms):
             elif lo is not None and lo <= addr < hi:
                 parts[name] += ins
                 gfun[gsyms.of(addr)] += ins
+                if addr in gsyms.entry:
+                    gcall[gsyms.entry[addr]] += de
             else:
                 parts["other"] += ins
-        out.append((label, cmds, parts, kfun, gfun))
+        out.append((label, cmds, parts, kfun, gfun, gcall))
     return out
 
 
@@ -130,7 +134,7 @@ def main():
     ws = windows(o.dir, o.name, ksyms, gsyms)
     print("| window | commands | instructions per command | kernel | %s code | other user code |" % o.name)
     print("| --- | --- | --- | --- | --- | --- |")
-    for label, cmds, parts, _, _ in ws:
+    for label, cmds, parts, _, _, _ in ws:
         t = sum(parts.values())
         print("| %s | %d | %.0f | %.0f | %.0f | %.0f |" % (label, cmds, t / cmds, parts["kernel"] / cmds,
                                                          parts[o.name] / cmds, parts["other"] / cmds))
@@ -141,13 +145,15 @@ def main():
         groups[(cfg, job)].append(w)
     agg = {}
     for key, g in groups.items():
-        kf, gf = collections.Counter(), collections.Counter()
-        for _, cmds, _, k, gg in g:
+        kf, gf, gc = collections.Counter(), collections.Counter(), collections.Counter()
+        for _, cmds, _, k, gg, calls in g:
             for s, v in k.items():
                 kf[s] += v / cmds / len(g)
             for s, v in gg.items():
                 gf[s] += v / cmds / len(g)
-        agg[key] = (statistics.median(sum(w[2].values()) / w[1] for w in g), kf, gf)
+            for s, v in calls.items():
+                gc[s] += v / cmds / len(g)
+        agg[key] = (statistics.median(sum(w[2].values()) / w[1] for w in g), kf, gf, gc)
     for (cfg, job) in sorted(agg):
         if cfg == o.ref or (o.ref, job) not in agg:
             continue
@@ -166,6 +172,14 @@ def main():
             print("| --- | --- | --- | --- |")
             for s in sorted(set(r[2]) | set(n[2]), key=lambda s: -abs(r[2][s] - n[2][s]))[:30]:
                 print("| `%s` | %.0f | %.0f | %+.0f |" % (s, r[2][s], n[2][s], r[2][s] - n[2][s]))
+            # Calls per command (a function's entry block's executions; a
+            # function inlined into its callers has none): how often the
+            # poll loop, the CQ polls, cgo and the scheduler run per command.
+            print("\n%s's functions, calls per command (the 20 largest differences):\n" % o.name)
+            print("| function | %s | %s | difference |" % (cfg, o.ref))
+            print("| --- | --- | --- | --- |")
+            for s in sorted(set(r[3]) | set(n[3]), key=lambda s: -abs(r[3][s] - n[3][s]))[:20]:
+                print("| `%s` | %.2f | %.2f | %+.2f |" % (s, r[3][s], n[3][s], r[3][s] - n[3][s]))
         elif r[2]:
             print("\n%s's own code with %s, instructions per command (the 25 largest):\n" % (o.name, cfg))
             print("| function | instructions |")
