@@ -146,17 +146,7 @@ func TestPollGroupAssignment(t *testing.T) {
 func TestNoSpinWhileCoreHolds(t *testing.T) {
 	g := newRig(t, rigOpts{cfg: Config{PollGroups: 1, PollWait: PollWaitChannel, PollSpins: 32}})
 	h := g.connectQueue(rawOpts{qid: 1, depth: 32, dataSize: 64 * 1024}, testSubNQN, testHostNQN)
-	release := heldRelease(t, g)
-	s := h.ioSQE(nvme.IOWrite, 1, 0, 4096, 0, 0)
-	if err := h.send(capsule(&s, nil)); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-g.core.heldEv:
-	case <-g.ctx.Done():
-		t.Fatal("the command did not reach the core")
-	}
-	g.core.hold.Store(nil)
+	release := holdOne(t, g, h, 1)
 	// Wake the group a few times while the request is held: each wake is
 	// an empty pass, which must end in a sleep.
 	spins := g.l.Stats().Spins
@@ -170,7 +160,7 @@ func TestNoSpinWhileCoreHolds(t *testing.T) {
 	expectCID(t, g, h, 1)
 	// Nothing held: a command's pass is followed by spins.
 	spins = g.l.Stats().Spins
-	s = h.ioSQE(nvme.IORead, 2, 0, 4096, 0, 0)
+	s := h.ioSQE(nvme.IORead, 2, 0, 4096, 0, 0)
 	if err := h.send(capsule(&s, nil)); err != nil {
 		t.Fatal(err)
 	}

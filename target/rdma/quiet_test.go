@@ -51,17 +51,7 @@ func TestQuietQueue(t *testing.T) {
 
 	// A command of the idle queue parks in the core; the queue goes quiet
 	// while the core holds it, and answers once the core completes it.
-	release := heldRelease(t, g)
-	s := idle.ioSQE(nvme.IOWrite, 7, 0, 4096, 0, 0)
-	if err := idle.send(capsule(&s, nil)); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-g.core.heldEv:
-	case <-g.ctx.Done():
-		t.Fatal("the command did not reach the core")
-	}
-	g.core.hold.Store(nil)
+	release := holdOne(t, g, idle, 7)
 	quietIdle()
 	entries := g.l.Stats().QuietEntries
 	release()
@@ -89,4 +79,23 @@ func expectCID(t *testing.T, g *rig, h *rawHost, cid uint16) {
 	if rsp.cqe.CID() != cid || !rsp.cqe.Status().OK() {
 		t.Fatalf("response cid %d status %v, want cid %d OK", rsp.cqe.CID(), rsp.cqe.Status(), cid)
 	}
+}
+
+// holdOne sends a 4 KiB write with cid on h and waits until the core
+// parks it; the core runs later commands at once. The returned function
+// lets the parked one complete (also at cleanup).
+func holdOne(t *testing.T, g *rig, h *rawHost, cid uint16) func() {
+	t.Helper()
+	release := heldRelease(t, g)
+	s := h.ioSQE(nvme.IOWrite, cid, 0, 4096, 0, 0)
+	if err := h.send(capsule(&s, nil)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-g.core.heldEv:
+	case <-g.ctx.Done():
+		t.Fatal("the command did not reach the core")
+	}
+	g.core.hold.Store(nil)
+	return release
 }

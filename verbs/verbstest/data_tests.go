@@ -467,12 +467,7 @@ func testArmReporter(t *testing.T, e Env) {
 	if !a.Armed() {
 		t.Fatal("an empty CQ is not armed after ReqNotify")
 	}
-	buf := p.mem.alloc(4096)
-	mc, md := p.c.reg(buf[:2048], 0), p.s.reg(buf[2048:], allAccess)
-	write := func(id uint64) {
-		p.c.postSend(verbs.SendWR{ID: id, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
-			SGL: []verbs.SGE{sge(mc, 0, 8)}, RemoteAddr: md.Addr(), RKey: md.RKey()})
-	}
+	write := signaledWriter(p)
 	write(1)
 	select {
 	case <-p.c.scq.Notify():

@@ -28,12 +28,7 @@ func testNotifyFD(t *testing.T, e Env) {
 	if readable(t, fd, 0) {
 		t.Fatal("descriptor readable before any event")
 	}
-	buf := p.mem.alloc(4096)
-	mc, md := p.c.reg(buf[:2048], 0), p.s.reg(buf[2048:], allAccess)
-	write := func(id uint64) {
-		p.c.postSend(verbs.SendWR{ID: id, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
-			SGL: []verbs.SGE{sge(mc, 0, 8)}, RemoteAddr: md.Addr(), RKey: md.RKey()})
-	}
+	write := signaledWriter(p)
 	// Arm on an empty CQ, then complete: the event is on the descriptor.
 	if err := p.c.scq.ReqNotify(); err != nil {
 		t.Fatalf("ReqNotify: %v", err)

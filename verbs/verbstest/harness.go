@@ -489,3 +489,15 @@ func waitDone(t *testing.T, ctx context.Context, id verbs.ConnID, who string) {
 		t.Fatalf("%s: Done not closed", who)
 	}
 }
+
+// signaledWriter returns a function that posts a signaled 8-byte RDMA
+// WRITE with the given ID on p's client QP (its completion lands on the
+// client's send CQ).
+func signaledWriter(p *pair) func(id uint64) {
+	buf := p.mem.alloc(4096)
+	mc, md := p.c.reg(buf[:2048], 0), p.s.reg(buf[2048:], allAccess)
+	return func(id uint64) {
+		p.c.postSend(verbs.SendWR{ID: id, Opcode: verbs.OpRDMAWrite, Flags: verbs.SendSignaled,
+			SGL: []verbs.SGE{sge(mc, 0, 8)}, RemoteAddr: md.Addr(), RKey: md.RKey()})
+	}
+}
