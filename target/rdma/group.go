@@ -267,6 +267,13 @@ func (g *pollGroup) run() {
 			}
 		}
 		for _, q := range g.queues {
+			if q.quiet.on {
+				// Armed when it went quiet; arming it again here could
+				// find a completion its spent arm announced (ibverbs
+				// probes with a poll and keeps the arm) and leave it
+				// looking armed with that completion unpolled.
+				continue
+			}
 			if err := q.arm(); err != nil {
 				q.fatal("arming the CQ", err)
 			}

@@ -21,6 +21,12 @@ import "github.com/rdmablk/rdmablk/verbs"
 // (needSendEvents): its send CQ has nothing to give until the queue
 // posts again, which only a step does.
 //
+// Nothing else arms a quiet queue's receive CQ: the group's sleep passes
+// it by, since re-arming a spent arm could find the completion it
+// announced (ibverbs probes for one with a poll, stashes it and stays
+// armed) and leave the queue looking armed with that completion
+// unpolled, for as long as no other completion came.
+//
 // Only where the CQs report their arm and their events ring the group's
 // bell (q.routed; not in the epoll mode, where the group takes events
 // from their descriptors itself and the arm holds until it does).
