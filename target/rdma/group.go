@@ -236,17 +236,7 @@ func (g *pollGroup) run() {
 			spins = 0
 			continue
 		}
-		// Spinning finds what the kernel delivers by itself: commands and
-		// send completions in the CQs. A backend's completion needs a
-		// goroutine (the file ring's reaper, a replica leg's NVMe/TCP
-		// reader) that waits in the runtime's network poller, and a P
-		// whose goroutine only yields never polls it: the scheduler finds
-		// the yielder on its run queue first, and sysmon polls every 10 ms.
-		// So while the core holds requests of the group's queues, an
-		// empty pass sleeps at once, which lets the poller run; the spin
-		// budget is left for when only the CQs can bring work.
-		held := g.coreHolds()
-		if spins < budget && !held {
+		if spins < budget {
 			spins++
 			g.l.stats.spins.Add(1)
 			if !locked {
@@ -254,9 +244,7 @@ func (g *pollGroup) run() {
 			}
 			continue
 		}
-		if !held {
-			budget = spin.Next(budget, limit, spin.Slept)
-		}
+		budget = spin.Next(budget, limit, spin.Slept)
 		if g.ew != nil {
 			// A ring from here on keeps the group awake; what rang before
 			// is found by the adopt and the pass below, and sleep looks at
@@ -285,23 +273,9 @@ func (g *pollGroup) run() {
 		if g.sleep() {
 			return
 		}
-		if !held {
-			budget = spin.Next(budget, limit, spin.Woke)
-		}
+		budget = spin.Next(budget, limit, spin.Woke)
 		spins = 0
 	}
-}
-
-// coreHolds reports whether the core holds requests of the group's queues
-// (executing in a backend or on a worker) other than the AERs it keeps
-// until an event.
-func (g *pollGroup) coreHolds() bool {
-	for _, q := range g.queues {
-		if q.executing > q.heldAER {
-			return true
-		}
-	}
-	return false
 }
 
 // sleep waits for a ring or a CQ event; it reports that the group ends

@@ -138,39 +138,3 @@ func TestPollGroupAssignment(t *testing.T) {
 		}
 	}
 }
-
-// While the core holds a request of the group's queues, an empty pass
-// sleeps instead of spinning: the backend's completion needs a goroutine
-// that only the runtime's network poller wakes, and a spinning P never
-// polls it. Once nothing is held, the group spins again.
-func TestNoSpinWhileCoreHolds(t *testing.T) {
-	g := newRig(t, rigOpts{cfg: Config{PollGroups: 1, PollWait: PollWaitChannel, PollSpins: 32}})
-	h := g.connectQueue(rawOpts{qid: 1, depth: 32, dataSize: 64 * 1024}, testSubNQN, testHostNQN)
-	release := holdOne(t, g, h, 1)
-	// Wake the group a few times while the request is held: each wake is
-	// an empty pass, which must end in a sleep.
-	spins := g.l.Stats().Spins
-	for range 8 {
-		g.l.groups[0].inspect(func([]*queue) {})
-	}
-	if d := g.l.Stats().Spins - spins; d != 0 {
-		t.Fatalf("the group spun %d times while the core held a request", d)
-	}
-	release()
-	expectCID(t, g, h, 1)
-	// Nothing held: a command's pass is followed by spins.
-	spins = g.l.Stats().Spins
-	s := h.ioSQE(nvme.IORead, 2, 0, 4096, 0, 0)
-	if err := h.send(capsule(&s, nil)); err != nil {
-		t.Fatal(err)
-	}
-	expectCID(t, g, h, 2)
-	for g.l.Stats().Spins == spins {
-		select {
-		case <-g.ctx.Done():
-			t.Fatal("the group never spun with nothing held")
-		default:
-			g.l.groups[0].inspect(func([]*queue) {})
-		}
-	}
-}

@@ -66,6 +66,9 @@ func TestQuietQueue(t *testing.T) {
 	if w := g.l.Stats().QuietWakes; w < 2 {
 		t.Fatalf("QuietWakes %d, want ≥ 2", w)
 	}
+	if g.l.Stats().Spins == 0 {
+		t.Fatal("Spins counted no spin of the busy group")
+	}
 }
 
 // expectCID waits for h's next response and checks it answers cid with
