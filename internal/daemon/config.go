@@ -53,6 +53,10 @@ type TransportConfig struct {
 	// PollSpins: empty CQ polls before a queue poller sleeps (0: default;
 	// negative: sleep at once). See rdma.Config.PollSpins.
 	PollSpins int `mapstructure:"poll_spins"`
+	// PollQuietAfter: empty passes after which an idle queue's CQs are
+	// no longer polled until it has work (0: off). See
+	// rdma.Config.PollQuietAfter.
+	PollQuietAfter int `mapstructure:"poll_quiet_after"`
 	// SendWithInvalidate: answer invalidating keyed SGLs with SEND_WITH_INV
 	// (unset: when the device can). See rdma.Config.SendWithInvalidate.
 	SendWithInvalidate *bool `mapstructure:"send_with_invalidate"`

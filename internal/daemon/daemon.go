@@ -189,6 +189,7 @@ func (d *Daemon) start(cfg *Config) error {
 			MaxDataTransfer:       cfg.Transport.MaxDataTransfer,
 			MaxQueueDepth:         cfg.Transport.MaxQueueDepth,
 			PollSpins:             cfg.Transport.PollSpins,
+			PollQuietAfter:        cfg.Transport.PollQuietAfter,
 			SendWithInvalidate:    cfg.Transport.SendWithInvalidate,
 			ConnectTimeout:        cfg.Transport.ConnectTimeout,
 			MaxUnconnectedQueues:  cfg.Transport.MaxUnconnectedQueues,

@@ -104,6 +104,14 @@ type Config struct {
 	// always ends up asleep and costs no CPU. 0 → DefaultPollSpins;
 	// negative → sleep as soon as a poll finds nothing.
 	PollSpins int
+	// PollQuietAfter makes a queue whose steps found nothing this many
+	// times in a row go quiet: its poll group stops polling its CQs until
+	// it has something to do (quiet.go), so idle connections cost a busy
+	// group nothing. Only with PollWait channel. 0 → off, the default:
+	// in the lab's 1-vCPU A/B (docs/design.md §3) it made single-copy
+	// writes faster but replicated writes no faster, so the replicated
+	// path's relative cost rose; negative is invalid.
+	PollQuietAfter int
 	// PollWait is how an idle poll group sleeps: PollWaitChannel (the
 	// default) parks it on a Go channel that the CQs' event goroutines
 	// and everything else signal (one goroutine hand-off per wake-up);
@@ -204,6 +212,9 @@ func (c *Config) normalize(devMaxQPWR int) error {
 	case PollWaitEpoll, PollWaitChannel:
 	default:
 		return fmt.Errorf("%w: PollWait %q (%s or %s)", ErrInvalidConfig, c.PollWait, PollWaitEpoll, PollWaitChannel)
+	}
+	if c.PollQuietAfter < 0 {
+		return fmt.Errorf("%w: PollQuietAfter %d (0: off)", ErrInvalidConfig, c.PollQuietAfter)
 	}
 	if c.PollSpins == 0 { // negative stays: no spinning (normalize is idempotent)
 		c.PollSpins = DefaultPollSpins

@@ -29,13 +29,12 @@ import "github.com/rdmablk/rdmablk/verbs"
 //
 // Only where the CQs report their arm and their events ring the group's
 // bell (q.routed; not in the epoll mode, where the group takes events
-// from their descriptors itself and the arm holds until it does).
-
-// quietAfter is how many consecutive empty steps make a queue quiet. A
-// busy queue's empty streaks last until the group sleeps (at most
-// Config.PollSpins passes), so they seldom reach it; an idle queue
-// reaches it in a fraction of a second and costs nothing more.
-const quietAfter = 64
+// from their descriptors itself and the arm holds until it does), and
+// only with Config.PollQuietAfter > 0: the number of consecutive empty
+// steps that make a queue quiet. A busy queue's empty streaks last until
+// the group sleeps (at most Config.PollSpins passes), so 64 or more keeps
+// busy queues polled and lets an idle one go quiet within a fraction of
+// a second.
 
 // quietState is a queue's quiet bookkeeping; group goroutine only.
 type quietState struct {
@@ -49,7 +48,7 @@ type quietState struct {
 // owns q).
 func (q *queue) initQuiet() {
 	a, ok := q.cq.(verbs.ArmReporter)
-	q.quiet = quietState{can: ok && q.routed, arm: a}
+	q.quiet = quietState{can: ok && q.routed && q.l.cfg.PollQuietAfter > 0, arm: a}
 }
 
 // skip reports whether the pass leaves quiet q alone; a queue that has
@@ -74,7 +73,7 @@ func (q *queue) settle(worked bool) bool {
 		q.quiet.empty = 0
 		return false
 	}
-	if q.quiet.empty++; q.quiet.empty < quietAfter || q.outstanding > 0 || q.needSendEvents() || q.dying {
+	if q.quiet.empty++; q.quiet.empty < q.l.cfg.PollQuietAfter || q.outstanding > 0 || q.needSendEvents() || q.dying {
 		return false
 	}
 	q.quiet.empty = 0

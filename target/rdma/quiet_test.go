@@ -12,7 +12,7 @@ import (
 // (its receive CQ's arm is spent). Either missed would leave the command
 // unanswered until the test's deadline.
 func TestQuietQueue(t *testing.T) {
-	g := newRig(t, rigOpts{cfg: Config{PollGroups: 1, PollWait: PollWaitChannel}})
+	g := newRig(t, rigOpts{cfg: Config{PollGroups: 1, PollWait: PollWaitChannel, PollQuietAfter: 64}})
 	o := rawOpts{qid: 1, depth: 32, dataSize: 64 * 1024}
 	busy := g.connectQueue(o, testSubNQN, testHostNQN)
 	idle := g.connectQueue(o, testSubNQN, testHostNQN)
