@@ -108,9 +108,9 @@ type Config struct {
 	// times in a row go quiet: its poll group stops polling its CQs until
 	// it has something to do (quiet.go), so idle connections cost a busy
 	// group nothing. Only with PollWait channel. 0 → off, the default:
-	// in the lab's 1-vCPU A/B (docs/design.md §3) it made single-copy
-	// writes faster but replicated writes no faster, so the replicated
-	// path's relative cost rose; negative is invalid.
+	// in the lab's 1-vCPU A/B (docs/design.md §3) it did not make
+	// replicated writes faster (the one thing it was tried for); negative
+	// is invalid.
 	PollQuietAfter int
 	// PollWait is how an idle poll group sleeps: PollWaitChannel (the
 	// default) parks it on a Go channel that the CQs' event goroutines
