@@ -10,7 +10,9 @@ counted (rdmablkd, nvmet, kernel, ublk, nbd, ...), the job, then anything (round
 (a label's start and end marks): the commands completed in it and guest instructions per command in
 all, in the kernel, in BINARY's code and in other user code (fio, libc, the vDSO, the lab's
 scripts); then per job every configuration against REF (median of its windows), with the kernel
-functions and BINARY's functions that differ most per command. A translated block is charged to
+functions and BINARY's functions that differ most per command, and — where both run BINARY — how
+often per command BINARY's functions were called (the executions of the block at a function's
+entry: a poll loop's passes, CQ polls, cgo calls, scheduler rounds; inlined calls are not seen). A translated block is charged to
 the function its first instruction is in."""
 import argparse
 import bisect
