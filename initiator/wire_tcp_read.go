@@ -76,7 +76,7 @@ func (w *tcpWire) readPDU() error {
 	// p: the bytes the read buffer holds. When they include the common
 	// header (in a batch of responses, the whole PDU) the header is
 	// copied out of them rather than read, and left there until
-	// readHeaderRest.
+	// tcppdu.HeaderRest.
 	p := tcppdu.Buffered(w.br)
 	if len(p) >= tcppdu.CommonHeaderSize {
 		copy(hb[:tcppdu.CommonHeaderSize], p)
@@ -97,8 +97,10 @@ func (w *tcpWire) readPDU() error {
 	if f.HeaderLen > len(hb) {
 		return &tcppdu.Error{FES: tcppdu.FESInvalidHeaderField, Reason: fmt.Sprintf("%s header of %d bytes", tcppdu.TypeName(f.Type), f.HeaderLen)}
 	}
-	if err := w.readHeaderRest(p, hb[:f.HeaderLen]); err != nil {
-		return err
+	if !tcppdu.HeaderRest(w.br, p, hb[:f.HeaderLen]) {
+		if _, err := io.ReadFull(w.br, hb[tcppdu.CommonHeaderSize:f.HeaderLen]); err != nil {
+			return err
+		}
 	}
 	w.hdrLen = f.HeaderLen
 	if f.HeaderDigest {
@@ -130,25 +132,6 @@ func (w *tcpWire) readPDU() error {
 		w.hdrLen = 0
 		return protoErr("controller terminated the connection (C2HTermReq: %s, FEI %d)", tcppdu.FESName(tr.FES), tr.FEI)
 	}
-}
-
-// readHeaderRest reads the header h after its common header, which is in
-// h already: p is what readPDU peeked (the common header was copied from
-// it, not consumed, when p holds it). When p holds all of h the rest is
-// copied from it and the whole header discarded (one Peek and Discard
-// per PDU instead of two reads); otherwise a peeked common header is
-// discarded and the rest read.
-func (w *tcpWire) readHeaderRest(p, h []byte) error {
-	if len(p) >= len(h) {
-		copy(h[tcppdu.CommonHeaderSize:], p[tcppdu.CommonHeaderSize:])
-		_, _ = w.br.Discard(len(h)) // cannot fail: buffered
-		return nil
-	}
-	if len(p) >= tcppdu.CommonHeaderSize {
-		_, _ = w.br.Discard(tcppdu.CommonHeaderSize)
-	}
-	_, err := io.ReadFull(w.br, h[tcppdu.CommonHeaderSize:])
-	return err
 }
 
 // armed returns the slot of an outstanding command with this CID, or an

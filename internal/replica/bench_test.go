@@ -4,13 +4,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/rdmablk/rdmablk/initiator"
-	"github.com/rdmablk/rdmablk/internal/tcpzc"
-
 	"github.com/rdmablk/rdmablk/blockdev"
 	"github.com/rdmablk/rdmablk/blockdev/file"
 	"github.com/rdmablk/rdmablk/blockdev/mem"
 	"github.com/rdmablk/rdmablk/blockdev/mirror"
+	"github.com/rdmablk/rdmablk/initiator"
+	"github.com/rdmablk/rdmablk/internal/tcpzc"
 	"github.com/rdmablk/rdmablk/verbs/soft"
 )
 

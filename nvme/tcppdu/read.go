@@ -35,3 +35,21 @@ func ReadFull(r *bufio.Reader, b []byte) error {
 	_, err := io.ReadFull(r, b[n:])
 	return err
 }
+
+// HeaderRest completes a PDU header whose common header the caller copied
+// into h from p, the bytes Buffered returned, without consuming them: when
+// p holds all of h, it copies the rest of h from p and discards the whole
+// header from r (one Peek and one Discard per PDU) and reports true.
+// Otherwise it discards the peeked common header, if p held it, and
+// reports false: the caller reads h[CommonHeaderSize:] from r.
+func HeaderRest(r *bufio.Reader, p, h []byte) bool {
+	if len(p) >= len(h) {
+		copy(h[CommonHeaderSize:], p[CommonHeaderSize:])
+		_, _ = r.Discard(len(h)) // cannot fail: buffered
+		return true
+	}
+	if len(p) >= CommonHeaderSize {
+		_, _ = r.Discard(CommonHeaderSize)
+	}
+	return false
+}

@@ -42,3 +42,32 @@ func TestReadFullBuffered(t *testing.T) {
 		t.Fatalf("short: %v, want ErrUnexpectedEOF", err)
 	}
 }
+
+// HeaderRest completes a header from the peeked bytes when they hold it
+// all, and otherwise leaves the reader just past the common header.
+func TestHeaderRest(t *testing.T) {
+	src := make([]byte, 40)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	for _, bufSize := range []int{16, 64} { // 16: bufio's minimum, less than the header
+		r := bufio.NewReaderSize(bytes.NewReader(src), bufSize)
+		if _, err := r.Peek(1); err != nil {
+			t.Fatal(err)
+		}
+		p := Buffered(r)
+		h := make([]byte, 24)
+		copy(h[:CommonHeaderSize], p)
+		if !HeaderRest(r, p, h) {
+			if err := ReadFull(r, h[CommonHeaderSize:]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(h, src[:24]) {
+			t.Fatalf("buffer %d: header %v", bufSize, h)
+		}
+		if b, err := r.ReadByte(); err != nil || b != 24 {
+			t.Fatalf("buffer %d: next byte %d %v, want 24", bufSize, b, err)
+		}
+	}
+}

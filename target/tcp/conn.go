@@ -287,19 +287,12 @@ func (c *conn) readCommonHeader(p []byte) error {
 }
 
 // readHeaderRest reads hdr[CommonHeaderSize:n], the rest of the header
-// readCommonHeader read from the same p. When p holds all n bytes they
-// are copied from it and the whole header discarded (one Peek and
-// Discard per PDU instead of two reads); otherwise a peeked common
-// header is discarded and the rest read.
+// readCommonHeader read from the same p: from p when it holds it
+// (tcppdu.HeaderRest), else from the socket.
 func (c *conn) readHeaderRest(p []byte, n int) error {
-	if len(p) >= n {
-		copy(c.hdr[tcppdu.CommonHeaderSize:n], p[tcppdu.CommonHeaderSize:])
-		_, _ = c.br.Discard(n) // cannot fail: buffered
+	if tcppdu.HeaderRest(c.br, p, c.hdr[:n]) {
 		c.hdrN = n
 		return nil
-	}
-	if len(p) >= tcppdu.CommonHeaderSize {
-		_, _ = c.br.Discard(tcppdu.CommonHeaderSize)
 	}
 	return c.readHeader(tcppdu.CommonHeaderSize, n)
 }
