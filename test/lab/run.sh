@@ -75,6 +75,7 @@
 #      during submission; default 1, softirq), lab.tcpspins=512 its transport.tcp_poll_spins (perf-tcp; both builds
 #      get it, so a BASELINE must know the key), lab.tcpzcmin=4096 its transport.tcp_zero_copy_send_min (perf-tcp);
 #      replperf: lab.pollwait=epoll both nodes' transport.poll_wait, lab.gomaxprocs=2 both nodes' GOMAXPROCS,
+#      lab.nenv=K=V,K=V both nodes' extra environment (e.g. lab.nenv=GODEBUG=schedtrace=2147483647),
 #      lab.replzcmin=N n1's cluster.replication.tcp_zero_copy_send_min (unset: the daemon's default, 4096; -1: copying legs),
 #      lab.legwatch=1 both guests watch the leg's sockets each second and dump both daemons' goroutine stacks at a leg timeout (lib.sh leg_watch),
 #      lab.datafs=tmpfs their data directories on tmpfs instead of ext4 over brd, lab.vols=r2 one volume only,
@@ -627,6 +628,7 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
     echo "replica on another host would; the host and the owner share guest A in both runs alike."
     echo "Both volumes were written whole once before the rounds (blocks and pages are allocated on first write)."
     echo "Both nodes' poll groups sleep with transport.poll_wait: $(val replperf.pollwait) (lab.pollwait)."
+    [ "$(val replperf.nenv)" != none ] && [ -n "$(val replperf.nenv)" ] && echo "Both nodes ran with this extra environment (lab.nenv): \`$(val replperf.nenv)\`."
     echo "n1 reaches r2's copy on n2 (RDMA and NVMe/TCP listeners) with cluster.replication.transport: $(val replperf.repltransport) (lab.repltransport); the leg's live paths, the one I/O takes first: $(val replperf.legpath)."
     echo "n1's NVMe/TCP legs send a batch zero-copy from this many bytes of write data: $(val replperf.replzcmin) (lab.replzcmin; default: the daemon's, 4096; -1: they copy)."
     echo "Ethernet MTU $(val replperf.mtu), RoCE (rxe0 active) MTU $(val replperf.rxemtu) (lab.mtu; both guests)."
