@@ -50,7 +50,7 @@ cluster:
   replication: {transport: $RT${LAB_REPLZCMIN:+, tcp_zero_copy_send_min: $LAB_REPLZCMIN}}
 EOC
 export RDMABLK_API=$IP:7421
-env ${LAB_GOMAXPROCS:+GOMAXPROCS=$LAB_GOMAXPROCS} ${LAB_NENV//,/ } "$D" --config $C/n1.yaml --cpuprofile "$LAB_OUT/rdmablkd-n1.pprof" > "$LAB_OUT/rdmablkd-n1.log" 2>&1 &
+env ${LAB_GOMAXPROCS:+GOMAXPROCS=$LAB_GOMAXPROCS} ${LAB_NENV:+${LAB_NENV//,/ }} "$D" --config $C/n1.yaml --cpuprofile "$LAB_OUT/rdmablkd-n1.pprof" > "$LAB_OUT/rdmablkd-n1.log" 2>&1 &
 PID=$!
 for _ in $(seq 1800); do grep -q 'cluster ready' "$LAB_OUT/rdmablkd-n1.log" && break; kill -0 $PID 2>/dev/null || break; sleep 0.1; done
 grep -q 'cluster ready' "$LAB_OUT/rdmablkd-n1.log" || { tail -20 "$LAB_OUT/rdmablkd-n1.log"; fail "n1 not ready"; exit 1; }
