@@ -32,14 +32,38 @@ func BenchmarkRead4KNullQD1ChannelWait(b *testing.B) {
 	benchRead4KNull(b, false, PollWaitChannel, 1)
 }
 
+// BenchmarkRead4KNullIdleNeighbours and …Quiet: BenchmarkRead4KNull in
+// one poll group that also owns 32 idle controllers (64 idle queues, as
+// on a target with many connected hosts of which few are busy), with
+// quiet queues off and on (Config.PollQuietAfter 64): what idle
+// neighbours cost a busy group per command, and the group's empty passes
+// per command (spins/op).
+func BenchmarkRead4KNullIdleNeighbours(b *testing.B) {
+	benchRead4KNullWith(b, Config{PollGroups: 1}, 32, 32)
+}
+func BenchmarkRead4KNullIdleNeighboursQuiet(b *testing.B) {
+	benchRead4KNullWith(b, Config{PollGroups: 1, PollQuietAfter: 64}, 32, 32)
+}
+
 func benchRead4KNull(b *testing.B, locked bool, wait string, depth int) {
+	benchRead4KNullWith(b, Config{LockPollerThreads: &locked, PollWait: wait}, depth, 0)
+}
+
+// benchRead4KNullWith runs the 4 KiB null reads at depth on a target
+// configured by cfg (Target and PortID filled in) whose poll groups also
+// own idle controllers, each an admin and an I/O queue.
+func benchRead4KNullWith(b *testing.B, cfg Config, depth, idle int) {
 	// An epoll group keeps a P for its raw waits (nbsys.ReserveP); set
 	// GOMAXPROCS back once the rig, registered after this, is gone.
 	procs := runtime.GOMAXPROCS(0)
 	b.Cleanup(func() { runtime.GOMAXPROCS(procs) })
-	tgt := newRealTarget(b, true)
-	g := newRig(b, rigOpts{realCore: true, cfg: Config{Target: tgt, PortID: 1, LockPollerThreads: &locked, PollWait: wait}})
+	cfg.Target, cfg.PortID = newRealTarget(b, true), 1
+	g := newRig(b, rigOpts{realCore: true, cfg: cfg})
+	for range idle {
+		g.enabledIOQueue(rawOpts{qid: 1, depth: 32, dataSize: 4096})
+	}
 	io := g.enabledIOQueue(rawOpts{qid: 1, depth: max(depth, 2), dataSize: depth * 4096}) // a queue has ≥ 2 entries
+	spins0 := g.l.Stats().Spins
 	sqes := make([][]byte, depth)
 	for i := range sqes {
 		s := io.ioSQE(nvme.IORead, uint16(i), uint64(i)*4096, 4096, i*4096, 0)
@@ -68,4 +92,5 @@ func benchRead4KNull(b *testing.B, locked bool, wait string, depth int) {
 		}
 	}
 	b.StopTimer()
+	b.ReportMetric(float64(g.l.Stats().Spins-spins0)/float64(b.N), "spins/op")
 }
