@@ -53,6 +53,11 @@ type pollGroup struct {
 	// ew is set when the group sleeps in epoll_wait (Config.PollWait,
 	// groupwait_linux.go); nil: it sleeps on bell.
 	ew *epollWaiter
+
+	// spins counts the group's yielding empty passes (Stats.Spins). The
+	// group's own counter, written only by its goroutine: spinning groups
+	// do not share a cache line.
+	spins atomic.Uint64
 }
 
 // Control event bits of a queue (queue.ctl), set by its watcher or
@@ -238,7 +243,7 @@ func (g *pollGroup) run() {
 		}
 		if spins < budget {
 			spins++
-			g.l.stats.spins.Add(1)
+			g.spins.Add(1)
 			if !locked {
 				runtime.Gosched()
 			}

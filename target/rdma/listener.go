@@ -172,7 +172,9 @@ func (l *Listener) Stats() Stats {
 	s.GrowthDenied = l.stats.growthDenied.Load()
 	s.QuietEntries = l.stats.quietEntries.Load()
 	s.QuietWakes = l.stats.quietWakes.Load()
-	s.Spins = l.stats.spins.Load()
+	for _, g := range l.groups {
+		s.Spins += g.spins.Load()
+	}
 	l.mu.Lock()
 	s.Unconnected = uint64(l.unconnected)
 	l.mu.Unlock()

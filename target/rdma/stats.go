@@ -73,7 +73,7 @@ type counters struct {
 	rdmaReads, rdmaWrites                      atomic.Uint64
 	bytesFromHost, bytesToHost, inCapsuleBytes atomic.Uint64
 	drainDropped                               atomic.Uint64
-	quietEntries, quietWakes, spins            atomic.Uint64
+	quietEntries, quietWakes                   atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
