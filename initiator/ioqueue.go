@@ -213,7 +213,11 @@ func (q *IOQueue) complete(i uint16) {
 }
 
 func (q *IOQueue) push(i uint16) {
-	q.ready[(q.rHead+q.rLen)%len(q.ready)] = i
+	j := q.rHead + q.rLen // wrapped by comparison: no division per I/O
+	if j >= len(q.ready) {
+		j -= len(q.ready)
+	}
+	q.ready[j] = i
 	q.rLen++
 }
 
@@ -222,7 +226,9 @@ func (q *IOQueue) drainReady(done []*IO) int {
 	n := 0
 	for n < len(done) && q.rLen > 0 {
 		i := q.ready[q.rHead]
-		q.rHead = (q.rHead + 1) % len(q.ready)
+		if q.rHead++; q.rHead == len(q.ready) {
+			q.rHead = 0
+		}
 		q.rLen--
 		done[n] = q.q.slots[i].io
 		q.q.release(i)

@@ -249,12 +249,11 @@ func (c *Controller) extBuffer(data []byte, b *Buffer) bool {
 		if a < e.base || a >= e.end || n > e.end-a {
 			continue
 		}
-		off := int(a - e.base)
-		ch := e.reg.Chunk()
-		if off/ch != (off+len(data)-1)/ch { // spans two memory regions
+		addr, lkey, rkey, ok := e.reg.Span(int(a-e.base), len(data))
+		if !ok { // spans two memory regions
 			return false
 		}
-		*b = Buffer{b: data, addr: e.reg.Addr(off), lkey: e.reg.LKey(off), rkey: e.reg.RKey(off), ext: true}
+		*b = Buffer{b: data, addr: addr, lkey: lkey, rkey: rkey, ext: true}
 		return true
 	}
 	return false

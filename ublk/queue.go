@@ -113,11 +113,16 @@ type queue struct {
 	slots  []tagSlot
 	cqes   []uring.CQE
 
-	done     chan completion // backend → queue; capacity = depth
-	posted   atomic.Uint64   // completions sent on done
-	taken    uint64          // completions received (queue goroutine)
-	sleeping atomic.Bool     // the queue goroutine is (about to be) in submit(true)
-	nudged   atomic.Bool     // Wake since the loop's start: loop again before sleeping
+	done   *compRing     // backend → queue (compring.go)
+	posted atomic.Uint64 // completions pushed on done
+	// closing: the queue goroutine has stopped serving and waits for the
+	// requests still with the backend; Complete then also sends on
+	// closed, which that wait blocks on.
+	closing  atomic.Bool
+	closed   chan struct{} // capacity 1
+	taken    uint64        // completions received (queue goroutine)
+	sleeping atomic.Bool   // the queue goroutine is (about to be) in submit(true)
+	nudged   atomic.Bool   // Wake since the loop's start: loop again before sleeping
 	killed   atomic.Bool
 
 	wakeMu      sync.Mutex // guards wakerClosed and calls of ring.wake
@@ -145,7 +150,8 @@ func newQueue(id uint16, depth int, charFD int32, ring qring, descs []byte, lim 
 		id: id, charFD: charFD, ring: ring, descs: descs, lim: lim, maxIO: maxIO,
 		slots:   make([]tagSlot, depth),
 		cqes:    make([]uring.CQE, 2*depth+2),
-		done:    make(chan completion, depth),
+		done:    newCompRing(depth),
+		closed:  make(chan struct{}, 1),
 		pending: make([]uint16, 0, depth),
 	}
 }
@@ -201,10 +207,16 @@ func (q *queue) flush() {
 
 // Complete implements Completer for the queue's backend.
 func (q *queue) Complete(tag uint16, errno syscall.Errno) {
-	q.done <- completion{tag, errno} // never blocks: at most depth in flight
+	q.done.push(completion{tag, errno}) // never blocks: at most depth in flight
 	q.posted.Add(1)
 	if q.sleeping.Load() && q.sleeping.CompareAndSwap(true, false) {
 		q.wake()
+	}
+	if q.closing.Load() {
+		select {
+		case q.closed <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -305,27 +317,26 @@ func (q *queue) flushPending() {
 // drain takes the backend's completions and commits them.
 func (q *queue) drain() {
 	for {
-		select {
-		case c := <-q.done:
-			q.taken++
-			if int(c.tag) >= len(q.slots) || q.slots[c.tag].state != tagExecuting {
-				panic(fmt.Sprintf("ublk: queue %d: backend completed tag %d, which is not executing", q.id, c.tag))
-			}
-			s := &q.slots[c.tag]
-			q.inflight--
-			q.nInflight.Add(-1)
-			res := int32(0)
-			switch {
-			case c.errno != 0:
-				res = -int32(c.errno)
-			case s.req.Op == OpRead || s.req.Op == OpWrite:
-				res = int32(s.req.Length) // ≤ max_io_buf_bytes < 2^31
-			}
-			s.req.Data = nil
-			q.commit(c.tag, res)
-		default:
+		c, ok := q.done.pop()
+		if !ok {
 			return
 		}
+		q.taken++
+		if int(c.tag) >= len(q.slots) || q.slots[c.tag].state != tagExecuting {
+			panic(fmt.Sprintf("ublk: queue %d: backend completed tag %d, which is not executing", q.id, c.tag))
+		}
+		s := &q.slots[c.tag]
+		q.inflight--
+		q.nInflight.Add(-1)
+		res := int32(0)
+		switch {
+		case c.errno != 0:
+			res = -int32(c.errno)
+		case s.req.Op == OpRead || s.req.Op == OpWrite:
+			res = int32(s.req.Length) // ≤ max_io_buf_bytes < 2^31
+		}
+		s.req.Data = nil
+		q.commit(c.tag, res)
 	}
 }
 
@@ -458,8 +469,15 @@ func (q *queue) run(ready chan<- error) error {
 	// Requests with the backend complete into nothing (the kernel requeues
 	// them, or already failed them); wait for each so the buffers are no
 	// longer in use when the backend queue closes.
+	q.closing.Store(true)
 	for q.inflight > 0 {
-		<-q.done
+		if _, ok := q.done.pop(); !ok {
+			// A Complete that saw closing false pushed before its
+			// check, so the pop after the store above finds it; any
+			// later one sends on closed.
+			<-q.closed
+			continue
+		}
 		q.inflight--
 		q.nInflight.Add(-1)
 	}

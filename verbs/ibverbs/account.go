@@ -40,37 +40,60 @@ func (r *wqRing) free() int {
 // push records posted work requests (call with k ≤ free()).
 func (r *wqRing) pushSend(wrs []verbs.SendWR, signalAll bool) {
 	r.mu.Lock()
+	j := r.tail()
 	for i := range wrs {
-		j := (r.head + r.n) % len(r.ids)
 		r.ids[j] = wrs[i].ID
 		r.sig[j] = signalAll || wrs[i].Flags&verbs.SendSignaled != 0
-		r.n++
+		if j++; j == len(r.ids) {
+			j = 0
+		}
 	}
+	r.n += len(wrs)
 	r.mu.Unlock()
 }
 
 func (r *wqRing) pushRecv(wrs []verbs.RecvWR) {
 	r.mu.Lock()
+	j := r.tail()
 	for i := range wrs {
-		j := (r.head + r.n) % len(r.ids)
 		r.ids[j] = wrs[i].ID
-		r.n++
+		if j++; j == len(r.ids) {
+			j = 0
+		}
 	}
+	r.n += len(wrs)
 	r.mu.Unlock()
+}
+
+// tail is the index of the next free entry (under mu). The ring indexes
+// wrap by comparison, not by division: the hot path (a post, a poll)
+// takes no divide (a helper call per division under an emulator).
+func (r *wqRing) tail() int {
+	j := r.head + r.n
+	if j >= len(r.ids) {
+		j -= len(r.ids)
+	}
+	return j
 }
 
 // retire frees the entries up to and including the first one with wr_id
 // id; it reports false (and frees nothing) when no outstanding entry has
-// that id.
+// that id. The oldest entry is the usual one (completions in order).
 func (r *wqRing) retire(id uint64) bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	for k := 0; k < r.n; k++ {
-		if r.ids[(r.head+k)%len(r.ids)] == id {
-			r.head = (r.head + k + 1) % len(r.ids)
-			r.n -= k + 1
+	j := r.head
+	for k := 1; k <= r.n; k++ {
+		hit := r.ids[j] == id
+		if j++; j == len(r.ids) {
+			j = 0
+		}
+		if hit {
+			r.head = j
+			r.n -= k
+			r.mu.Unlock()
 			return true
 		}
 	}
+	r.mu.Unlock()
 	return false
 }

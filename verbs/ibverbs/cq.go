@@ -59,7 +59,31 @@ type cq struct {
 
 	// byNum maps QP numbers to the QPs on this CQ, for queue accounting
 	// in Poll; replaced (copy on write) under mu.
-	byNum atomic.Pointer[map[uint32]*queuePair]
+	byNum atomic.Pointer[qpIndex]
+}
+
+// qpIndex is an immutable map of QP numbers to QPs. A CQ usually serves
+// one QP: then one holds it and Poll's accounting needs no map lookup.
+type qpIndex struct {
+	m   map[uint32]*queuePair
+	one *queuePair // the only QP, or nil
+}
+
+func newQPIndex(m map[uint32]*queuePair) *qpIndex {
+	x := &qpIndex{m: m}
+	if len(m) == 1 {
+		for _, q := range m {
+			x.one = q
+		}
+	}
+	return x
+}
+
+func (x *qpIndex) get(num uint32) *queuePair {
+	if q := x.one; q != nil && q.num == num {
+		return q
+	}
+	return x.m[num]
 }
 
 // index adds q to byNum once its number is known.
@@ -68,12 +92,12 @@ func (c *cq) index(q *queuePair) {
 	defer c.mu.Unlock()
 	m := map[uint32]*queuePair{}
 	if old := c.byNum.Load(); old != nil {
-		for k, v := range *old {
+		for k, v := range old.m {
 			m[k] = v
 		}
 	}
 	m[q.num] = q
-	c.byNum.Store(&m)
+	c.byNum.Store(newQPIndex(m))
 }
 
 // account retires the work requests the completions report (account.go).
@@ -89,7 +113,7 @@ func (c *cq) account(wcs []verbs.WorkCompletion) {
 	for i := range wcs {
 		w := &wcs[i]
 		if !known || w.QPNum != num {
-			q, num, known = (*m)[w.QPNum], w.QPNum, true
+			q, num, known = m.get(w.QPNum), w.QPNum, true
 		}
 		if q == nil {
 			continue
@@ -317,14 +341,14 @@ func (c *cq) attach(q *queuePair) error {
 func (c *cq) detach(q *queuePair) {
 	c.mu.Lock()
 	delete(c.qps, q)
-	if old := c.byNum.Load(); old != nil && (*old)[q.num] == q {
+	if old := c.byNum.Load(); old != nil && old.m[q.num] == q {
 		m := map[uint32]*queuePair{}
-		for k, v := range *old {
+		for k, v := range old.m {
 			if v != q {
 				m[k] = v
 			}
 		}
-		c.byNum.Store(&m)
+		c.byNum.Store(newQPIndex(m))
 	}
 	c.mu.Unlock()
 }

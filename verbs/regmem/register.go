@@ -16,7 +16,16 @@ const MaxChunk = 1 << 30
 // Callers lay their buffers out so that none crosses a multiple of Chunk.
 type Registration struct {
 	mrs   []verbs.MemoryRegion
+	keys  []regionKeys // per memory region, read once at registration
 	chunk int
+}
+
+// regionKeys are a memory region's address and keys, which never change:
+// the per-I/O lookups below read them here instead of through the
+// MemoryRegion interface.
+type regionKeys struct {
+	addr       uint64
+	lkey, rkey uint32
 }
 
 // Register registers mem with pd in chunks of chunk bytes (0 → MaxChunk;
@@ -40,6 +49,7 @@ func Register(pd verbs.ProtectionDomain, mem []byte, chunk int, access verbs.Acc
 			return nil, fmt.Errorf("regmem: register bytes [%d,%d): %w", off, end, err)
 		}
 		g.mrs = append(g.mrs, mr)
+		g.keys = append(g.keys, regionKeys{addr: mr.Addr(), lkey: mr.LKey(), rkey: mr.RKey()})
 	}
 	return g, nil
 }
@@ -50,24 +60,46 @@ func (g *Registration) Chunk() int { return g.chunk }
 // Regions is the number of memory regions.
 func (g *Registration) Regions() int { return len(g.mrs) }
 
+// region is the index of the memory region holding byte off, and off's
+// offset in it (no division when there is one region, the usual case).
+func (g *Registration) region(off int) (int, int) {
+	if len(g.keys) == 1 {
+		return 0, off
+	}
+	i := off / g.chunk
+	return i, off - i*g.chunk
+}
+
 // LKey is the local key of the memory region holding byte off.
-func (g *Registration) LKey(off int) uint32 { return g.mrs[off/g.chunk].LKey() }
+func (g *Registration) LKey(off int) uint32 { i, _ := g.region(off); return g.keys[i].lkey }
 
 // RKey is the remote key of the memory region holding byte off (for a
 // keyed SGL that lets the peer RDMA READ or WRITE it).
-func (g *Registration) RKey(off int) uint32 { return g.mrs[off/g.chunk].RKey() }
+func (g *Registration) RKey(off int) uint32 { i, _ := g.region(off); return g.keys[i].rkey }
 
 // Addr is the address work requests use for byte off.
 func (g *Registration) Addr(off int) uint64 {
-	i := off / g.chunk
-	return g.mrs[i].Addr() + uint64(off-i*g.chunk)
+	i, o := g.region(off)
+	return g.keys[i].addr + uint64(o)
 }
 
 // SGE describes n bytes at off; the caller guarantees they lie in one
 // chunk.
 func (g *Registration) SGE(off int, n uint32) verbs.SGE {
-	i := off / g.chunk
-	return verbs.SGE{Addr: g.mrs[i].Addr() + uint64(off-i*g.chunk), Length: n, LKey: g.mrs[i].LKey()}
+	i, o := g.region(off)
+	return verbs.SGE{Addr: g.keys[i].addr + uint64(o), Length: n, LKey: g.keys[i].lkey}
+}
+
+// Span locates the n > 0 bytes at off, which must lie inside the
+// registered memory: their address and the keys of their memory region,
+// or ok false when they cross from one memory region into the next.
+func (g *Registration) Span(off, n int) (addr uint64, lkey, rkey uint32, ok bool) {
+	i, o := g.region(off)
+	if o+n > g.chunk {
+		return 0, 0, 0, false
+	}
+	k := &g.keys[i]
+	return k.addr + uint64(o), k.lkey, k.rkey, true
 }
 
 // Close deregisters every memory region; the first error is returned.

@@ -55,6 +55,28 @@ func TestAllocRegister(t *testing.T) {
 	if g.LKey(0) == g.LKey(chunk) {
 		t.Fatal("chunks share a key")
 	}
+	// Span: inside one memory region, its address and keys; across a
+	// boundary, refused.
+	for _, c := range []struct {
+		off, n int
+		ok     bool
+	}{{0, chunk, true}, {chunk - 1, 1, true}, {chunk - 1, 2, false}, {chunk, 4096, true}, {2*chunk + 1, chunk, false}, {2*chunk + 1, chunk - 1, true}} {
+		addr, lkey, rkey, ok := g.Span(c.off, c.n)
+		if ok != c.ok {
+			t.Fatalf("Span(%d, %d) ok = %v, want %v", c.off, c.n, ok, c.ok)
+		}
+		if ok && (addr != uint64(uintptrOf(mem, c.off)) || lkey != g.LKey(c.off) || rkey != g.RKey(c.off) || lkey != g.mrs[c.off/chunk].LKey()) {
+			t.Fatalf("Span(%d, %d) = %#x %#x %#x", c.off, c.n, addr, lkey, rkey)
+		}
+	}
+	one, err := Register(pd, mem[:4096], 0, verbs.AccessLocalWrite|verbs.AccessRemoteRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	if addr, lkey, rkey, ok := one.Span(100, 3996); !ok || addr != uint64(uintptrOf(mem, 100)) || lkey != one.mrs[0].LKey() || rkey != one.mrs[0].RKey() {
+		t.Fatalf("one region: Span = %#x %#x %#x %v", addr, lkey, rkey, ok)
+	}
 	if _, err := Register(pd, mem, MaxChunk+1, 0); err == nil {
 		t.Fatal("chunk above MaxChunk accepted")
 	}
