@@ -191,6 +191,7 @@ insn_setup() {
   gcc -O2 -shared -fPIC -fvisibility=hidden -o "$LAB_DIR/insncount.so" "$REPO/test/lab/probes/insncount/insncount.c" -lpthread ||
     { echo "run.sh: INSNS=1: the plugin did not build" >&2; return 1; }
   cp "$SHARE/bin/$2" "$1/$2.bin" || return 1
+  if [ -n "$BASELINE" ] && [ -f "$SHARE/bin/$2-base" ]; then cp "$SHARE/bin/$2-base" "$1/$2-base.bin" || return 1; fi
   echo "-plugin $LAB_DIR/insncount.so,dir=$1"
 }
 # insn_section OUT WHOSE: the results' section of an INSNS=1 run (OUT/insns.md), if there is one.
@@ -207,7 +208,8 @@ insn_section() {
 }
 # insn_report OUT BINARY REF: analyze.py's tables for OUT/insn in OUT/insns.md.
 insn_report() {
-  python3 "$REPO/test/lab/probes/insncount/analyze.py" --name "$2" --ref "$3" "$1/insn" "$1/insn/$2.bin" > "$1/insns.md" 2>&1 ||
+  python3 "$REPO/test/lab/probes/insncount/analyze.py" --name "$2" --ref "$3" \
+    $([ -f "$1/insn/$2-base.bin" ] && echo "--base-binary $1/insn/$2-base.bin") "$1/insn" "$1/insn/$2.bin" > "$1/insns.md" 2>&1 ||
     echo "run.sh: INSNS=1: analyze.py failed (see $1/insns.md)" >&2
 }
 declare -A RC WALL
@@ -304,7 +306,7 @@ if [[ " $SCENARIOS " == *" frontends "* ]]; then
   {
     echo "# rdmablk lab frontends: kernel nvme-rdma host vs rdmablk ublk vs rdmablk nbd, $(date '+%Y-%m-%d %H:%M %Z')"
     echo
-    echo "Command: \`$([ -n "$USER_LAB_KERNEL" ] && echo "LAB_KERNEL=$USER_LAB_KERNEL ")$([ -n "${LABARGS:-}" ] && echo "LABARGS='$LABARGS' ")$([ -n "${APPEND:-}" ] && echo "APPEND='$APPEND' ")$([ "${INSNS:-0}" = 1 ] && echo "INSNS=1 ")ROUNDS=$ROUNDS FIOTIME=${FIOTIME:-10} test/lab/run.sh frontends\` ($(if [ "${RC[frontends]:-1}" = 0 ]; then echo pass; else echo "FAIL rc=${RC[frontends]:-none}"; fi), ${WALL[frontends]:-?} s of which ${fwait:-?} s waiting for the lab lock), built from $BUILT."
+    echo "Command: \`$([ -n "$BASELINE" ] && echo "BASELINE=$BASELINE ")$([ -n "$USER_LAB_KERNEL" ] && echo "LAB_KERNEL=$USER_LAB_KERNEL ")$([ -n "${LABARGS:-}" ] && echo "LABARGS='$LABARGS' ")$([ -n "${APPEND:-}" ] && echo "APPEND='$APPEND' ")$([ "${INSNS:-0}" = 1 ] && echo "INSNS=1 ")ROUNDS=$ROUNDS FIOTIME=${FIOTIME:-10} test/lab/run.sh frontends\` ($(if [ "${RC[frontends]:-1}" = 0 ]; then echo pass; else echo "FAIL rc=${RC[frontends]:-none}"; fi), ${WALL[frontends]:-?} s of which ${fwait:-?} s waiting for the lab lock), built from $BUILT."
     [ -n "${NOTE:-}" ] && echo "Note: $NOTE"
     echo "$HOSTLINE $QEMULINE"
     echo "Guest: Debian $SUITE, kernel ${fk:-unknown (the initiator guest reported none)}, rdma-core $(pkgver rdma-core), fio $(pkgver fio), nvme-cli $(pkgver nvme-cli). Two guests (1 vCPU, 2 GiB"

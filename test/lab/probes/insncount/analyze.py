@@ -77,14 +77,16 @@ def text_range(maps, name):
     with open(maps) as f:
         for line in f:
             p = line.split()
-            if len(p) >= 6 and p[5].endswith("/" + name) and "x" in p[1]:
+            # name's baseline build (BASELINE=REV: name-base, non-PIE like it, at the same
+            # addresses) counts as name's code too: the guest keeps the maps of whichever ran last
+            if len(p) >= 6 and (p[5].endswith("/" + name) or p[5].endswith("/" + name + "-base")) and "x" in p[1]:
                 a, b = (int(x, 16) for x in p[0].split("-"))
                 lo = a if lo is None else min(lo, a)
                 hi = b if hi is None else max(hi, b)
     return lo, hi
 
 
-def windows(d, name, ksyms, gsyms):
+def windows(d, name, ksyms, gsyms, base_syms=None):
     marks = {}
     with open(os.path.join(d, "marks")) as f:
         for line in f:
@@ -100,6 +102,8 @@ def windows(d, name, ksyms, gsyms):
         cmds = ios - ios0
         if cmds <= 0:
             continue  # an idle window
+        # a baseline configuration's window (ublk-base.rw32.r1) ran name-base: its symbols
+        syms = base_syms if base_syms is not None and label.split(".")[0].endswith("-base") else gsyms
         a = load_dump(os.path.join(d, "dump.%d" % k0))
         b = load_dump(os.path.join(d, "dump.%d" % k))
         parts, kfun, gfun = collections.Counter(), collections.Counter(), collections.Counter()
@@ -115,9 +119,9 @@ def windows(d, name, ksyms, gsyms):
                 kfun[ksyms.of(addr)] += ins
             elif lo is not None and lo <= addr < hi:
                 parts[name] += ins
-                gfun[gsyms.of(addr)] += ins
-                if addr in gsyms.entry:
-                    gcall[gsyms.entry[addr]] += de
+                gfun[syms.of(addr)] += ins
+                if addr in syms.entry:
+                    gcall[syms.entry[addr]] += de
             else:
                 parts["other"] += ins
         out.append((label, cmds, parts, kfun, gfun, gcall))
@@ -128,12 +132,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--name", default="rdmablkd", help="the Go binary's file name in the guest")
     ap.add_argument("--ref", default="nvmet", help="the configuration the others are compared with")
+    ap.add_argument("--base-binary", help="the baseline build's binary (BASELINE=REV), for the -base windows")
     ap.add_argument("dir")
     ap.add_argument("binary")
     o = ap.parse_args()
     ksyms = kernel_symbols(os.path.join(o.dir, "kallsyms"))
     gsyms = go_symbols(o.binary)
-    ws = windows(o.dir, o.name, ksyms, gsyms)
+    ws = windows(o.dir, o.name, ksyms, gsyms, go_symbols(o.base_binary) if o.base_binary else None)
     print("| window | commands | instructions per command | kernel | %s code | other user code |" % o.name)
     print("| --- | --- | --- | --- | --- | --- |")
     for label, cmds, parts, _, _, _ in ws:
