@@ -76,7 +76,7 @@ func (c *Controller) ANAState(ctx context.Context, nsid uint32) (ANAState, error
 		return 0, err
 	}
 	var grp uint32
-	if ns := c.nsByID.Load().get(nsid); ns != nil {
+	if ns := c.nsByID.Load().Get(nsid); ns != nil {
 		grp = ns.Identify().ANAGRPID
 	}
 	for _, g := range groups {

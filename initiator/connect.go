@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rdmablk/rdmablk/internal/idmap"
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/nvme/tcppdu"
 )
@@ -381,7 +382,7 @@ func (c *Controller) scanNamespaces(ctx context.Context) error {
 		}
 		start = list[len(list)-1]
 	}
-	old := c.nsByID.Load().byID
+	old := c.nsByID.Load().All()
 	next := make(map[uint32]*Namespace, len(ids))
 	for _, id := range ids {
 		raw, err := c.admin.identify(ctx, nvme.CNSNamespace, id)
@@ -408,7 +409,7 @@ func (c *Controller) scanNamespaces(ctx context.Context) error {
 		ns.info.Store(&info)
 		next[id] = ns
 	}
-	c.nsByID.Store(newNSTable(next))
+	c.nsByID.Store(idmap.New(next))
 	return nil
 }
 

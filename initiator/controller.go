@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rdmablk/rdmablk/internal/idmap"
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/verbs"
 )
@@ -47,8 +48,10 @@ type Controller struct {
 	muxes       []*queueMux   // the multiplexed submission layer, one per queue
 	rr          atomic.Uint32 // round-robin queue choice of route
 
-	nsMu   sync.Mutex // serialises namespace rescans; guards nsByID writes
-	nsByID atomic.Pointer[nsTable]
+	nsMu sync.Mutex // serialises namespace rescans; guards nsByID writes
+	// nsByID holds the active namespaces (usually one: no map lookup per
+	// I/O), replaced whole under nsMu.
+	nsByID atomic.Pointer[idmap.Map[uint32, *Namespace]]
 
 	stateMu sync.Mutex // guards state transitions and lostErr
 	state   atomic.Int32
@@ -77,7 +80,7 @@ type Controller struct {
 
 func newController(addr, subNQN string, opts Options) *Controller {
 	c := &Controller{opts: opts, addr: addr, subNQN: subNQN, log: opts.Logger, done: make(chan struct{})}
-	c.nsByID.Store(newNSTable(nil))
+	c.nsByID.Store(idmap.New(map[uint32]*Namespace{}))
 	return c
 }
 
@@ -186,7 +189,7 @@ func (c *Controller) track(q *qpair) {
 
 // Namespaces returns the active namespaces ordered by NSID.
 func (c *Controller) Namespaces() []*Namespace {
-	m := c.nsByID.Load().byID
+	m := c.nsByID.Load().All()
 	out := make([]*Namespace, 0, len(m))
 	for _, ns := range m {
 		out = append(out, ns)
@@ -198,7 +201,7 @@ func (c *Controller) Namespaces() []*Namespace {
 // Namespace returns active namespace nsid, or an error wrapping
 // ErrNoNamespace.
 func (c *Controller) Namespace(nsid uint32) (*Namespace, error) {
-	if ns := c.nsByID.Load().get(nsid); ns != nil {
+	if ns := c.nsByID.Load().Get(nsid); ns != nil {
 		return ns, nil
 	}
 	return nil, fmt.Errorf("%w: nsid %d", ErrNoNamespace, nsid)
@@ -207,38 +210,11 @@ func (c *Controller) Namespace(nsid uint32) (*Namespace, error) {
 // blockSize is the block size of active namespace nsid, or 0. It does not
 // allocate (hot path).
 func (c *Controller) blockSize(nsid uint32) int {
-	ns := c.nsByID.Load().get(nsid)
+	ns := c.nsByID.Load().Get(nsid)
 	if ns == nil {
 		return 0
 	}
 	return ns.BlockSize()
-}
-
-// nsTable is an immutable snapshot of the active namespaces (Controller.nsByID).
-type nsTable struct {
-	byID map[uint32]*Namespace
-	only *Namespace // the one namespace when there is exactly one: no map lookup per I/O
-}
-
-func newNSTable(byID map[uint32]*Namespace) *nsTable {
-	if byID == nil {
-		byID = map[uint32]*Namespace{}
-	}
-	t := &nsTable{byID: byID}
-	if len(byID) == 1 {
-		for _, ns := range byID {
-			t.only = ns
-		}
-	}
-	return t
-}
-
-// get returns active namespace nsid, or nil.
-func (t *nsTable) get(nsid uint32) *Namespace {
-	if t.only != nil && t.only.nsid == nsid {
-		return t.only
-	}
-	return t.byID[nsid]
 }
 
 // keepAliveLoop sends Keep Alive every KATO/2 until the controller dies;

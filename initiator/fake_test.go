@@ -5,6 +5,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/rdmablk/rdmablk/internal/idmap"
 	"github.com/rdmablk/rdmablk/nvme"
 	"github.com/rdmablk/rdmablk/verbs"
 )
@@ -449,7 +450,7 @@ func newFakeRigN(t testing.TB, nq, depth, bs, blocks, maxTransfer, inCapsule int
 	info.LBAF[0].LBADS = uint8(log2(bs))
 	ns.info.Store(&info)
 	m := map[uint32]*Namespace{fakeNSID: ns}
-	c.nsByID.Store(newNSTable(m))
+	c.nsByID.Store(idmap.New(m))
 	r.ns = ns
 	c.startMuxes()
 	t.Cleanup(func() { _ = c.Close() })

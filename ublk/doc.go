@@ -34,9 +34,9 @@
 // /dev/ublkcN) Submit to the backend, and when the backend completes,
 // COMMIT_AND_FETCH_REQ with the result — which also re-arms the tag. The
 // goroutine sleeps in io_uring_enter; backend completions arrive on a
-// channel (capacity = depth, so Complete never blocks) and wake it through
-// an eventfd read kept armed in the ring, written only when the goroutine
-// is asleep. A batching backend (Flusher) issues each loop's requests in
+// lock-free ring (compring.go; room for depth, so Complete never blocks)
+// and wake it through an eventfd read kept armed in the ring, written
+// only when the goroutine is asleep. A batching backend (Flusher) issues each loop's requests in
 // Flush; one whose completions are signalled on a descriptor (Waiter: an
 // RDMA CQ's completion channel) hands that descriptor to the loop, which
 // keeps a one-shot POLL_ADD of it armed in the same ring, so one

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/rdmablk/rdmablk/internal/idmap"
 	"github.com/rdmablk/rdmablk/verbs"
 )
 
@@ -58,32 +59,9 @@ type cq struct {
 	closed bool
 
 	// byNum maps QP numbers to the QPs on this CQ, for queue accounting
-	// in Poll; replaced (copy on write) under mu.
-	byNum atomic.Pointer[qpIndex]
-}
-
-// qpIndex is an immutable map of QP numbers to QPs. A CQ usually serves
-// one QP: then one holds it and Poll's accounting needs no map lookup.
-type qpIndex struct {
-	m   map[uint32]*queuePair
-	one *queuePair // the only QP, or nil
-}
-
-func newQPIndex(m map[uint32]*queuePair) *qpIndex {
-	x := &qpIndex{m: m}
-	if len(m) == 1 {
-		for _, q := range m {
-			x.one = q
-		}
-	}
-	return x
-}
-
-func (x *qpIndex) get(num uint32) *queuePair {
-	if q := x.one; q != nil && q.num == num {
-		return q
-	}
-	return x.m[num]
+	// in Poll (usually one QP: no map lookup); replaced (copy on write)
+	// under mu.
+	byNum atomic.Pointer[idmap.Map[uint32, *queuePair]]
 }
 
 // index adds q to byNum once its number is known.
@@ -92,12 +70,10 @@ func (c *cq) index(q *queuePair) {
 	defer c.mu.Unlock()
 	m := map[uint32]*queuePair{}
 	if old := c.byNum.Load(); old != nil {
-		for k, v := range old.m {
-			m[k] = v
-		}
+		m = old.Clone()
 	}
 	m[q.num] = q
-	c.byNum.Store(newQPIndex(m))
+	c.byNum.Store(idmap.New(m))
 }
 
 // account retires the work requests the completions report (account.go).
@@ -113,7 +89,7 @@ func (c *cq) account(wcs []verbs.WorkCompletion) {
 	for i := range wcs {
 		w := &wcs[i]
 		if !known || w.QPNum != num {
-			q, num, known = m.get(w.QPNum), w.QPNum, true
+			q, num, known = m.Get(w.QPNum), w.QPNum, true
 		}
 		if q == nil {
 			continue
@@ -341,14 +317,10 @@ func (c *cq) attach(q *queuePair) error {
 func (c *cq) detach(q *queuePair) {
 	c.mu.Lock()
 	delete(c.qps, q)
-	if old := c.byNum.Load(); old != nil && old.m[q.num] == q {
-		m := map[uint32]*queuePair{}
-		for k, v := range old.m {
-			if v != q {
-				m[k] = v
-			}
-		}
-		c.byNum.Store(newQPIndex(m))
+	if old := c.byNum.Load(); old != nil && old.Get(q.num) == q {
+		m := old.Clone()
+		delete(m, q.num)
+		c.byNum.Store(idmap.New(m))
 	}
 	c.mu.Unlock()
 }
