@@ -9,7 +9,7 @@ import (
 // a bounded multi-producer, single-consumer ring with a sequence number
 // per cell (D. Vyukov's bounded queue). Complete (any goroutine) pushes,
 // the queue goroutine pops. Unlike a channel it takes no lock: a push is
-// one atomic add and two atomic stores, a pop two atomic operations —
+// an atomic add, a load and a store, a pop a load and a store —
 // on the one-vCPU lab guest a buffered channel's send and receive cost
 // the attachment ~350 instructions per request in runtime locks.
 //
@@ -21,7 +21,11 @@ import (
 // A pop stops at a cell whose producer has reserved it but not yet
 // published it, even if later cells are published: the queue counts
 // completions in posted after the push, so it loops again rather than
-// sleep, and the late producer finishes within a few instructions.
+// sleep, and the late producer finishes within a few instructions —
+// unless it is descheduled right there, when the queue goroutine loops
+// (each pass a non-waiting io_uring_enter) until that producer runs again
+// (on a one-P process, at its next yield: 4–8 ms at most). A channel send
+// has no such half-done state; the window is a few instructions wide.
 type compRing struct {
 	cells []compCell
 	mask  uint64

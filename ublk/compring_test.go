@@ -63,3 +63,26 @@ func TestCompRing(t *testing.T) {
 		}
 	}
 }
+
+// TestCompRingHalfPushed: a pop stops at a cell whose producer has
+// reserved it but not yet published it, even with a later completion
+// published, and takes both in order once the first is published.
+func TestCompRingHalfPushed(t *testing.T) {
+	r := newCompRing(4)
+	pos := r.tail.Add(1) - 1 // a producer reserves cell 0 and stops there
+	r.push(completion{tag: 2, errno: 5})
+	if _, ok := r.pop(); ok {
+		t.Fatal("pop passed a reserved, unpublished cell")
+	}
+	cell := &r.cells[pos&r.mask]
+	cell.c = completion{tag: 1}
+	cell.seq.Store(pos + 1)
+	for _, want := range []completion{{tag: 1}, {tag: 2, errno: 5}} {
+		if c, ok := r.pop(); !ok || c != want {
+			t.Fatalf("pop = %+v %v, want %+v", c, ok, want)
+		}
+	}
+	if _, ok := r.pop(); ok {
+		t.Fatal("a completion left over")
+	}
+}

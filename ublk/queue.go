@@ -117,12 +117,14 @@ type queue struct {
 	posted atomic.Uint64 // completions pushed on done
 	// closing: the queue goroutine has stopped serving and waits for the
 	// requests still with the backend; Complete then also sends on
-	// closed, which that wait blocks on.
+	// closed, which that wait blocks on. closed has room for depth tokens
+	// (at most depth Completes come after closing), so no send is ever
+	// dropped and each token's send happens before its receive.
 	closing  atomic.Bool
-	closed   chan struct{} // capacity 1
-	taken    uint64        // completions received (queue goroutine)
-	sleeping atomic.Bool   // the queue goroutine is (about to be) in submit(true)
-	nudged   atomic.Bool   // Wake since the loop's start: loop again before sleeping
+	closed   chan struct{}
+	taken    uint64      // completions received (queue goroutine)
+	sleeping atomic.Bool // the queue goroutine is (about to be) in submit(true)
+	nudged   atomic.Bool // Wake since the loop's start: loop again before sleeping
 	killed   atomic.Bool
 
 	wakeMu      sync.Mutex // guards wakerClosed and calls of ring.wake
@@ -151,7 +153,7 @@ func newQueue(id uint16, depth int, charFD int32, ring qring, descs []byte, lim 
 		slots:   make([]tagSlot, depth),
 		cqes:    make([]uring.CQE, 2*depth+2),
 		done:    newCompRing(depth),
-		closed:  make(chan struct{}, 1),
+		closed:  make(chan struct{}, depth),
 		pending: make([]uint16, 0, depth),
 	}
 }
@@ -213,10 +215,7 @@ func (q *queue) Complete(tag uint16, errno syscall.Errno) {
 		q.wake()
 	}
 	if q.closing.Load() {
-		select {
-		case q.closed <- struct{}{}:
-		default:
-		}
+		q.closed <- struct{}{} // never blocks: room for depth
 	}
 }
 

@@ -69,6 +69,24 @@ func TestAllocRegister(t *testing.T) {
 			t.Fatalf("Span(%d, %d) = %#x %#x %#x", c.off, c.n, addr, lkey, rkey)
 		}
 	}
+	// a short last region (memory not a multiple of chunk)
+	short, err := Register(pd, mem[:2*chunk+100], chunk, verbs.AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer short.Close()
+	if short.Regions() != 3 {
+		t.Fatalf("%d regions, want 3", short.Regions())
+	}
+	for _, c := range []struct {
+		off, n int
+		ok     bool
+	}{{2 * chunk, 100, true}, {2*chunk + 50, 50, true}, {2*chunk - 10, 20, false}, {2*chunk - 10, 10, true}} {
+		addr, lkey, _, ok := short.Span(c.off, c.n)
+		if ok != c.ok || ok && (addr != uint64(uintptrOf(mem, c.off)) || lkey != short.mrs[c.off/chunk].LKey()) {
+			t.Fatalf("short: Span(%d, %d) = %#x %#x %v, want ok %v", c.off, c.n, addr, lkey, ok, c.ok)
+		}
+	}
 	one, err := Register(pd, mem[:4096], 0, verbs.AccessLocalWrite|verbs.AccessRemoteRead)
 	if err != nil {
 		t.Fatal(err)
