@@ -13,21 +13,19 @@ import (
 // report; the verbs contract wants ErrQueueFull beyond QueuePair.Cap, with
 // a slot freed only once its completion is polled, so that a CQ as deep as
 // the queues it serves can never overrun. Each QP therefore keeps, per
-// work queue, a ring of the wr_ids it posted (and, for the send queue,
-// whether each was signaled); Poll retires entries as it hands out
-// completions: a send completion retires every WR up to and including
-// the one it reports (unsignaled WRs before it completed silently), a
-// receive completion retires one.
+// work queue, a ring of the wr_ids it posted; Poll retires entries as it
+// hands out completions: a send completion retires every WR up to and
+// including the one it reports (unsignaled WRs before it completed
+// silently), a receive completion retires one.
 type wqRing struct {
 	mu   sync.Mutex // guards the fields below
 	ids  []uint64
-	sig  []bool
 	head int // index of the oldest outstanding entry
 	n    int // outstanding entries
 }
 
 func newRing(capacity int) *wqRing {
-	return &wqRing{ids: make([]uint64, capacity), sig: make([]bool, capacity)}
+	return &wqRing{ids: make([]uint64, capacity)}
 }
 
 // free is the number of slots left.
@@ -37,16 +35,13 @@ func (r *wqRing) free() int {
 	return len(r.ids) - r.n
 }
 
-// push records posted work requests (call with k ≤ free()).
-func (r *wqRing) pushSend(wrs []verbs.SendWR, signalAll bool) {
+// pushSend and pushRecv record posted work requests (call with
+// len(wrs) ≤ free()).
+func (r *wqRing) pushSend(wrs []verbs.SendWR) {
 	r.mu.Lock()
 	j := r.tail()
 	for i := range wrs {
-		r.ids[j] = wrs[i].ID
-		r.sig[j] = signalAll || wrs[i].Flags&verbs.SendSignaled != 0
-		if j++; j == len(r.ids) {
-			j = 0
-		}
+		j = r.put(j, wrs[i].ID)
 	}
 	r.n += len(wrs)
 	r.mu.Unlock()
@@ -56,13 +51,19 @@ func (r *wqRing) pushRecv(wrs []verbs.RecvWR) {
 	r.mu.Lock()
 	j := r.tail()
 	for i := range wrs {
-		r.ids[j] = wrs[i].ID
-		if j++; j == len(r.ids) {
-			j = 0
-		}
+		j = r.put(j, wrs[i].ID)
 	}
 	r.n += len(wrs)
 	r.mu.Unlock()
+}
+
+// put stores id at index j and returns the next index (under mu).
+func (r *wqRing) put(j int, id uint64) int {
+	r.ids[j] = id
+	if j++; j == len(r.ids) {
+		j = 0
+	}
+	return j
 }
 
 // tail is the index of the next free entry (under mu). The ring indexes

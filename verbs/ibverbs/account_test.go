@@ -23,7 +23,7 @@ func TestWQRing(t *testing.T) {
 		if len(ids) > r.free() {
 			t.Fatalf("push %d with %d free", len(ids), r.free())
 		}
-		r.pushSend(wrs, false)
+		r.pushSend(wrs)
 	}
 	retire := func(id uint64, want bool, free int) {
 		t.Helper()
@@ -34,7 +34,7 @@ func TestWQRing(t *testing.T) {
 			t.Fatalf("after retire(%d): %d free, want %d", id, got, free)
 		}
 	}
-	for round := uint64(0); round < 7; round++ { // heads at every index, twice over
+	for round := uint64(0); round < 7; round++ { // the head at every index of the ring
 		b := round * 10
 		send(b+1, b+2, b+3)
 		retire(b+9, false, 2)

@@ -218,7 +218,6 @@ func (c *connID) CreateQP(pd verbs.ProtectionDomain, attr verbs.QPInitAttr) (ver
 		MaxInlineData: int(ccap.max_inline_data),
 	}
 	q.allocScratch()
-	q.sigAll = attr.SignalAll
 	q.sq, q.rq = newRing(q.cap.MaxSendWR), newRing(q.cap.MaxRecvWR)
 	scq.index(q)
 	if rcq != scq {

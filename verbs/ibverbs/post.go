@@ -59,7 +59,7 @@ func (q *queuePair) PostSend(wrs []verbs.SendWR) (int, error) {
 		if n > 0 {
 			r := C.rb_post_send(q.qp, &q.swr[0], (*C.struct_ibv_sge)(unsafe.Pointer(&q.ssge[0])), q.sscr, C.int(n))
 			done, e := r&0xffff, r>>16
-			q.sq.pushSend(wrs[posted:posted+int(done)], q.sigAll)
+			q.sq.pushSend(wrs[posted : posted+int(done)])
 			posted += int(done)
 			if e != 0 {
 				return posted, postErr("ibv_post_send", e)

@@ -39,7 +39,6 @@ type queuePair struct {
 	num      uint32
 	maxSGERd int
 	sendInv  bool
-	sigAll   bool
 	state    atomic.Int32
 	sq, rq   *wqRing // see account.go
 

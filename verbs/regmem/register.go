@@ -13,7 +13,8 @@ const MaxChunk = 1 << 30
 
 // Registration is memory registered with one protection domain as
 // consecutive memory regions of chunk bytes (the last may be shorter).
-// Callers lay their buffers out so that none crosses a multiple of Chunk.
+// Callers lay their buffers out so that none crosses a multiple of the
+// chunk size (Span reports one that does).
 type Registration struct {
 	mrs   []verbs.MemoryRegion
 	keys  []regionKeys // per memory region, read once at registration
@@ -53,9 +54,6 @@ func Register(pd verbs.ProtectionDomain, mem []byte, chunk int, access verbs.Acc
 	}
 	return g, nil
 }
-
-// Chunk is the size of every memory region but the last.
-func (g *Registration) Chunk() int { return g.chunk }
 
 // Regions is the number of memory regions.
 func (g *Registration) Regions() int { return len(g.mrs) }
