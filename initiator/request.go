@@ -69,9 +69,15 @@ type Request struct {
 	// submitter while it splits the request.
 	pending atomic.Int32
 
-	errMu  sync.Mutex // guards failAt and err (failure path only)
+	errMu  sync.Mutex // guards failAt and err while commands fail (fail)
 	failAt int
 	err    error
+
+	// first is the request's first command, inline: a request of one
+	// command (a 4 KiB I/O) takes nothing from cmdPool. Its lifetime
+	// ends with its finish, before the request's last release, so it is
+	// free again whenever the caller may resubmit the request.
+	first cmd
 }
 
 // Notifier receives completed Requests (Request.Notify). The initiator
@@ -156,28 +162,41 @@ func (r *Request) split(lba, blocks, per uint64, rt cmdRouter, sub *Submitter) {
 	if per == 0 {
 		per = 1
 	}
-	first := lba
+	at := lba
 	for blocks > 0 {
 		n := min(blocks, per)
-		c := r.newCmd(first, n, lba)
+		var c *cmd
+		if at == lba {
+			c = &r.first
+			*c = cmd{}
+		} else {
+			c = getCmd()
+		}
+		r.fillCmd(c, at, n, lba)
 		c.sub = sub
 		r.pending.Add(1)
 		rt.route(c)
-		first += n
+		at += n
 		blocks -= n
 	}
 }
 
-// newCmd makes the command for blocks [at, at+n) of a request starting at
-// block base.
+// newCmd makes a pooled command for blocks [at, at+n) of a request
+// starting at block base.
 func (r *Request) newCmd(at, n, base uint64) *cmd {
 	c := getCmd()
+	r.fillCmd(c, at, n, base)
+	return c
+}
+
+// fillCmd sets a zeroed command up for blocks [at, at+n) of a request
+// starting at block base.
+func (r *Request) fillCmd(c *cmd, at, n, base uint64) {
 	c.r, c.op, c.fua, c.nsid, c.lba, c.blocks = r, r.Op, r.FUA, r.nsid, at, n
 	if r.Op == IORead || r.Op == IOWrite {
 		c.off = int(at-base) * r.bs
 		c.data = r.Data[c.off : c.off+int(n)*r.bs]
 	}
-	return c
 }
 
 // fail records err for the command at byte offset at of Data.
@@ -198,7 +217,10 @@ func (r *Request) release() {
 	if r.pending.Add(-1) != 0 {
 		return
 	}
-	r.errMu.Lock()
+	// No lock: every fail happened before its command's release, and
+	// this last Add observed all of those (sync/atomic operations are
+	// sequentially consistent), so nothing writes err or failAt any
+	// more.
 	r.Err = r.err
 	if r.Op == IORead || r.Op == IOWrite {
 		r.N = len(r.Data)
@@ -206,7 +228,6 @@ func (r *Request) release() {
 			r.N = max(r.failAt, 0)
 		}
 	}
-	r.errMu.Unlock()
 	if r.sess != nil {
 		r.sess.inFlight.Add(-1)
 		r.sess.completed.Add(1)
@@ -243,7 +264,9 @@ func (c *cmd) done(err error) {
 // finish ends the command with err (nil: success) without replay.
 func (c *cmd) finish(err error) {
 	r, off := c.r, c.off
-	putCmd(c)
+	if c != &r.first {
+		putCmd(c)
+	}
 	if err != nil {
 		r.fail(off, err)
 	}

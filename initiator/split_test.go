@@ -64,3 +64,63 @@ func TestMaxBlocksPerCommand(t *testing.T) {
 		}
 	}
 }
+
+// holdRouter keeps the commands it is given, for the test to finish.
+type holdRouter struct{ got []*cmd }
+
+func (hr *holdRouter) route(c *cmd) { hr.got = append(hr.got, c) }
+
+// TestRequestFirstCommandInline: a request's first command is the one
+// inside the Request (no pool), the others are pooled; whichever finishes
+// last completes the request with the right N, and the request can be
+// submitted again at once, its first command reused.
+func TestRequestFirstCommandInline(t *testing.T) {
+	const bs = 512
+	data := make([]byte, 5*bs)
+	done := make(chan *Request, 1)
+	r := &Request{Op: IOWrite, Data: data, Done: done}
+	errBad := &StatusError{Op: "write"}
+	cases := []struct {
+		name  string
+		order []int // finish order of the 3 commands
+		fail  int   // index of the failing command, or -1
+		wantN int
+	}{
+		{"first finishes last", []int{1, 2, 0}, -1, len(data)},
+		{"first finishes first", []int{0, 1, 2}, -1, len(data)},
+		{"middle fails", []int{2, 0, 1}, 1, 2 * bs},
+		{"first fails last", []int{1, 2, 0}, 0, 0},
+	}
+	for _, tc := range cases {
+		r.pending.Store(1)
+		r.bs, r.failAt, r.err = bs, -1, nil
+		hr := &holdRouter{}
+		r.split(7, 5, 2, hr, nil) // blocks 7-8, 9-10, 11
+		r.release()
+		if len(hr.got) != 3 || hr.got[0] != &r.first || hr.got[1] == &r.first || hr.got[2] == &r.first {
+			t.Fatalf("%s: commands %p, first %p", tc.name, hr.got, &r.first)
+		}
+		if c := hr.got[0]; c.lba != 7 || c.blocks != 2 || len(c.data) != 2*bs || &c.data[0] != &data[0] {
+			t.Fatalf("%s: first command %+v", tc.name, *c)
+		}
+		if c := hr.got[2]; c.lba != 11 || c.blocks != 1 || c.off != 4*bs {
+			t.Fatalf("%s: last command %+v", tc.name, *c)
+		}
+		for i, k := range tc.order {
+			select {
+			case <-done:
+				t.Fatalf("%s: completed after %d of 3 commands", tc.name, i)
+			default:
+			}
+			var err error
+			if k == tc.fail {
+				err = errBad
+			}
+			hr.got[k].finish(err)
+		}
+		got := <-done
+		if got.N != tc.wantN || (tc.fail < 0) != (got.Err == nil) {
+			t.Fatalf("%s: N %d err %v, want N %d", tc.name, got.N, got.Err, tc.wantN)
+		}
+	}
+}
