@@ -85,8 +85,10 @@
 // been live for CtrlLossTimeout, waiting and new requests fail at once
 // with an error wrapping ErrControllerLost and syscall.EIO.
 //
-// Neither path allocates or reads a clock per I/O in steady state
-// (commands and blocking requests are recycled through sync.Pools).
+// Neither path allocates or reads a clock per I/O in steady state: a
+// request's first command lives inside the Request, the commands of a
+// request split in several and the blocking calls' waiters are recycled
+// through sync.Pools.
 //
 // # Zero-copy requests (MemRegion)
 //

@@ -8,7 +8,9 @@
 #      TIMEOUT (s, 1200), NET (user|tap|none; user = slirp with restrict=on, the guest reaches
 #      nothing outside), TAP (tap name for NET=tap), MAC, EXTRA (qemu args), APPEND (kernel args),
 #      LAB_NOLOCK=1 (skip the machine-wide lock: only for callers that already hold it),
-#      TCG_THREAD (single|multi: TCG's threading; single for one vCPU, multi otherwise).
+#      TCG_THREAD (single|multi: TCG's threading; single for one vCPU, multi otherwise),
+#      QEMU_BIN (a qemu-system-x86_64 to run instead of the system's, e.g. one built with its symbols
+#      for test/lab/probes/qemuprof: the system's firmware (/usr/share/qemu) is passed with -L).
 # Only one lab VM set runs at a time on the machine (flock on $LAB_DIR/qemu.lock): TCG needs both
 # cores. Exit status: the scenario's rc (from its "LAB: rc=N" line), or 125 if the guest did not
 # get that far (boot failure, timeout).
@@ -22,7 +24,9 @@ RUNID=${RUNID:-$(date +%Y%m%d-%H%M%S)-$SCEN}
 for f in "$IMAGE" "$KERNEL" "$INITRD"; do
   [ -f "$f" ] || { echo "boot.sh: missing $f: run test/lab/build-image.sh" >&2; exit 125; }
 done
-command -v qemu-system-x86_64 >/dev/null || { echo "boot.sh: no qemu: run test/lab/build-image.sh" >&2; exit 125; }
+QEMU_BIN=${QEMU_BIN:-qemu-system-x86_64}; QEMU_L=()
+[ "$QEMU_BIN" != qemu-system-x86_64 ] && QEMU_L=(-L /usr/share/qemu)
+command -v "$QEMU_BIN" >/dev/null || { echo "boot.sh: no qemu ($QEMU_BIN): run test/lab/build-image.sh" >&2; exit 125; }
 if [ "${LAB_NOLOCK:-0}" != 1 ]; then
   exec 9>"$LAB_DIR/qemu.lock"
   flock -n 9 || { echo "boot.sh: another lab VM runs; waiting for $LAB_DIR/qemu.lock"; flock 9; }
@@ -55,7 +59,7 @@ TCGTHREAD=${TCG_THREAD:-$([ "$SMP" = 1 ] && echo single || echo multi)}
 KARGS="root=/dev/vda rw console=ttyS0,115200 init=/sbin/lab-init panic=1 loglevel=4 net.ifnames=0 lab.scenario=$SCEN lab.name=$SCEN lab.runid=$RUNID $* ${APPEND:-}"
 t0=$(date +%s)
 echo "boot.sh: scenario=$SCEN out=$OUTD"
-QEMU=(qemu-system-x86_64
+QEMU=("$QEMU_BIN" "${QEMU_L[@]}"
   -machine q35 -accel "tcg,thread=$TCGTHREAD,tb-size=512" -cpu max -smp "$SMP" -m "$MEM"
   -nographic -no-reboot -name "$SCEN,debug-threads=on"
   -kernel "$KERNEL" -initrd "$INITRD" -append "$KARGS"
