@@ -10,7 +10,7 @@
 #      LAB_NOLOCK=1 (skip the machine-wide lock: only for callers that already hold it),
 #      TCG_THREAD (single|multi: TCG's threading; single for one vCPU, multi otherwise),
 #      QEMU_BIN (a qemu-system-x86_64 to run instead of the system's, e.g. one built with its symbols
-#      for test/lab/probes/qemuprof: the system's firmware (/usr/share/qemu) is passed with -L).
+#      for test/lab/probes/qemuprof: the firmware directories of Debian's build are passed with -L).
 # Only one lab VM set runs at a time on the machine (flock on $LAB_DIR/qemu.lock): TCG needs both
 # cores. Exit status: the scenario's rc (from its "LAB: rc=N" line), or 125 if the guest did not
 # get that far (boot failure, timeout).
@@ -25,7 +25,7 @@ for f in "$IMAGE" "$KERNEL" "$INITRD"; do
   [ -f "$f" ] || { echo "boot.sh: missing $f: run test/lab/build-image.sh" >&2; exit 125; }
 done
 QEMU_BIN=${QEMU_BIN:-qemu-system-x86_64}; QEMU_L=()
-[ "$QEMU_BIN" != qemu-system-x86_64 ] && QEMU_L=(-L /usr/share/qemu)
+[ "$QEMU_BIN" != qemu-system-x86_64 ] && QEMU_L=(-L /usr/share/qemu -L /usr/share/seabios -L /usr/lib/ipxe/qemu)
 command -v "$QEMU_BIN" >/dev/null || { echo "boot.sh: no qemu ($QEMU_BIN): run test/lab/build-image.sh" >&2; exit 125; }
 if [ "${LAB_NOLOCK:-0}" != 1 ]; then
   exec 9>"$LAB_DIR/qemu.lock"
