@@ -288,7 +288,7 @@ while read -r s rc w; do RC[$s]=$rc; WALL[$s]=$w; done < "$STATUS"
 # REPORT_ONLY runs report the build, not today's tree).
 BUILT=$(cat "$SHARE/bin/build-info" 2>/dev/null || echo "unknown sources (no $SHARE/bin/build-info)")
 HOSTLINE="Host: $(. /etc/os-release; echo "$PRETTY_NAME"), kernel $(uname -r), $(nproc) cores, no KVM:"
-QEMULINE="qemu $(qemu-system-x86_64 --version | head -1 | awk '{print $4}') TCG (\`-cpu max -accel tcg,thread=multi\`; one-vCPU guests \`thread=single\`), $(go version | awk '{print $3}'), build tags: ${TAGS:-none}."
+QEMULINE="qemu $("${QEMU_BIN:-qemu-system-x86_64}" --version | head -1 | awk '{print $4}')$([ -n "${QEMU_BIN:-}" ] && echo " (QEMU_BIN=$QEMU_BIN, not the system's)") TCG (\`-cpu max -accel tcg,thread=multi\`; one-vCPU guests \`thread=single\`), $(go version | awk '{print $3}'), build tags: ${TAGS:-none}."
 GUESTLINE="Guest: Debian $SUITE, kernel $KVER, rdma-core $(awk '$1=="rdma-core" {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev/null), fio $(awk '$1=="fio" {print $2}' "$LAB_DIR/guest-packages.txt" 2>/dev/null)."
 # not_quiet LOAD1: the warning line of a results file when the host's 1-minute load at the start
 # was above 0.5 (other work shared the two cores).

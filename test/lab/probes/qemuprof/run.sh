@@ -9,7 +9,16 @@
 # The environment goes to run.sh as usual (ROUNDS, FIOTIME, NOBUILD, LABARGS, ...). Output: the
 # scenario's results file as usual, and $SHARE/out/RUN-run-SCENARIO/qemuprof.md (analyze.py's
 # table). perf needs kernel.perf_event_paranoid <= 0 or root; QEMU's stripped binary resolves only its
-# exported functions (the rest is "qemu: [unresolved]"). Adds about 1 % host load.
+# exported functions (the rest is "qemu: [unresolved]"). For names, build the same QEMU with its
+# symbols and pass it as QEMU_BIN (boot.sh); session 38 did, in about 10 minutes:
+#   apt-get source qemu   (a deb-src line for the main archive; the debug-symbol archive is not reachable)
+#   apt-get install ninja-build meson libglib2.0-dev libpixman-1-dev libslirp-dev libfdt-dev \
+#     libcap-ng-dev libattr1-dev flex bison
+#   cd qemu-7.2+dfsg && ./configure --target-list=x86_64-softmmu --without-default-features \
+#     --enable-plugins --enable-slirp --enable-tcg --enable-virtfs --enable-attr --enable-cap-ng \
+#     --disable-werror --disable-docs --enable-fdt=system && ninja -C build qemu-system-x86_64
+#   QEMU_BIN=$PWD/build/qemu-system-x86_64 test/lab/probes/qemuprof/run.sh GUEST SCENARIO
+# Adds about 1 % host load.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 LAB=$(cd "$HERE/../.." && pwd)
