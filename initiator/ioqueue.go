@@ -132,6 +132,10 @@ func (q *IOQueue) submit(io *IO, timed bool) error {
 	n := 0
 	switch io.Op {
 	case IORead, IOWrite:
+		if io.checked > 0 {
+			n = io.checked
+			break
+		}
 		bs := q.c.blockSize(io.NSID)
 		if bs == 0 || io.Blocks == 0 || io.Blocks > MaxBlocksPerIO || io.Buf == nil || !(io.Buf.ext || q.pool.owns(io.Buf)) {
 			return ErrInvalid

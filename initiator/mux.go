@@ -453,7 +453,7 @@ func (m *queueMux) issue() {
 			}
 		}
 		io := &m.ios[k]
-		*io = IO{Op: x.op, NSID: x.nsid, LBA: x.lba, Blocks: uint32(x.blocks), FUA: x.fua, Buf: buf, User: uint64(k)}
+		*io = IO{Op: x.op, NSID: x.nsid, LBA: x.lba, Blocks: uint32(x.blocks), FUA: x.fua, Buf: buf, User: uint64(k), checked: len(x.data)}
 		// Published before the post, so that whoever sees the command at
 		// the controller sees it in QueueStats too.
 		m.inFlight.Store(int32(m.busy + 1))

@@ -121,7 +121,11 @@ func (q *queue) Buffer(tag uint16) []byte {
 // never blocks, allocates nothing.
 func (q *queue) Submit(tag uint16, req *ublk.Request) {
 	r := &q.reqs[tag]
-	*r = initiator.Request{Off: int64(req.Offset), FUA: req.FUA, Notify: q, User: uint64(tag)}
+	// The caller's fields one by one, not a composite literal: that would
+	// zero the whole Request, the layer's own part too (which it sets up
+	// itself at each submission).
+	r.Off, r.FUA, r.Notify, r.User, r.Done, r.Queue = int64(req.Offset), req.FUA, q, uint64(tag), nil, 0
+	r.Data, r.Len = nil, 0
 	switch req.Op {
 	case ublk.OpRead:
 		r.Op, r.Data = initiator.IORead, req.Data
