@@ -70,12 +70,6 @@ type IO struct {
 
 	// User is free for the caller (a tag); the queue does not touch it.
 	User uint64
-
-	// checked is the data length of a read or write that the queue mux
-	// built and already checked (Blocks × the request's block size, a
-	// buffer of that size, within MaxTransfer): submit then skips its
-	// own checks. Zero for the raw API's IOs, which it checks.
-	checked int
 }
 
 // Result folds Err and Status into one error: nil on success, Err for a

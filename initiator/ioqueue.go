@@ -117,45 +117,67 @@ func (q *IOQueue) Submit(io *IO) error {
 	return q.submit(io, true)
 }
 
-// submit queues io; timed records the submit time for IO.Latency (the raw
-// API; the multiplexed layer reads no clock per I/O).
+// submit queues a raw-API io; timed records the submit time for
+// IO.Latency (the raw API; the multiplexed layer reads no clock per I/O).
 func (q *IOQueue) submit(io *IO, timed bool) error {
 	if io == nil {
 		return ErrInvalid
 	}
+	if err := q.live(); err != nil {
+		return err
+	}
+	n, err := q.check(io)
+	if err != nil {
+		return err
+	}
+	return q.post(io, n, timed)
+}
+
+// live is nil while the queue can take commands.
+func (q *IOQueue) live() error {
 	if q.c.isDead() {
 		return q.c.deadErr()
 	}
 	if q.q.err != nil {
 		return ErrControllerLost
 	}
-	n := 0
+	return nil
+}
+
+// check validates an IO of the raw API and returns its data length (0
+// for commands without data).
+func (q *IOQueue) check(io *IO) (int, error) {
 	switch io.Op {
 	case IORead, IOWrite:
-		if io.checked > 0 {
-			n = io.checked
-			break
-		}
 		bs := q.c.blockSize(io.NSID)
 		if bs == 0 || io.Blocks == 0 || io.Blocks > MaxBlocksPerIO || io.Buf == nil || !(io.Buf.ext || q.pool.owns(io.Buf)) {
-			return ErrInvalid
+			return 0, ErrInvalid
 		}
-		n = int(io.Blocks) * bs
+		n := int(io.Blocks) * bs
 		if n > q.maxTransfer || n > len(io.Buf.b) {
-			return ErrInvalid
+			return 0, ErrInvalid
 		}
+		return n, nil
 	case IOWriteZeroes:
 		if io.Blocks == 0 || io.Blocks > MaxBlocksPerIO {
-			return ErrInvalid
+			return 0, ErrInvalid
 		}
 	case IODeallocate:
 		if io.Blocks == 0 {
-			return ErrInvalid
+			return 0, ErrInvalid
 		}
 	case IOFlush:
 	default:
-		return ErrInvalid
+		return 0, ErrInvalid
 	}
+	return 0, nil
+}
+
+// post queues io, valid with data length n: checked by check, or built
+// so by the queue mux (issue), whose commands the session checked
+// against the namespace and fit bounded by MaxTransfer. The caller saw
+// live return nil.
+func (q *IOQueue) post(io *IO, n int, timed bool) error {
 	i, e, ok := q.q.alloc()
 	if !ok {
 		return ErrQueueFull

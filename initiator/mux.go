@@ -453,11 +453,15 @@ func (m *queueMux) issue() {
 			}
 		}
 		io := &m.ios[k]
-		*io = IO{Op: x.op, NSID: x.nsid, LBA: x.lba, Blocks: uint32(x.blocks), FUA: x.fua, Buf: buf, User: uint64(k), checked: len(x.data)}
+		*io = IO{Op: x.op, NSID: x.nsid, LBA: x.lba, Blocks: uint32(x.blocks), FUA: x.fua, Buf: buf, User: uint64(k)}
 		// Published before the post, so that whoever sees the command at
 		// the controller sees it in QueueStats too.
 		m.inFlight.Store(int32(m.busy + 1))
-		if err := q.submit(io, false); err != nil {
+		err := q.live()
+		if err == nil { // checked already: Session/Namespace check, fit
+			err = q.post(io, len(x.data), false)
+		}
+		if err != nil {
 			m.inFlight.Store(int32(m.busy))
 			m.releaseBuf(buf)
 			if err == ErrQueueFull {
