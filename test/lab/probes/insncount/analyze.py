@@ -13,7 +13,9 @@ scripts); then per job every configuration against REF (median of its windows), 
 functions and BINARY's functions that differ most per command, and — where both run BINARY — how
 often per command BINARY's functions were called (the executions of the block at a function's
 entry: a poll loop's passes, CQ polls, cgo calls, scheduler rounds; inlined calls are not seen). A translated block is charged to
-the function its first instruction is in."""
+the function its first instruction is in. Where the dumps carry the blocks' static counts (insncount.c), a
+second table gives per window what else TCG charges for: blocks run, memory accesses, vector and system
+instructions, indirect block exits, each split into kernel / BINARY / other user code."""
 import argparse
 import bisect
 import collections
@@ -25,12 +27,17 @@ KERNEL_BASE = 0xFFFF800000000000
 
 
 def load_dump(path):
-    d = {}
+    """{(vaddr, insns): executions}, and {(vaddr, insns): (mem, vec, sys, ind)} where the dump
+    carries the blocks' static counts (insncount.c's header)."""
+    d, static = {}, {}
     with open(path) as f:
         for line in f:
-            a, n, e = line.split()
-            d[(a, int(n))] = int(e)
-    return d
+            p = line.split()
+            key = (p[0], int(p[1]))
+            d[key] = int(p[2])
+            if len(p) >= 7:
+                static[key] = tuple(int(x) for x in p[3:7])
+    return d, static
 
 
 class Symbols:
@@ -104,9 +111,12 @@ def windows(d, name, ksyms, gsyms, base_syms=None):
             continue  # an idle window
         # a baseline configuration's window (ublk-base.rw32.r1) ran name-base: its symbols
         syms = base_syms if base_syms is not None and label.split(".")[0].endswith("-base") else gsyms
-        a = load_dump(os.path.join(d, "dump.%d" % k0))
-        b = load_dump(os.path.join(d, "dump.%d" % k))
+        a, _ = load_dump(os.path.join(d, "dump.%d" % k0))
+        b, static = load_dump(os.path.join(d, "dump.%d" % k))
         parts, kfun, gfun = collections.Counter(), collections.Counter(), collections.Counter()
+        # TCG's cost drivers per part: blocks run, memory accesses, vector and system instructions,
+        # indirect block exits (see insncount.c)
+        drivers = collections.Counter()
         gcall = collections.Counter()  # executions of the block at a function's entry: its calls
         for key, e in b.items():
             de = e - a.get(key, 0)
@@ -115,16 +125,21 @@ def windows(d, name, ksyms, gsyms, base_syms=None):
             addr = int(key[0], 16)
             ins = de * key[1]
             if addr >= KERNEL_BASE:
-                parts["kernel"] += ins
+                part = "kernel"
                 kfun[ksyms.of(addr)] += ins
             elif lo is not None and lo <= addr < hi:
-                parts[name] += ins
+                part = name
                 gfun[syms.of(addr)] += ins
                 if addr in syms.entry:
                     gcall[syms.entry[addr]] += de
             else:
-                parts["other"] += ins
-        out.append((label, cmds, parts, kfun, gfun, gcall))
+                part = "other"
+            parts[part] += ins
+            drivers[(part, "blocks")] += de
+            if key in static:
+                for metric, v in zip(("mem", "vec", "sys", "ind"), static[key]):
+                    drivers[(part, metric)] += de * v
+        out.append((label, cmds, parts, kfun, gfun, gcall, drivers))
     return out
 
 
@@ -141,10 +156,22 @@ def main():
     ws = windows(o.dir, o.name, ksyms, gsyms, go_symbols(o.base_binary) if o.base_binary else None)
     print("| window | commands | instructions per command | kernel | %s code | other user code |" % o.name)
     print("| --- | --- | --- | --- | --- | --- |")
-    for label, cmds, parts, _, _, _ in ws:
+    for label, cmds, parts, _, _, _, _ in ws:
         t = sum(parts.values())
         print("| %s | %d | %.0f | %.0f | %.0f | %.0f |" % (label, cmds, t / cmds, parts["kernel"] / cmds,
                                                          parts[o.name] / cmds, parts["other"] / cmds))
+    if any(w[6].get(("kernel", "mem")) for w in ws):
+        print("\nWhat TCG charges beyond instructions, per command (all parts; kernel / %s / other user code):"
+              " translated blocks run, memory accesses, SSE/AVX instructions, system instructions and lock"
+              " prefixes, blocks that end in an indirect jump or return (insncount.c):\n" % o.name)
+        print("| window | blocks | memory accesses | vector | system | indirect exits |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for label, cmds, _, _, _, _, dr in ws:
+            cells = []
+            for metric in ("blocks", "mem", "vec", "sys", "ind"):
+                v = [dr[(p, metric)] / cmds for p in ("kernel", o.name, "other")]
+                cells.append("%.0f (%.0f / %.0f / %.0f)" % (sum(v), v[0], v[1], v[2]))
+            print("| %s | %s |" % (label, " | ".join(cells)))
     # per (config, job): medians of the windows' totals, mean per-function counts
     groups = collections.defaultdict(list)
     for w in ws:
@@ -153,7 +180,7 @@ def main():
     agg = {}
     for key, g in groups.items():
         kf, gf, gc = collections.Counter(), collections.Counter(), collections.Counter()
-        for _, cmds, _, k, gg, calls in g:
+        for _, cmds, _, k, gg, calls, _ in g:
             for s, v in k.items():
                 kf[s] += v / cmds / len(g)
             for s, v in gg.items():

@@ -6,8 +6,19 @@
  *
  * Each translated block gets an inline counter (one add per execution, no helper call). A thread
  * polls DIR for mark.1, mark.2, ...: when mark.N appears it writes dump.N (via dump.N.tmp and a
- * rename), one line per block that ran: "VADDR N_INSNS EXECS", cumulative since boot. The guest
+ * rename), one line per block that ran, its executions cumulative since boot (the form below). The guest
  * creates the marks through the 9p share; the difference of two dumps is what ran between them.
+ *
+ * TCG does not charge every guest instruction alike, so each block also carries four static counts
+ * taken from its disassembly when it is first translated; a dump line is
+ * "VADDR N_INSNS EXECS MEM VEC SYS IND": MEM its instructions that touch memory (an explicit memory
+ * operand, or the stack or a string: push, pop, call, ret, movs, ...; not lea or nop), each a
+ * softmmu TLB check in translated code; VEC those on SSE/AVX registers (mostly helper calls); SYS
+ * the privileged and serialising ones that leave translated code (syscall, sysret, iret, swapgs,
+ * xsave, xrstor, cpuid, rdmsr, wrmsr, mov to or from a control register, hlt, in, out, lock
+ * prefixes); IND 1 when the block ends in an indirect jump, call or a return, whose next block
+ * TCG finds by a hash lookup (helper_lookup_tb_ptr) instead of a chained jump. classify_test.c
+ * checks the classifier against capstone's AT&T forms.
  * Build: gcc -O2 -shared -fPIC -fvisibility=hidden -o insncount.so insncount.c -lpthread */
 #include <errno.h>
 #include <inttypes.h>
@@ -25,6 +36,7 @@ struct block {
     uint64_t vaddr;
     uint64_t insns;
     uint64_t execs; /* the inline add's target: must never move */
+    uint32_t mem, vec, sys, ind; /* static counts of the first translation (see above) */
 };
 
 #define CHUNK 65536
@@ -107,6 +119,78 @@ static struct block *lookup_or_add(uint64_t vaddr, uint64_t insns)
     return b;
 }
 
+static int starts_with(const char *s, const char *p)
+{
+    return strncmp(s, p, strlen(p)) == 0;
+}
+
+/* classify adds one instruction's disassembly ("mnemonic operands", AT&T or Intel syntax) to b's
+ * static counts; last says it ends the block. */
+static void classify(struct block *b, const char *d, int last)
+{
+    while (starts_with(d, "lock ") || starts_with(d, "rep ") || starts_with(d, "repz ") ||
+           starts_with(d, "repnz ") || starts_with(d, "repe ") || starts_with(d, "repne ") ||
+           starts_with(d, "bnd ") || starts_with(d, "notrack ") || starts_with(d, "data16 ") ||
+           starts_with(d, "cs ") || starts_with(d, "ds ")) {
+        if (starts_with(d, "lock ")) {
+            b->sys++;
+        }
+        d = strchr(d, ' ') + 1;
+    }
+    char m[32];
+    size_t n = strcspn(d, " \t");
+    if (n >= sizeof(m)) {
+        n = sizeof(m) - 1;
+    }
+    memcpy(m, d, n);
+    m[n] = 0;
+    const char *ops = d + n;
+    while (*ops == ' ' || *ops == '\t') {
+        ops++;
+    }
+    static const char *const stack[] = {"push", "pop", "call", "ret", "leave", "movs", "stos",
+                                        "lods", "cmps", "scas", "iret", "enter"};
+    static const char *const sys[] = {"syscall", "sysret", "iret", "swapgs", "xsave", "xsaves", "xsavec",
+                                      "xsaveopt", "xrstor", "xrstors", "xsave64", "xsaves64",
+                                      "xsavec64", "xsaveopt64", "xrstor64", "xrstors64",
+                                      "fxsave64", "fxrstor64",
+                                      "fxsave", "fxrstor", "cpuid", "rdmsr", "wrmsr", "hlt", "in",
+                                      "out", "invlpg", "lgdt", "lidt", "ltr", "sti", "cli",
+                                      "popf", "rdtsc", "rdpid", "serialize", "mfence", "lfence",
+                                      "sfence", "clts"};
+    int mem = (strchr(ops, '(') || strchr(ops, '[')) && !starts_with(m, "lea") && !starts_with(m, "nop");
+    for (size_t i = 0; !mem && i < sizeof(stack) / sizeof(stack[0]); i++) {
+        mem = starts_with(m, stack[i]);
+    }
+    b->mem += mem;
+    if (strstr(ops, "mm") && (strstr(ops, "%xmm") || strstr(ops, "%ymm") || strstr(ops, "%zmm") ||
+                              strstr(ops, "xmm") || strstr(ops, "ymm") || strstr(ops, "zmm"))) {
+        b->vec++;
+    }
+    int issys = 0;
+    for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++) {
+        /* the name, or the name with AT&T's operand-size suffix (iretq, inb, popfq) */
+        size_t k = strlen(sys[i]);
+        if (strncmp(m, sys[i], k) == 0 && (m[k] == 0 || (m[k + 1] == 0 && strchr("bwlq", m[k])))) {
+            issys = 1;
+        }
+    }
+    /* xchg with memory is locked; a mov to or from a control register leaves translated code */
+    if ((starts_with(m, "xchg") && mem) || (starts_with(m, "mov") && (strstr(ops, "%cr") || strstr(ops, "cr0") ||
+                                                                       strstr(ops, "cr3") || strstr(ops, "cr4")))) {
+        issys = 1;
+    }
+    b->sys += issys;
+    if (last) {
+        int ret = starts_with(m, "ret");
+        int jc = starts_with(m, "jmp") || starts_with(m, "call");
+        /* an indirect target: AT&T marks it with '*'; Intel names a register or memory */
+        int indirect = jc && (ops[0] == '*' || strchr(ops, '[') ||
+                              (ops[0] != 0 && !starts_with(ops, "0x") && !(ops[0] >= '0' && ops[0] <= '9')));
+        b->ind = ret || indirect || starts_with(m, "iret") || starts_with(m, "sysret") || starts_with(m, "syscall");
+    }
+}
+
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     (void)id;
@@ -114,6 +198,15 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     uint64_t insns = qemu_plugin_tb_n_insns(tb);
     pthread_mutex_lock(&mu);
     struct block *b = lookup_or_add(vaddr, insns);
+    if (b && !b->execs && !b->mem && !b->vec && !b->sys && !b->ind) {
+        for (size_t i = 0; i < insns; i++) {
+            char *d = qemu_plugin_insn_disas(qemu_plugin_tb_get_insn(tb, i));
+            if (d) {
+                classify(b, d, i + 1 == insns);
+                free(d);
+            }
+        }
+    }
     pthread_mutex_unlock(&mu);
     if (b) {
         qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &b->execs, 1);
@@ -134,7 +227,8 @@ static int dump(unsigned n)
         struct block *b = &chunks[i / CHUNK][i % CHUNK];
         uint64_t e = __atomic_load_n(&b->execs, __ATOMIC_RELAXED);
         if (e) {
-            fprintf(f, "%" PRIx64 " %" PRIu64 " %" PRIu64 "\n", b->vaddr, b->insns, e);
+            fprintf(f, "%" PRIx64 " %" PRIu64 " %" PRIu64 " %u %u %u %u\n", b->vaddr, b->insns, e,
+                    b->mem, b->vec, b->sys, b->ind);
         }
     }
     pthread_mutex_unlock(&mu);
