@@ -37,6 +37,7 @@ struct block {
     uint64_t insns;
     uint64_t execs; /* the inline add's target: must never move */
     uint32_t mem, vec, sys, ind; /* static counts of the first translation (see above) */
+    int classified;              /* they are set: a block translated again keeps them */
 };
 
 #define CHUNK 65536
@@ -163,8 +164,7 @@ static void classify(struct block *b, const char *d, int last)
         mem = starts_with(m, stack[i]);
     }
     b->mem += mem;
-    if (strstr(ops, "mm") && (strstr(ops, "%xmm") || strstr(ops, "%ymm") || strstr(ops, "%zmm") ||
-                              strstr(ops, "xmm") || strstr(ops, "ymm") || strstr(ops, "zmm"))) {
+    if (strstr(ops, "xmm") || strstr(ops, "ymm") || strstr(ops, "zmm")) {
         b->vec++;
     }
     int issys = 0;
@@ -198,7 +198,8 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     uint64_t insns = qemu_plugin_tb_n_insns(tb);
     pthread_mutex_lock(&mu);
     struct block *b = lookup_or_add(vaddr, insns);
-    if (b && !b->execs && !b->mem && !b->vec && !b->sys && !b->ind) {
+    if (b && !b->classified) {
+        b->classified = 1;
         for (size_t i = 0; i < insns; i++) {
             char *d = qemu_plugin_insn_disas(qemu_plugin_tb_get_insn(tb, i));
             if (d) {
