@@ -136,6 +136,13 @@ def windows(d, name, ksyms, gsyms, base_syms=None):
                 part = "other"
             parts[part] += ins
             drivers[(part, "blocks")] += de
+            # the code passed through: blocks run at least once per 10 commands (their count and
+            # their instructions), and the executions of blocks run 0.1-2 times per command
+            if de * 10 >= cmds:
+                drivers[(part, "hot")] += cmds
+                drivers[(part, "hotins")] += cmds * key[1]
+                if de < 2 * cmds:
+                    drivers[(part, "lukewarm")] += de
             if key in static:
                 for metric, v in zip(("mem", "vec", "sys", "ind"), static[key]):
                     drivers[(part, metric)] += de * v
@@ -172,6 +179,18 @@ def main():
                 v = [dr[(p, metric)] / cmds for p in ("kernel", o.name, "other")]
                 cells.append("%.0f (%.0f / %.0f / %.0f)" % (sum(v), v[0], v[1], v[2]))
             print("| %s | %s |" % (label, " | ".join(cells)))
+    print("\nThe code each window passed through (kernel / %s / other user code): translated blocks run at"
+          " least once per 10 commands and their guest instructions (static: the code, not its executions),"
+          " and the executions per command of those run 0.1–2 times per command (straight-line code run about"
+          " once per command or per batch):\n" % o.name)
+    print("| window | blocks run ≥ 0.1 per command | their instructions | executions of blocks run 0.1–2 per command |")
+    print("| --- | --- | --- | --- |")
+    for label, cmds, _, _, _, _, dr in ws:
+        cells = []
+        for metric in ("hot", "hotins", "lukewarm"):
+            v = [dr[(p, metric)] / cmds for p in ("kernel", o.name, "other")]
+            cells.append("%.0f (%.0f / %.0f / %.0f)" % (sum(v), v[0], v[1], v[2]))
+        print("| %s | %s |" % (label, " | ".join(cells)))
     # per (config, job): medians of the windows' totals, mean per-function counts
     groups = collections.defaultdict(list)
     for w in ws:
