@@ -150,6 +150,18 @@ def windows(d, name, ksyms, gsyms, base_syms=None):
     return out
 
 
+def driver_table(ws, name, headings, metrics):
+    """One row per window: each metric per command, in all and split kernel / name / other."""
+    print("| window | %s |" % " | ".join(headings))
+    print("|" + " --- |" * (len(headings) + 1))
+    for label, cmds, _, _, _, _, dr in ws:
+        cells = []
+        for metric in metrics:
+            v = [dr[(p, metric)] / cmds for p in ("kernel", name, "other")]
+            cells.append("%.0f (%.0f / %.0f / %.0f)" % (sum(v), v[0], v[1], v[2]))
+        print("| %s | %s |" % (label, " | ".join(cells)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--name", default="rdmablkd", help="the Go binary's file name in the guest")
@@ -171,26 +183,14 @@ def main():
         print("\nWhat TCG charges beyond instructions, per command (all parts; kernel / %s / other user code):"
               " translated blocks run, memory accesses, SSE/AVX instructions, system instructions and lock"
               " prefixes, blocks that end in an indirect jump or return (insncount.c):\n" % o.name)
-        print("| window | blocks | memory accesses | vector | system | indirect exits |")
-        print("| --- | --- | --- | --- | --- | --- |")
-        for label, cmds, _, _, _, _, dr in ws:
-            cells = []
-            for metric in ("blocks", "mem", "vec", "sys", "ind"):
-                v = [dr[(p, metric)] / cmds for p in ("kernel", o.name, "other")]
-                cells.append("%.0f (%.0f / %.0f / %.0f)" % (sum(v), v[0], v[1], v[2]))
-            print("| %s | %s |" % (label, " | ".join(cells)))
+        driver_table(ws, o.name, ("blocks", "memory accesses", "vector", "system", "indirect exits"),
+                     ("blocks", "mem", "vec", "sys", "ind"))
     print("\nThe code each window passed through (kernel / %s / other user code): translated blocks run at"
           " least once per 10 commands and their guest instructions (static: the code, not its executions),"
           " and the executions per command of those run 0.1–2 times per command (straight-line code run about"
           " once per command or per batch):\n" % o.name)
-    print("| window | blocks run ≥ 0.1 per command | their instructions | executions of blocks run 0.1–2 per command |")
-    print("| --- | --- | --- | --- |")
-    for label, cmds, _, _, _, _, dr in ws:
-        cells = []
-        for metric in ("hot", "hotins", "lukewarm"):
-            v = [dr[(p, metric)] / cmds for p in ("kernel", o.name, "other")]
-            cells.append("%.0f (%.0f / %.0f / %.0f)" % (sum(v), v[0], v[1], v[2]))
-        print("| %s | %s |" % (label, " | ".join(cells)))
+    driver_table(ws, o.name, ("blocks run ≥ 0.1 per command", "their instructions",
+                              "executions of blocks run 0.1–2 per command"), ("hot", "hotins", "lukewarm"))
     # per (config, job): medians of the windows' totals, mean per-function counts
     groups = collections.defaultdict(list)
     for w in ws:
