@@ -139,6 +139,7 @@ def windows(d, name, ksyms, gsyms, base_syms=None):
             # the code passed through: blocks run at least once per 10 commands (their count and
             # their instructions), and the executions of blocks run 0.1-2 times per command
             if de * 10 >= cmds:
+                # += cmds: driver_table divides every metric by the window's commands
                 drivers[(part, "hot")] += cmds
                 drivers[(part, "hotins")] += cmds * key[1]
                 if de < 2 * cmds:

@@ -34,6 +34,8 @@ int main(void)
         {"rep stosb %al, (%rdi)", 1, 0, 0, 0},     {"movq %rax, %cr3", 0, 0, 1, 0},
         {"xchgq %rax, (%rdx)", 1, 0, 1, 0},        {"iretq", 1, 0, 1, 1},
         {"hlt", 0, 0, 1, 0},                       {"pxor %xmm1, %xmm1", 0, 1, 0, 0},
+        {"fxrstor64 (%rsi)", 1, 0, 1, 0},          {"xsave (%rdi)", 1, 0, 1, 0},
+        {"int3", 0, 0, 0, 0},
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -152,10 +152,7 @@ static void classify(struct block *b, const char *d, int last)
     static const char *const stack[] = {"push", "pop", "call", "ret", "leave", "movs", "stos",
                                         "lods", "cmps", "scas", "iret", "enter"};
     static const char *const sys[] = {"syscall", "sysret", "iret", "swapgs", "xsave", "xsaves", "xsavec",
-                                      "xsaveopt", "xrstor", "xrstors", "xsave64", "xsaves64",
-                                      "xsavec64", "xsaveopt64", "xrstor64", "xrstors64",
-                                      "fxsave64", "fxrstor64",
-                                      "fxsave", "fxrstor", "cpuid", "rdmsr", "wrmsr", "hlt", "in",
+                                      "xsaveopt", "xrstor", "xrstors", "fxsave", "fxrstor", "cpuid", "rdmsr", "wrmsr", "hlt", "in",
                                       "out", "invlpg", "lgdt", "lidt", "ltr", "sti", "cli",
                                       "popf", "rdtsc", "rdpid", "serialize", "mfence", "lfence",
                                       "sfence", "clts"};
@@ -169,9 +166,11 @@ static void classify(struct block *b, const char *d, int last)
     }
     int issys = 0;
     for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++) {
-        /* the name, or the name with AT&T's operand-size suffix (iretq, inb, popfq) */
+        /* the name, or the name with AT&T's operand-size suffix (iretq, inb, popfq) or the 64-bit
+         * form's (xsaves64, fxrstor64) */
         size_t k = strlen(sys[i]);
-        if (strncmp(m, sys[i], k) == 0 && (m[k] == 0 || (m[k + 1] == 0 && strchr("bwlq", m[k])))) {
+        if (strncmp(m, sys[i], k) == 0 &&
+            (m[k] == 0 || (m[k + 1] == 0 && strchr("bwlq", m[k])) || strcmp(m + k, "64") == 0)) {
             issys = 1;
         }
     }
