@@ -31,9 +31,8 @@ type attachFlags struct {
 	runDir     string
 	foreground bool
 	logLevel   string
-	cpuProfile string // --cpuprofile, acted on by the foreground process
-	goTrace    string // --trace, acted on by the foreground process
-	sched      string // --sched, the attachment process's thread policy
+	profiles   cpuprof.Paths // --cpuprofile, --memprofile, --trace: acted on by the foreground process
+	sched      string        // --sched, the attachment process's thread policy
 }
 
 func newConnect(g *globals) *cobra.Command {
@@ -86,8 +85,9 @@ it is ready; --foreground keeps it in this process until SIGTERM or
 	f.StringVar(&af.runDir, "run-dir", attach.DefaultRunDir(), "directory of attachment state and sockets")
 	f.BoolVar(&af.foreground, "foreground", false, "run the attachment in this process")
 	f.StringVar(&af.logLevel, "log-level", "info", "log level (debug, info, warn, error)")
-	f.StringVar(&af.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the attachment process's run to this file (written when it stops)")
-	f.StringVar(&af.goTrace, "trace", "", "write a Go execution trace of the attachment process's run to this file (go tool trace; costly: for short diagnostic runs)")
+	f.StringVar(&af.profiles.CPU, "cpuprofile", "", "write a Go CPU profile of the attachment process's run to this file (written when it stops)")
+	f.StringVar(&af.profiles.Mem, "memprofile", "", "write a Go allocation profile of the attachment process's run to this file (written when it stops; go tool pprof -sample_index=alloc_space)")
+	f.StringVar(&af.profiles.Trace, "trace", "", "write a Go execution trace of the attachment process's run to this file (go tool trace; costly: for short diagnostic runs)")
 	f.StringVar(&af.sched, "sched", threadsched.Batch, schedUsage)
 	return cmd
 }
@@ -126,16 +126,11 @@ func connectForeground(ctx context.Context, af *attachFlags, g *globals) error {
 	if err := threadsched.Apply(af.sched); err != nil {
 		return err
 	}
-	stopProfile, err := cpuprof.Start(af.cpuProfile)
+	stopProfiles, err := af.profiles.Start()
 	if err != nil {
 		return err
 	}
-	defer stopProfile()
-	stopTrace, err := cpuprof.Trace(af.goTrace)
-	if err != nil {
-		return err
-	}
-	defer stopTrace()
+	defer stopProfiles()
 	opts, err := g.options()
 	if err != nil {
 		return err

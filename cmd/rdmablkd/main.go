@@ -47,7 +47,7 @@ func newRoot() *cobra.Command {
 	var cfgFile string
 	var listen []string
 	var printConfig bool
-	var cpuProfile, goTrace string
+	var profiles cpuprof.Paths
 	cmd := &cobra.Command{
 		Use:           "rdmablkd",
 		Short:         "NVMe-oF/RDMA storage target daemon",
@@ -73,16 +73,11 @@ func newRoot() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			stopProfile, err := cpuprof.Start(cpuProfile)
+			stopProfiles, err := profiles.Start()
 			if err != nil {
 				return err
 			}
-			defer stopProfile()
-			stopTrace, err := cpuprof.Trace(goTrace)
-			if err != nil {
-				return err
-			}
-			defer stopTrace()
+			defer stopProfiles()
 			return run(cfg, log)
 		},
 	}
@@ -95,8 +90,9 @@ func newRoot() *cobra.Command {
 	f.String("log-level", "", "debug, info, warn or error")
 	f.String("metrics-listen", "", `address of the /metrics endpoint ("" in the config: off)`)
 	f.BoolVar(&printConfig, "print-config", false, "print the effective configuration and exit")
-	f.StringVar(&cpuProfile, "cpuprofile", "", "write a Go CPU profile of the daemon's run to this file")
-	f.StringVar(&goTrace, "trace", "", "write a Go execution trace of the daemon's run to this file (go tool trace; costly: for short diagnostic runs)")
+	f.StringVar(&profiles.CPU, "cpuprofile", "", "write a Go CPU profile of the daemon's run to this file")
+	f.StringVar(&profiles.Mem, "memprofile", "", "write a Go allocation profile of the daemon's run to this file when it stops (go tool pprof -sample_index=alloc_space)")
+	f.StringVar(&profiles.Trace, "trace", "", "write a Go execution trace of the daemon's run to this file (go tool trace; costly: for short diagnostic runs)")
 	for flag, key := range map[string]string{
 		"data-dir": "data_dir", "provider": "transport.provider",
 		"profile": "transport.profile", "log-level": "log.level",

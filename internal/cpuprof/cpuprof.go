@@ -1,8 +1,9 @@
-// Package cpuprof is the --cpuprofile and --trace flags of rdmablkd and
-// of rdmablk's attachment processes: a Go CPU profile of the process's
-// run, for the lab to see where the target or the initiator spends its
-// time under fio (`go tool pprof BINARY cpu.pprof`), and a Go execution
-// trace (`go tool trace`). Stateless apart from the profile and trace the
+// Package cpuprof is the --cpuprofile, --memprofile and --trace flags of
+// rdmablkd and of rdmablk's attachment processes: a Go CPU profile of the
+// process's run, for the lab to see where the target or the initiator
+// spends its time under fio (`go tool pprof BINARY cpu.pprof`), the
+// allocations of the run (mem.go), and a Go execution trace
+// (`go tool trace`). Stateless apart from the profile and trace the
 // runtime keeps; the caller's goroutine starts and stops them.
 package cpuprof
 

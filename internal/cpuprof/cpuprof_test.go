@@ -15,7 +15,7 @@ func TestFlags(t *testing.T) {
 	for _, c := range []struct {
 		flag  string
 		start func(string) (func(), error)
-	}{{"--cpuprofile", Start}, {"--trace", Trace}} {
+	}{{"--cpuprofile", Start}, {"--trace", Trace}, {"--memprofile", Mem}} {
 		t.Run(c.flag, func(t *testing.T) {
 			stop, err := c.start("")
 			if err != nil {

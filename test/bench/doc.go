@@ -47,7 +47,8 @@
 //     (split,none) or all (split,owner-alone,none); each placement runs
 //     on a fresh cluster. -repl-profile DIR runs instead one 2-replica
 //     (-repl-profile-vol r1: 1-replica) randwrite with both daemons'
-//     --cpuprofile and logs their read/write system calls per I/O.
+//     --cpuprofile and --memprofile and logs their read/write system
+//     calls per I/O.
 //     The nodes' volume files go to -repl-dir (auto: /dev/shm when it takes
 //     O_DIRECT, else -dir's disk, said in the report): on one disk a
 //     2-copy write is two writes on the same device, which separate hosts

@@ -127,5 +127,5 @@ func (r *report) replProfileMarkdown(p func(format string, args ...any)) {
 	}
 	p("| **total sampled** | **%.1f** | **%.1f** |\n", x.total[0]/x.ios*1e6, x.total[1]/x.ios*1e6)
 	p("| of which the soft provider's emulation of the HCA (the first three rows) | %.1f (%.0f%%) | %.1f (%.0f%%) |\n\n", emu[0]/x.ios*1e6, 100*emu[0]/x.total[0], emu[1]/x.ios*1e6, 100*emu[1]/x.total[1])
-	p("Profiles: `%s`, `%s` (`go tool pprof -top <file>`). They cover each daemon's whole life (start, cluster formation, volume creation and the run); the run dominates. On RDMA hardware the first three rows are done by the HCA (a doorbell write and a CQ poll remain on the CPU).\n\n", x.profiles[0], x.profiles[1])
+	p("Profiles: `%s`, `%s` (`go tool pprof -top <file>`). They cover each daemon's whole life (start, cluster formation, volume creation and the run); the run dominates. Their allocations: `<node>.mem.pprof` beside them (`go tool pprof -sample_index=alloc_space -top <file>`). On RDMA hardware the first three rows are done by the HCA (a doorbell write and a CQ poll remain on the CPU).\n\n", x.profiles[0], x.profiles[1])
 }

@@ -245,7 +245,8 @@ cluster:
 `, n.dir, o.replPollSpins, n.addr, tcpListener, n.id, n.raft, n.api, i == 0, join, token, o.replTransport)
 		var extra []string
 		if o.replProfile != "" {
-			extra = []string{"--cpuprofile", filepath.Join(o.replProfile, n.id+".pprof")}
+			extra = []string{"--cpuprofile", filepath.Join(o.replProfile, n.id+".pprof"),
+				"--memprofile", filepath.Join(o.replProfile, n.id+".mem.pprof")}
 		}
 		d, err := startDaemonOn(ctx, o, work, "rdmablkd-"+n.id, n.addr, cfg, n.cpus, extra...)
 		if err != nil {

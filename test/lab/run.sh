@@ -745,7 +745,11 @@ minmax() { [ $# -gt 0 ] || { echo "-"; return; }; printf '%s\n' "$@" | sort -g |
             print line " |" }
         }' "$PO/results.txt"
     fi
-    echo "CPU profiles: \`$PO/rdmablkd-n1.pprof\`, \`rdmablkd-n2.pprof\`."
+    if [ "$(val replperf.pprof)" != off ]; then
+      echo "CPU profiles (lab.pprof, both nodes under the Go CPU profiler for the whole run): \`$PO/rdmablkd-n1.pprof\`, \`rdmablkd-n2.pprof\`."
+    else
+      echo "Both nodes ran without the Go CPU profiler (\`LABARGS=lab.pprof=1\` profiles them)."
+    fi
     fails=$(grep -h '^FAIL:' "$PO"/replperf-*.log 2>/dev/null)
     if [ -n "$fails" ]; then echo; echo "Guest failures:"; echo; echo '```'; echo "$fails"; echo '```'; fi
     insn_section "$PO" "guest A (node n1 and the load; the configurations are the volumes, r1 one copy, r2 two)"

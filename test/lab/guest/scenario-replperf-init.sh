@@ -33,7 +33,7 @@ cluster:
   auth: {node_token_file: $C/node.token, insecure: true}
 EOC
 b0=$(cpu_busy)
-env ${LAB_GOMAXPROCS:+GOMAXPROCS=$LAB_GOMAXPROCS} ${LAB_NENV:+${LAB_NENV//,/ }} "$D" --config $C/n2.yaml --cpuprofile "$LAB_OUT/rdmablkd-n2.pprof" > "$LAB_OUT/rdmablkd-n2.log" 2>&1 &
+env ${LAB_GOMAXPROCS:+GOMAXPROCS=$LAB_GOMAXPROCS} ${LAB_NENV:+${LAB_NENV//,/ }} "$D" --config $C/n2.yaml ${LAB_PPROF:+--cpuprofile "$LAB_OUT/rdmablkd-n2.pprof"} > "$LAB_OUT/rdmablkd-n2.log" 2>&1 &
 PID=$!
 for _ in $(seq 1800); do grep -q 'cluster ready' "$LAB_OUT/rdmablkd-n2.log" && break; kill -0 $PID 2>/dev/null || break; sleep 0.1; done
 grep -q 'cluster ready' "$LAB_OUT/rdmablkd-n2.log" || { tail -20 "$LAB_OUT/rdmablkd-n2.log"; fail "n2 not ready"; exit 1; }

@@ -29,6 +29,10 @@ C=/tmp/rc; FS=$(datafs_up $C/n1 1024) || { fail "data file system"; exit 1; }
 result replperf.datafs "$FS"; result replperf.pollwait "${LAB_POLLWAIT:-channel}" # lab.pollwait=epoll: both nodes' transport.poll_wait
 result replperf.gomaxprocs "${LAB_GOMAXPROCS:-default}" # lab.gomaxprocs=N: both nodes' GOMAXPROCS
 result replperf.nenv "${LAB_NENV:-none}" # lab.nenv=K=V,K=V: both nodes' extra environment
+# lab.pprof=1: both nodes run under the Go CPU profiler for the whole run (rdmablkd-n1.pprof, -n2.pprof);
+# by default they run without it: its signals and stack walks cost a node CPU per I/O in proportion
+# to the node's own CPU, so more for the 2-copy volume's writes than for the 1-copy volume's
+result replperf.pprof "${LAB_PPROF:-off}"
 result replperf.replzcmin "${LAB_REPLZCMIN:-default}" # lab.replzcmin=N: n1's cluster.replication.tcp_zero_copy_send_min (-1: copying legs)
 # lab.repltransport=auto|rdma|tcp: n1's cluster.replication.transport (n2 listens on RDMA and NVMe/TCP;
 # auto takes NVMe/TCP when every RDMA device is software, as rxe0 here is); the leg's path is recorded
@@ -50,7 +54,7 @@ cluster:
   replication: {transport: $RT${LAB_REPLZCMIN:+, tcp_zero_copy_send_min: $LAB_REPLZCMIN}}
 EOC
 export RDMABLK_API=$IP:7421
-env ${LAB_GOMAXPROCS:+GOMAXPROCS=$LAB_GOMAXPROCS} ${LAB_NENV:+${LAB_NENV//,/ }} "$D" --config $C/n1.yaml --cpuprofile "$LAB_OUT/rdmablkd-n1.pprof" > "$LAB_OUT/rdmablkd-n1.log" 2>&1 &
+env ${LAB_GOMAXPROCS:+GOMAXPROCS=$LAB_GOMAXPROCS} ${LAB_NENV:+${LAB_NENV//,/ }} "$D" --config $C/n1.yaml ${LAB_PPROF:+--cpuprofile "$LAB_OUT/rdmablkd-n1.pprof"} > "$LAB_OUT/rdmablkd-n1.log" 2>&1 &
 PID=$!
 for _ in $(seq 1800); do grep -q 'cluster ready' "$LAB_OUT/rdmablkd-n1.log" && break; kill -0 $PID 2>/dev/null || break; sleep 0.1; done
 grep -q 'cluster ready' "$LAB_OUT/rdmablkd-n1.log" || { tail -20 "$LAB_OUT/rdmablkd-n1.log"; fail "n1 not ready"; exit 1; }
