@@ -307,7 +307,7 @@ func (d *Daemon) Close() error {
 		errs = append(errs, l.Close())
 		st := l.Stats()
 		d.log.Info("NVMe-oF/RDMA listener closed", "addr", l.Addr(), "accepted", st.Accepted, "commands", st.Commands,
-			"quiet_entries", st.QuietEntries, "quiet_wakes", st.QuietWakes, "spins", st.Spins)
+			"quiet_entries", st.QuietEntries, "quiet_wakes", st.QuietWakes, "spins", st.Spins, "clean_skips", st.CleanSkips)
 	}
 	d.listeners = nil
 	for _, l := range d.tcpListeners {

@@ -41,6 +41,7 @@ var transportMetrics = func() []transportMetric {
 		m("bytes_to_host_total", "Bytes written to hosts by RDMA WRITE (host reads).", false, func(s rdma.Stats) uint64 { return s.BytesToHost }),
 		m("quiet_entries_total", "Times an idle queue went quiet: its poll group stopped polling its CQs until it had work.", false, func(s rdma.Stats) uint64 { return s.QuietEntries }),
 		m("poll_spins_total", "Empty passes after which a poll group yielded and passed again instead of sleeping.", false, func(s rdma.Stats) uint64 { return s.Spins }),
+		m("clean_skips_total", "Steps that left a busy queue's CQs unpolled because their arms showed nothing had arrived.", false, func(s rdma.Stats) uint64 { return s.CleanSkips }),
 		m("quiet_wakes_total", "Times a quiet queue was polled again (a command, a completion from the core, a drain).", false, func(s rdma.Stats) uint64 { return s.QuietWakes }),
 	}
 }()

@@ -98,7 +98,10 @@
 // nothing goes quiet — its receive CQ armed, its send work all reaped —
 // and the group's passes skip it until its CQ's arm is spent, the core
 // completes one of its requests, or a control event or drain comes
-// (quiet.go: idle connections cost a busy group no CQ polls). Each queue has one parked watcher goroutine that records its
+// (quiet.go: idle connections cost a busy group no CQ polls); and a busy
+// queue whose CQs the group armed and polled empty before sleeping is
+// clean until an arm is spent, so a wake-up that only hands back requests
+// from the core polls neither CQ (clean.go). Each queue has one parked watcher goroutine that records its
 // control events (core Close, connection end, drain) and timers (Fabrics
 // Connect, drain) as bits the group acts on. A queue that dies or has
 // drained leaves its group and is torn down (flushes awaited, core

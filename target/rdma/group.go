@@ -58,6 +58,13 @@ type pollGroup struct {
 	// group's own counter, written only by its goroutine: spinning groups
 	// do not share a cache line.
 	spins atomic.Uint64
+	// cleanSkips counts steps that left a clean queue's CQs unpolled
+	// (Stats.CleanSkips, clean.go); the group's own counter, as spins.
+	cleanSkips atomic.Uint64
+
+	// afterArm is set during the pass that follows the group's arm
+	// (clean.go); group goroutine only.
+	afterArm bool
 }
 
 // Control event bits of a queue (queue.ctl), set by its watcher or
@@ -133,6 +140,7 @@ func (g *pollGroup) add(q *queue) {
 		q.routed = true
 	}
 	q.initQuiet()
+	q.initClean()
 	q.watchStop = make(chan struct{})
 	q.watchDone = make(chan struct{})
 	go q.watch()
@@ -271,7 +279,10 @@ func (g *pollGroup) run() {
 				q.fatal("arming the CQ", err)
 			}
 		}
-		if g.passAll() {
+		g.afterArm = true
+		worked = g.passAll()
+		g.afterArm = false
+		if worked {
 			spins = 0
 			continue
 		}

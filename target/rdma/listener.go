@@ -174,6 +174,7 @@ func (l *Listener) Stats() Stats {
 	s.QuietWakes = l.stats.quietWakes.Load()
 	for _, g := range l.groups {
 		s.Spins += g.spins.Load()
+		s.CleanSkips += g.cleanSkips.Load()
 	}
 	l.mu.Lock()
 	s.Unconnected = uint64(l.unconnected)

@@ -34,7 +34,19 @@ func (q *queue) step() bool {
 		q.batch.BeginBatch()
 		defer q.batch.EndBatch()
 	}
-	n, err := q.pollCQs()
+	var n int
+	var err error
+	if q.stillClean() {
+		q.g.cleanSkips.Add(1)
+		if q.outstanding > 0 && q.g.afterArm && !q.clean.sarm.Armed() {
+			// Reap the sends' completions before the group sleeps, as an
+			// unclean queue's last pass would (clean.go).
+			n, err = q.pollCQ(q.scq)
+		}
+	} else {
+		n, err = q.pollCQs()
+		q.polledAfterArm(n)
+	}
 	if err != nil {
 		q.fatal("polling the CQ", err)
 		return true
@@ -62,18 +74,21 @@ func (q *queue) step() bool {
 // the slots and credits new commands need), handles what it found and
 // returns how many completions that was.
 func (q *queue) pollCQs() (int, error) {
-	total := 0
-	for _, cq := range [2]verbs.CompletionQueue{q.scq, q.cq} {
-		n, err := cq.Poll(q.wc)
-		for i := range n {
-			q.handleWC(&q.wc[i])
-		}
-		total += n
-		if err != nil {
-			return total, err
-		}
+	n, err := q.pollCQ(q.scq)
+	if err != nil {
+		return n, err
 	}
-	return total, nil
+	m, err := q.pollCQ(q.cq)
+	return n + m, err
+}
+
+// pollCQ polls cq once and handles what it found.
+func (q *queue) pollCQ(cq verbs.CompletionQueue) (int, error) {
+	n, err := cq.Poll(q.wc)
+	for i := range n {
+		q.handleWC(&q.wc[i])
+	}
+	return n, err
 }
 
 // arm requests completion events before the poll group sleeps: always on
@@ -81,6 +96,9 @@ func (q *queue) pollCQs() (int, error) {
 // completion (needSendEvents). Unarmed, a response SEND's completion is
 // reaped by the pass the queue's next command causes.
 func (q *queue) arm() error {
+	if q.stillClean() {
+		return nil // its arms hold (clean.go)
+	}
 	if err := q.cq.ReqNotify(); err != nil {
 		return err
 	}

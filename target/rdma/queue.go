@@ -145,6 +145,7 @@ type queue struct {
 	g      *pollGroup
 	routed bool // the CQs' notifications ring g.bell (set before the group owns q)
 	quiet  quietState
+	clean  cleanState // clean.go
 	// fdCQs are the CQs whose events the group takes from its epoll set
 	// (epollWaiter.attach); group goroutine only.
 	fdCQs      []verbs.FDNotifier

@@ -77,6 +77,9 @@ func (q *queue) settle(worked bool) bool {
 		return false
 	}
 	q.quiet.empty = 0
+	// Arming anew may stash a completion (ibverbs): the step below must
+	// poll, clean or not (clean.go).
+	q.clean.on = false
 	if err := q.cq.ReqNotify(); err != nil {
 		q.fatal("arming the CQ", err)
 		return true

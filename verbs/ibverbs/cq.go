@@ -164,6 +164,9 @@ func (c *cq) token() {
 // QPs running; we move them to the error state so their work flushes).
 func (c *cq) overran() {
 	c.overrun.Store(true)
+	// No event will follow: an arm that still looked held would let a
+	// consumer skip the poll that reports the overrun (ArmReporter).
+	c.armed.Store(false)
 	c.mu.Lock()
 	qps := make([]*queuePair, 0, len(c.qps))
 	for q := range c.qps {
