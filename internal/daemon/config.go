@@ -57,6 +57,9 @@ type TransportConfig struct {
 	// no longer polled until it has work (0: off). See
 	// rdma.Config.PollQuietAfter.
 	PollQuietAfter int `mapstructure:"poll_quiet_after"`
+	// PollClean: leave a busy queue's CQs unpolled while their arms show
+	// nothing arrived (unset: on). See rdma.Config.PollClean.
+	PollClean *bool `mapstructure:"poll_clean"`
 	// SendWithInvalidate: answer invalidating keyed SGLs with SEND_WITH_INV
 	// (unset: when the device can). See rdma.Config.SendWithInvalidate.
 	SendWithInvalidate *bool `mapstructure:"send_with_invalidate"`

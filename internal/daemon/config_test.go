@@ -31,6 +31,7 @@ func TestFileAndEnvOverride(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("RDMABLKD_TRANSPORT_PROFILE", "pvrdma")
+	t.Setenv("RDMABLKD_TRANSPORT_POLL_CLEAN", "false")
 	v := NewViper()
 	if err := MergeFile(v, f); err != nil {
 		t.Fatal(err)
@@ -44,6 +45,9 @@ func TestFileAndEnvOverride(t *testing.T) {
 	}
 	if c.Transport.Profile != "pvrdma" {
 		t.Errorf("env did not override profile: %q", c.Transport.Profile)
+	}
+	if c.Transport.PollClean == nil || *c.Transport.PollClean {
+		t.Errorf("env did not turn poll_clean off: %v", c.Transport.PollClean)
 	}
 	if len(c.Volumes) != 1 {
 		t.Errorf("defaults not kept for keys the file does not set")

@@ -190,6 +190,7 @@ func (d *Daemon) start(cfg *Config) error {
 			MaxQueueDepth:         cfg.Transport.MaxQueueDepth,
 			PollSpins:             cfg.Transport.PollSpins,
 			PollQuietAfter:        cfg.Transport.PollQuietAfter,
+			PollClean:             cfg.Transport.PollClean,
 			SendWithInvalidate:    cfg.Transport.SendWithInvalidate,
 			ConnectTimeout:        cfg.Transport.ConnectTimeout,
 			MaxUnconnectedQueues:  cfg.Transport.MaxUnconnectedQueues,

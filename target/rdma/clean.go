@@ -36,7 +36,8 @@ import "github.com/rdmablk/rdmablk/verbs"
 //
 // Only where the CQs report their arm and their events ring the group's
 // bell (q.routed, as for quiet queues: in the epoll mode the arm holds
-// until the group takes the event from the descriptor).
+// until the group takes the event from the descriptor), and unless
+// Config.PollClean turns it off.
 
 // cleanState is a queue's clean bookkeeping; group goroutine only.
 type cleanState struct {
@@ -49,7 +50,7 @@ type cleanState struct {
 func (q *queue) initClean() {
 	r, ok1 := q.cq.(verbs.ArmReporter)
 	s, ok2 := q.scq.(verbs.ArmReporter)
-	if ok1 && ok2 && q.routed {
+	if c := q.l.cfg.PollClean; ok1 && ok2 && q.routed && (c == nil || *c) {
 		q.clean = cleanState{rarm: r, sarm: s}
 	}
 }

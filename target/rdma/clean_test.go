@@ -46,3 +46,21 @@ func TestCleanQueueSkipsPolls(t *testing.T) {
 		})
 	}
 }
+
+// Config.PollClean false keeps every step polling: the same handed-back
+// requests and new commands are answered, and no step skips.
+func TestCleanQueueOff(t *testing.T) {
+	off := false
+	g := newRig(t, rigOpts{cfg: Config{PollGroups: 1, PollWait: PollWaitChannel, PollClean: &off}})
+	h := g.connectQueue(rawOpts{qid: 1, depth: 32, dataSize: 64 * 1024}, testSubNQN, testHostNQN)
+	for round := range 5 {
+		cid := uint16(round)
+		release := holdOne(t, g, h, cid)
+		g.l.groups[0].inspect(func([]*queue) {})
+		release()
+		expectCID(t, g, h, cid)
+	}
+	if n := g.l.Stats().CleanSkips; n != 0 {
+		t.Fatalf("CleanSkips %d with PollClean off", n)
+	}
+}

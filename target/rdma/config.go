@@ -112,6 +112,10 @@ type Config struct {
 	// replicated writes faster (the one thing it was tried for); negative
 	// is invalid.
 	PollQuietAfter int
+	// PollClean: a busy queue whose CQs the group armed and polled empty
+	// is not polled while their arms hold (clean.go; only with PollWait
+	// channel). nil → on.
+	PollClean *bool
 	// PollWait is how an idle poll group sleeps: PollWaitChannel (the
 	// default) parks it on a Go channel that the CQs' event goroutines
 	// and everything else signal (one goroutine hand-off per wake-up);
