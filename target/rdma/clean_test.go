@@ -15,36 +15,34 @@ import (
 // commands would wait unanswered until the deadline; had the group
 // polled anyway, CleanSkips would stay 0.
 func TestCleanQueueSkipsPolls(t *testing.T) {
-	for _, prof := range []soft.Profile{soft.ProfileDefault, soft.ProfilePVRDMA} {
-		t.Run(prof.Name, func(t *testing.T) {
-			g := newRig(t, rigOpts{profile: prof, cfg: Config{PollGroups: 1, PollWait: PollWaitChannel}})
-			h := g.connectQueue(rawOpts{qid: 1, depth: 32, dataSize: 64 * 1024}, testSubNQN, testHostNQN)
-			for round := range 20 {
-				cid := uint16(round % 16)
-				release := holdOne(t, g, h, cid)
-				// Wake the group (inspect rings it) until a step skips
-				// the queue's polls: from then on it is clean, and stays
-				// so until a completion comes.
-				for skips := g.l.Stats().CleanSkips; g.l.Stats().CleanSkips == skips; {
-					g.l.groups[0].inspect(func([]*queue) {})
-					if g.ctx.Err() != nil {
-						t.Fatal("the queue never became clean")
-					}
+	forProfiles(t, func(t *testing.T, prof soft.Profile) {
+		g := newRig(t, rigOpts{profile: prof, cfg: Config{PollGroups: 1, PollWait: PollWaitChannel}})
+		h := g.connectQueue(rawOpts{qid: 1, depth: 32, dataSize: 64 * 1024}, testSubNQN, testHostNQN)
+		for round := range 20 {
+			cid := uint16(round % 16)
+			release := holdOne(t, g, h, cid)
+			// Wake the group (inspect rings it) until a step skips
+			// the queue's polls: from then on it is clean, and stays
+			// so until a completion comes.
+			for skips := g.l.Stats().CleanSkips; g.l.Stats().CleanSkips == skips; {
+				g.l.groups[0].inspect(func([]*queue) {})
+				if g.ctx.Err() != nil {
+					t.Fatal("the queue never became clean")
 				}
-				skips := g.l.Stats().CleanSkips
-				release()
-				expectCID(t, g, h, cid)
-				if g.l.Stats().CleanSkips == skips {
-					t.Fatal("the handed-back request's wake-up polled the clean queue's CQs")
-				}
-				s := h.ioSQE(nvme.IORead, cid+16, 0, 4096, 0, 0)
-				if err := h.send(capsule(&s, nil)); err != nil {
-					t.Fatal(err)
-				}
-				expectCID(t, g, h, cid+16)
 			}
-		})
-	}
+			skips := g.l.Stats().CleanSkips
+			release()
+			expectCID(t, g, h, cid)
+			if g.l.Stats().CleanSkips == skips {
+				t.Fatal("the handed-back request's wake-up polled the clean queue's CQs")
+			}
+			s := h.ioSQE(nvme.IORead, cid+16, 0, 4096, 0, 0)
+			if err := h.send(capsule(&s, nil)); err != nil {
+				t.Fatal(err)
+			}
+			expectCID(t, g, h, cid+16)
+		}
+	})
 }
 
 // Config.PollClean false keeps every step polling: the same handed-back

@@ -37,6 +37,14 @@ type rigOpts struct {
 	realCore bool // cfg.Target is set by the caller
 }
 
+// forProfiles runs f as a subtest on each soft device profile (default
+// and PVRDMA): the target must behave alike on both.
+func forProfiles(t *testing.T, f func(t *testing.T, prof soft.Profile)) {
+	for _, prof := range []soft.Profile{soft.ProfileDefault, soft.ProfilePVRDMA} {
+		t.Run(prof.Name, func(t *testing.T) { f(t, prof) })
+	}
+}
+
 func newRig(t testing.TB, o rigOpts) *rig {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)

@@ -14,42 +14,40 @@ import (
 // every queue with many commands outstanding, a core completing
 // asynchronously, on both device profiles, and checks every byte.
 func TestConcurrentQueues(t *testing.T) {
-	for _, prof := range []soft.Profile{soft.ProfileDefault, soft.ProfilePVRDMA} {
-		t.Run(prof.Name, func(t *testing.T) {
-			g := newRig(t, rigOpts{profile: prof, cfg: Config{MaxDataTransfer: 64 << 10}})
-			g.core.async.Store(true)
-			const (
-				queues = 4
-				depth  = 16
-				chunk  = 32 << 10
-				rounds = 4
-			)
-			hosts := make([]*rawHost, queues)
-			for i := range hosts {
-				hosts[i] = g.connectQueue(rawOpts{qid: uint16(1 + i%2), depth: depth, dataSize: 2 * depth * chunk}, testSubNQN, testHostNQN)
+	forProfiles(t, func(t *testing.T, prof soft.Profile) {
+		g := newRig(t, rigOpts{profile: prof, cfg: Config{MaxDataTransfer: 64 << 10}})
+		g.core.async.Store(true)
+		const (
+			queues = 4
+			depth  = 16
+			chunk  = 32 << 10
+			rounds = 4
+		)
+		hosts := make([]*rawHost, queues)
+		for i := range hosts {
+			hosts[i] = g.connectQueue(rawOpts{qid: uint16(1 + i%2), depth: depth, dataSize: 2 * depth * chunk}, testSubNQN, testHostNQN)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, queues)
+		for qi, h := range hosts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs <- runQueueRounds(g, h, qi, depth, chunk, rounds)
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
 			}
-			var wg sync.WaitGroup
-			errs := make(chan error, queues)
-			for qi, h := range hosts {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					errs <- runQueueRounds(g, h, qi, depth, chunk, rounds)
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
-			st := g.l.Stats()
-			if want := uint64(queues * depth * rounds); st.RDMAReads != want || st.RDMAWrites != want || st.QueueErrors != 0 {
-				t.Fatalf("stats %+v, want %d reads and writes", st, want)
-			}
-		})
-	}
+		}
+		st := g.l.Stats()
+		if want := uint64(queues * depth * rounds); st.RDMAReads != want || st.RDMAWrites != want || st.QueueErrors != 0 {
+			t.Fatalf("stats %+v, want %d reads and writes", st, want)
+		}
+	})
 }
 
 // runQueueRounds writes depth chunks at once into the queue's own disk
