@@ -24,11 +24,11 @@ import "github.com/rdmablk/rdmablk/verbs"
 // one provider call instead of the unclean queue's two, so a queue that
 // falls idle ends with its accounting back at rest as before (a
 // completion later than that waits for the queue's next pass). Any poll
-// of both CQs ends cleanliness; only the pass
-// after the group's arm starts it (group.run sets afterArm), so a
-// completion the provider stashed while arming (ibverbs probes with a
-// poll) is always polled first. A CQ error clears the arm (both
-// providers), so a clean queue still finds its overrun.
+// of both CQs ends cleanliness; only the pass after the group's arm
+// starts it (group.run sets afterArm), so a completion the provider
+// stashed while arming (ibverbs probes with a poll) is always polled
+// first. A CQ error clears the arm (both providers), so a clean queue
+// still finds its overrun.
 //
 // The group's arm leaves a clean queue alone while its arms hold: with
 // nothing armed anew nothing can have been stashed, and the pass after
