@@ -43,6 +43,7 @@ import "github.com/rdmablk/rdmablk/verbs"
 type cleanState struct {
 	rarm, sarm verbs.ArmReporter // the receive and the send CQ; nil: never clean
 	on         bool
+	polls      uint64 // steps that polled both CQs (tests read it through inspect)
 }
 
 // initClean decides whether q's CQs may be left unpolled (group.add,
@@ -72,5 +73,6 @@ func (q *queue) stillClean() bool {
 // polledAfterArm records a step's poll: in the pass after the group's
 // arm an empty poll makes q clean; any other poll ends it.
 func (q *queue) polledAfterArm(n int) {
+	q.clean.polls++
 	q.clean.on = n == 0 && q.clean.rarm != nil && q.g != nil && q.g.afterArm
 }

@@ -13,7 +13,7 @@ import (
 // a new command (its receive CQ's arm is spent) is still found. Both
 // profiles. Had a step trusted cleanliness without the arms, the new
 // commands would wait unanswered until the deadline; had the group
-// polled anyway, CleanSkips would stay 0.
+// polled anyway, the queue's count of polls would have moved.
 func TestCleanQueueSkipsPolls(t *testing.T) {
 	forProfiles(t, func(t *testing.T, prof soft.Profile) {
 		g := newRig(t, rigOpts{profile: prof, cfg: Config{PollGroups: 1, PollWait: PollWaitChannel}})
@@ -21,20 +21,18 @@ func TestCleanQueueSkipsPolls(t *testing.T) {
 		for round := range 20 {
 			cid := uint16(round % 16)
 			release := holdOne(t, g, h, cid)
-			// Wake the group (inspect rings it) until a step skips
-			// the queue's polls: from then on it is clean, and stays
-			// so until a completion comes.
-			for skips := g.l.Stats().CleanSkips; g.l.Stats().CleanSkips == skips; {
-				g.l.groups[0].inspect(func([]*queue) {})
-				if g.ctx.Err() != nil {
-					t.Fatal("the queue never became clean")
-				}
-			}
+			// Wake the group (inspect rings it) until the I/O queue is
+			// clean; from then on nothing arrives on its CQs until the
+			// next command, so no step may poll them.
+			polls := ioQueueClean(t, g)
 			skips := g.l.Stats().CleanSkips
 			release()
 			expectCID(t, g, h, cid)
+			if after := ioQueuePolls(g); after != polls {
+				t.Fatalf("the handed-back request's wake-up polled the clean queue's CQs (%d → %d polls)", polls, after)
+			}
 			if g.l.Stats().CleanSkips == skips {
-				t.Fatal("the handed-back request's wake-up polled the clean queue's CQs")
+				t.Fatal("CleanSkips did not count the skipped steps")
 			}
 			s := h.ioSQE(nvme.IORead, cid+16, 0, 4096, 0, 0)
 			if err := h.send(capsule(&s, nil)); err != nil {
@@ -61,4 +59,37 @@ func TestCleanQueueOff(t *testing.T) {
 	if n := g.l.Stats().CleanSkips; n != 0 {
 		t.Fatalf("CleanSkips %d with PollClean off", n)
 	}
+}
+
+// ioQueueClean wakes g's group until its I/O queue (qid 1) is clean and
+// returns the queue's count of polls then.
+func ioQueueClean(t *testing.T, g *rig) uint64 {
+	t.Helper()
+	for {
+		clean, polls := false, uint64(0)
+		onIOQueue(g, func(q *queue) { clean, polls = q.clean.on, q.clean.polls })
+		if clean {
+			return polls
+		}
+		if g.ctx.Err() != nil {
+			t.Fatal("the I/O queue never became clean")
+		}
+	}
+}
+
+// ioQueuePolls is the count of polls of g's I/O queue (qid 1).
+func ioQueuePolls(g *rig) (n uint64) {
+	onIOQueue(g, func(q *queue) { n = q.clean.polls })
+	return n
+}
+
+// onIOQueue runs f on g's I/O queue (qid 1) on its group's goroutine.
+func onIOQueue(g *rig, f func(q *queue)) {
+	g.l.groups[0].inspect(func(qs []*queue) {
+		for _, q := range qs {
+			if q.params.qid == 1 {
+				f(q)
+			}
+		}
+	})
 }
