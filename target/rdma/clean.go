@@ -23,12 +23,17 @@ import "github.com/rdmablk/rdmablk/verbs"
 // unarmed send CQ of a clean queue that has signaled sends outstanding,
 // one provider call instead of the unclean queue's two, so a queue that
 // falls idle ends with its accounting back at rest as before (a
-// completion later than that waits for the queue's next pass). Any poll
+// completion later than that waits for the queue's next command, the
+// group's next sleep, or the first wait for a send completion — a
+// neighbour keeping the group busy may hold a clean queue's slots that
+// long; nothing waits on them unless needSendEvents says so). Any poll
 // of both CQs ends cleanliness; only the pass after the group's arm
 // starts it (group.run sets afterArm), so a completion the provider
 // stashed while arming (ibverbs probes with a poll) is always polled
-// first. A CQ error clears the arm (both providers), so a clean queue
-// still finds its overrun.
+// first. A QP or CQ error flushes the QP's posted receives into the
+// receive CQ (the providers move a QP to the error state on their CQ's
+// overrun), and that event ends cleanliness, so a clean queue still
+// finds the error; ibverbs also clears an overrun CQ's arm.
 //
 // The group's arm leaves a clean queue alone while its arms hold: with
 // nothing armed anew nothing can have been stashed, and the pass after

@@ -37,11 +37,12 @@ func (q *queue) step() bool {
 	var n int
 	var err error
 	if q.stillClean() {
-		q.g.cleanSkips.Add(1)
 		if q.outstanding > 0 && q.g.afterArm && !q.clean.sarm.Armed() {
 			// Reap the sends' completions before the group sleeps, as an
 			// unclean queue's last pass would (clean.go).
 			n, err = q.pollCQ(q.scq)
+		} else {
+			q.g.cleanSkips.Add(1)
 		}
 	} else {
 		n, err = q.pollCQs()

@@ -57,8 +57,9 @@ type Stats struct {
 	// Spins counts empty passes after which a poll group yielded and
 	// passed again instead of sleeping (Config.PollSpins).
 	Spins uint64
-	// CleanSkips counts steps that left a busy queue's CQs unpolled
-	// because its arms showed that nothing had arrived (clean.go).
+	// CleanSkips counts steps that left both of a busy queue's CQs
+	// unpolled because its arms showed that nothing had arrived
+	// (clean.go).
 	CleanSkips uint64
 }
 
