@@ -1,6 +1,7 @@
 package cpuprof
 
 import (
+	"errors"
 	"io"
 	"runtime"
 	"runtime/pprof"
@@ -12,9 +13,7 @@ import (
 var memActive atomic.Bool
 
 // errMemActive is a second recording's error.
-type errMemActive struct{}
-
-func (errMemActive) Error() string { return "an allocation profile is already being recorded" }
+var errMemActive = errors.New("an allocation profile is already being recorded")
 
 // Mem records allocations from now on and returns the function that
 // writes them to path as a pprof "allocs" profile and closes the file
@@ -27,7 +26,7 @@ func Mem(path string) (stop func(), err error) {
 	var out io.Writer
 	return toFile("--memprofile", path, func(w io.Writer) error {
 		if !memActive.CompareAndSwap(false, true) {
-			return errMemActive{}
+			return errMemActive
 		}
 		out = w
 		return nil

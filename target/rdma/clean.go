@@ -75,9 +75,9 @@ func (q *queue) stillClean() bool {
 	return false
 }
 
-// polledAfterArm records a step's poll: in the pass after the group's
-// arm an empty poll makes q clean; any other poll ends it.
-func (q *queue) polledAfterArm(n int) {
+// notePoll records a step's poll of both CQs: in the pass after the
+// group's arm an empty poll makes q clean; any other poll ends it.
+func (q *queue) notePoll(n int) {
 	q.clean.polls++
 	q.clean.on = n == 0 && q.clean.rarm != nil && q.g != nil && q.g.afterArm
 }

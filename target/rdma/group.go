@@ -58,7 +58,7 @@ type pollGroup struct {
 	// group's own counter, written only by its goroutine: spinning groups
 	// do not share a cache line.
 	spins atomic.Uint64
-	// cleanSkips counts steps that left a clean queue's CQs unpolled
+	// cleanSkips counts steps that polled neither of a clean queue's CQs
 	// (Stats.CleanSkips, clean.go); the group's own counter, as spins.
 	cleanSkips atomic.Uint64
 

@@ -46,7 +46,7 @@ func (q *queue) step() bool {
 		}
 	} else {
 		n, err = q.pollCQs()
-		q.polledAfterArm(n)
+		q.notePoll(n)
 	}
 	if err != nil {
 		q.fatal("polling the CQ", err)
